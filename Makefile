@@ -1,0 +1,25 @@
+# The two commands of the README's quick start, and a few helpers.
+SWIFT ?= swift
+
+.PHONY: deps demo test build release clean
+
+deps:
+	@scripts/install-deps.sh
+
+## Runs the embedded demo (mock Kafka, Gamebase simulator, SQLite ledger in a temporary folder).
+demo: deps
+	$(SWIFT) run iap-worker --version
+
+## Runs the whole test suite: unit, mock-cluster, simulator and database tests.
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+clean:
+	rm -rf .build

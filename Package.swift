@@ -1,0 +1,91 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "iap-worker",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "iap-worker", targets: ["iap-worker"])
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.25.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.10.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CRdKafka",
+            pkgConfig: "rdkafka",
+            providers: [.apt(["librdkafka-dev"]), .brew(["librdkafka"])]
+        ),
+        .target(
+            name: "Kafka",
+            dependencies: [
+                "CRdKafka",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "Gamebase",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "GamebaseSimulator",
+            dependencies: [
+                "Gamebase",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "iap-worker",
+            dependencies: [
+                "Kafka",
+                "Gamebase",
+                "GamebaseSimulator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "KafkaTests",
+            dependencies: ["Kafka", "CRdKafka", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "GamebaseTests",
+            dependencies: [
+                "Gamebase",
+                "GamebaseSimulator",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

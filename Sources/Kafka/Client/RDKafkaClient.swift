@@ -1,0 +1,135 @@
+import CRdKafka
+import Logging
+import Synchronization
+
+/// Owns one librdkafka handle (`rd_kafka_t`) and the context its callbacks reach through the opaque pointer.
+///
+/// - Important: The context is retained for as long as the handle lives: it is released in `deinit`, after
+///   `rd_kafka_destroy` has returned, so no callback can run against a freed context.
+///   Thread-safe: librdkafka handles may be used from any thread; the context's mutable parts are behind mutexes.
+final class RDKafkaClient: @unchecked Sendable {
+    let handle: OpaquePointer
+    let context: RDKafkaClientContext
+    private let contextPointer: UnsafeMutableRawPointer
+
+    init(
+        type: rd_kafka_type_t,
+        configuration: KafkaConfiguration,
+        context: RDKafkaClientContext,
+        configure: (OpaquePointer) -> Void = { _ in }
+    ) throws(KafkaError) {
+        let conf = rd_kafka_conf_new()!
+        for (key, value) in configuration.properties.sorted(by: { $0.key < $1.key }) {
+            if let error = Self.set(conf, key, value) {
+                rd_kafka_conf_destroy(conf)
+                throw error
+            }
+        }
+        let pointer = Unmanaged.passRetained(context).toOpaque()
+        rd_kafka_conf_set_opaque(conf, pointer)
+        rd_kafka_conf_set_log_cb(conf) { rk, level, facility, message in
+            guard let rk, let opaque = rd_kafka_opaque(rk) else { return }
+            let context = Unmanaged<RDKafkaClientContext>.fromOpaque(opaque).takeUnretainedValue()
+            context.log(level: level, facility: facility.map { String(cString: $0) } ?? "", message: message.map { String(cString: $0) } ?? "")
+        }
+        rd_kafka_conf_set_error_cb(conf) { rk, err, reason, opaque in
+            guard let rk, let opaque else { return }
+            let context = Unmanaged<RDKafkaClientContext>.fromOpaque(opaque).takeUnretainedValue()
+            context.clientError(rk: rk, err: err, reason: reason.map { String(cString: $0) } ?? "")
+        }
+        rd_kafka_conf_set_stats_cb(conf) { _, json, length, opaque in
+            guard let json, let opaque else { return 0 }
+            let context = Unmanaged<RDKafkaClientContext>.fromOpaque(opaque).takeUnretainedValue()
+            let bytes = UnsafeRawBufferPointer(start: json, count: length)
+            context.statisticsArrived(Array(bytes))
+            return 0  // librdkafka frees the JSON
+        }
+        configure(conf)
+
+        var errstr = [CChar](repeating: 0, count: 512)
+        guard let handle = rd_kafka_new(type, conf, &errstr, errstr.count) else {
+            // On failure the configuration is still ours.
+            rd_kafka_conf_destroy(conf)
+            Unmanaged<RDKafkaClientContext>.fromOpaque(pointer).release()
+            throw KafkaError(code: .clientCreation, message: String(cString: errstr))
+        }
+        self.handle = handle
+        self.context = context
+        self.contextPointer = pointer
+    }
+
+    deinit {
+        rd_kafka_destroy(handle)
+        Unmanaged<RDKafkaClientContext>.fromOpaque(contextPointer).release()
+    }
+
+    /// The client's name as librdkafka reports it (e.g. `rdkafka#consumer-1`).
+    var name: String { String(cString: rd_kafka_name(handle)) }
+
+    /// librdkafka's fatal error, if one was raised.
+    func fatalError() -> KafkaError? {
+        var errstr = [CChar](repeating: 0, count: 512)
+        let err = rd_kafka_fatal_error(handle, &errstr, errstr.count)
+        guard err != RD_KAFKA_RESP_ERR_NO_ERROR else { return nil }
+        return KafkaError(
+            code: .consume, rdKafkaCode: RDKafkaErrorCode(err), message: String(cString: errstr), isFatal: true,
+            isRetryable: false)
+    }
+
+    private static func set(_ conf: OpaquePointer, _ key: String, _ value: String) -> KafkaError? {
+        var errstr = [CChar](repeating: 0, count: 512)
+        guard rd_kafka_conf_set(conf, key, value, &errstr, errstr.count) != RD_KAFKA_CONF_OK else { return nil }
+        // librdkafka quotes the rejected value; a secret's value must not reach logs, so its message is replaced.
+        let message =
+            KafkaConfiguration.isSecret(key)
+            ? "invalid value for configuration property \"\(key)\"" : String(cString: errstr)
+        return KafkaError(code: .configuration, message: message)
+    }
+}
+
+/// What librdkafka's callbacks reach: logging, error and statistics sinks.
+final class RDKafkaClientContext: Sendable {
+    let logger: Logger
+    private let latestStatistics = Mutex<KafkaStatistics?>(nil)
+    /// Set by a consumer once it exists; rebalances before that use librdkafka's default handling.
+    let rebalanceTarget = Mutex<RebalanceTarget?>(nil)
+    private let onStatistics: (@Sendable (KafkaStatistics) -> Void)?
+
+    init(logger: Logger, onStatistics: (@Sendable (KafkaStatistics) -> Void)? = nil) {
+        self.logger = logger
+        self.onStatistics = onStatistics
+    }
+
+    var statistics: KafkaStatistics? { latestStatistics.withLock { $0 } }
+
+    func log(level: Int32, facility: String, message: String) {
+        // syslog levels: 0 emerg … 3 err, 4 warning, 5 notice, 6 info, 7 debug
+        let swiftLevel: Logger.Level =
+            switch level {
+            case ...3: .error
+            case 4: .warning
+            case 5, 6: .info
+            default: .debug
+            }
+        logger.log(level: swiftLevel, "\(message)", metadata: ["kafka.facility": "\(facility)"])
+    }
+
+    func clientError(rk: OpaquePointer, err: Int32, reason: String) {
+        let code = RDKafkaErrorCode(rawValue: err)
+        if code == .fatal {
+            logger.critical("librdkafka fatal error", metadata: ["kafka.error": "\(reason)"])
+        } else {
+            // Broker connection errors are retried by librdkafka itself; they are worth seeing, not acting on.
+            logger.warning("librdkafka error", metadata: ["kafka.error": "\(reason)", "kafka.code": "\(code.name)"])
+        }
+    }
+
+    func statisticsArrived(_ json: [UInt8]) {
+        guard let statistics = KafkaStatistics(json: json) else {
+            logger.debug("unparseable librdkafka statistics")
+            return
+        }
+        latestStatistics.withLock { $0 = statistics }
+        onStatistics?(statistics)
+    }
+}

@@ -1,0 +1,74 @@
+import CRdKafka
+import Logging
+import Synchronization
+
+/// The rebalance callback's way back to the consumer; weak, because the consumer owns the context.
+struct RebalanceTarget: Sendable {
+    weak var core: ConsumerCore?
+}
+
+extension RDKafkaClientContext {
+    /// Called by librdkafka on the poll thread, inside `rd_kafka_consumer_poll` or `rd_kafka_consumer_close`.
+    func rebalance(rk: OpaquePointer, err: rd_kafka_resp_err_t, partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) {
+        if let core = rebalanceTarget.withLock({ $0?.core }) {
+            core.rebalance(err: err, partitions: partitions)
+        } else {
+            // The consumer is gone; let librdkafka proceed with no application involvement.
+            ConsumerCore.applyAssignment(rk: rk, err: err, partitions: partitions)
+        }
+    }
+}
+
+extension ConsumerCore {
+    func rebalance(err: rd_kafka_resp_err_t, partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) {
+        let changed = TopicPartitionList.partitions(of: partitions)
+        let handler = control.withLock { $0.rebalanceHandler }
+        switch err {
+        case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+            Self.applyAssignment(rk: client.handle, err: err, partitions: partitions)
+            control.withLock { $0.assignment.formUnion(changed) }
+            logger.info("partitions assigned", metadata: ["kafka.partitions": "\(changed.sorted())"])
+            handler?(.assigned(changed))
+
+        case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
+            let lost = rd_kafka_assignment_lost(client.handle) != 0
+            let revoked = Set(changed)
+            control.withLock { control in
+                control.assignment.subtract(revoked)
+                control.physicallyPaused.subtract(revoked)
+            }
+            // Nothing of these partitions may start once the handler has run.
+            buffer.purge(revoked)
+            logger.info(
+                lost ? "partitions lost" : "partitions revoking", metadata: ["kafka.partitions": "\(changed.sorted())"])
+            handler?(lost ? .lost(changed) : .revoking(changed))
+            if !lost {
+                // Offsets stored by the handler are committed while the partitions are still ours.
+                let commitErr = rd_kafka_commit(client.handle, nil, 0)
+                if commitErr != RD_KAFKA_RESP_ERR_NO_ERROR && commitErr != RD_KAFKA_RESP_ERR__NO_OFFSET {
+                    logger.warning(
+                        "commit before revoke failed", metadata: ["kafka.error": "\(RDKafkaErrorCode(commitErr).message)"])
+                }
+            }
+            Self.applyAssignment(rk: client.handle, err: err, partitions: partitions)
+
+        default:
+            logger.error("rebalance error", metadata: ["kafka.error": "\(RDKafkaErrorCode(err).message)"])
+            control.withLock { $0.assignment.removeAll() }
+            buffer.purge(Set(changed))
+            rd_kafka_assign(client.handle, nil)
+        }
+    }
+
+    /// Tells librdkafka to take or drop the partitions, incrementally under the cooperative protocol.
+    static func applyAssignment(rk: OpaquePointer, err: rd_kafka_resp_err_t, partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) {
+        let cooperative = String(cString: rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE"
+        let assigning = err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS
+        if cooperative {
+            let error = assigning ? rd_kafka_incremental_assign(rk, partitions) : rd_kafka_incremental_unassign(rk, partitions)
+            if let error { rd_kafka_error_destroy(error) }
+        } else {
+            rd_kafka_assign(rk, assigning ? partitions : nil)
+        }
+    }
+}

@@ -1,0 +1,286 @@
+import CRdKafka
+import Dispatch
+import Logging
+import Synchronization
+
+/// A Kafka group consumer over librdkafka.
+///
+/// Offsets are never stored automatically: the application calls ``storeOffset(for:)`` for a message whose
+/// outcome is durable, and librdkafka commits stored offsets every `auto.commit.interval.ms`, on
+/// ``commit()``, before partitions are revoked, and on ``close()``.
+///
+/// One dedicated thread owns the poll loop: it fetches into a bounded buffer (pausing fetches while the buffer
+/// is full, so rebalances and `max.poll.interval.ms` are still served), and it runs the rebalance handler.
+///
+/// - Important: Call ``close()`` to leave the group cleanly; dropping the consumer without closing stops the
+///   poll thread, but the group only notices after the session times out.
+public final class KafkaConsumer: Sendable {
+    let core: ConsumerCore
+
+    /// The fetched messages. Iterate from one task.
+    public var messages: KafkaConsumerMessages { KafkaConsumerMessages(buffer: core.buffer) }
+
+    /// Creates the consumer and starts its poll thread. Nothing is fetched before ``subscribe(topics:)``.
+    ///
+    /// - Throws: ``KafkaError`` with code `.configuration` naming a rejected property, or `.clientCreation`.
+    public init(
+        configuration: KafkaConsumerConfiguration,
+        logger: Logger,
+        rebalanceHandler: KafkaRebalanceHandler? = nil,
+        onStatistics: (@Sendable (KafkaStatistics) -> Void)? = nil
+    ) throws(KafkaError) {
+        self.core = try ConsumerCore(
+            configuration: configuration, logger: logger, rebalanceHandler: rebalanceHandler,
+            onStatistics: onStatistics)
+        core.start()
+    }
+
+    deinit {
+        core.requestClose()
+    }
+
+    /// Replaces the rebalance handler. Set it before ``subscribe(topics:)`` to see the first assignment.
+    public func setRebalanceHandler(_ handler: KafkaRebalanceHandler?) {
+        core.setRebalanceHandler(handler)
+    }
+
+    /// Joins the group and subscribes to `topics`.
+    public func subscribe(topics: [String]) throws(KafkaError) {
+        try core.subscribe(topics: topics)
+    }
+
+    /// Stores `message.offset + 1` as the partition's next offset to commit.
+    public func storeOffset(for message: KafkaMessage) throws(KafkaError) {
+        try core.storeOffsets([message.topicPartition: message.offset + 1])
+    }
+
+    /// Stores the next offsets to commit (the offset after the last finished message) per partition.
+    public func storeOffsets(_ offsets: [TopicPartition: Int64]) throws(KafkaError) {
+        try core.storeOffsets(offsets)
+    }
+
+    /// Commits the stored offsets now, synchronously with the group coordinator.
+    public func commit() async throws(KafkaError) {
+        try await core.commit()
+    }
+
+    /// The group's committed offsets for `partitions` (`nil` where none is committed).
+    public func committedOffsets(for partitions: [TopicPartition], timeoutMilliseconds: Int32 = 5_000) async throws(KafkaError)
+        -> [TopicPartition: Int64?]
+    {
+        try await core.committed(partitions, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// Stops fetching from `partitions` until they are resumed. Messages already buffered are still delivered.
+    public func pause(_ partitions: [TopicPartition]) {
+        core.setPaused(partitions, paused: true)
+    }
+
+    /// Resumes fetching from `partitions`.
+    public func resume(_ partitions: [TopicPartition]) {
+        core.setPaused(partitions, paused: false)
+    }
+
+    /// The partitions this member owns now.
+    public var assignment: Set<TopicPartition> { core.assignment }
+
+    /// The latest librdkafka statistics (needs `statistics.interval.ms` > 0).
+    public var statistics: KafkaStatistics? { core.client.context.statistics }
+
+    /// Leaves the group: in-flight partitions are revoked through the rebalance handler, stored offsets are
+    /// committed, and the message sequence ends. Safe to call more than once.
+    public func close() async {
+        core.requestClose()
+        await core.pollThread.withLock { $0 }?.join()
+    }
+}
+
+/// The consumer's shared state: the librdkafka handle, the buffer, and what the poll thread reconciles.
+final class ConsumerCore: Sendable {
+    struct Control {
+        var assignment: Set<TopicPartition> = []
+        /// Partitions the application paused.
+        var applicationPaused: Set<TopicPartition> = []
+        /// Partitions paused in librdkafka right now; only the poll thread changes it.
+        var physicallyPaused: Set<TopicPartition> = []
+        /// The buffer is over its high-water mark.
+        var bufferFull = false
+        var closing = false
+        var rebalanceHandler: KafkaRebalanceHandler?
+    }
+
+    let client: RDKafkaClient
+    let buffer = MessageBuffer()
+    let control: Mutex<Control>
+    let logger: Logger
+    let pollThread = Mutex<PollThread?>(nil)
+    private let consumerQueue: RDKafkaQueue
+    private let highWater: Int
+    private let lowWater: Int
+
+    init(
+        configuration: KafkaConsumerConfiguration, logger: Logger, rebalanceHandler: KafkaRebalanceHandler?,
+        onStatistics: (@Sendable (KafkaStatistics) -> Void)?
+    ) throws(KafkaError) {
+        let context = RDKafkaClientContext(logger: logger, onStatistics: onStatistics)
+        self.client = try RDKafkaClient(
+            type: RD_KAFKA_CONSUMER, configuration: configuration.effectiveProperties, context: context
+        ) { conf in
+            rd_kafka_conf_set_rebalance_cb(conf) { rk, err, partitions, opaque in
+                guard let rk, let partitions, let opaque else { return }
+                let context = Unmanaged<RDKafkaClientContext>.fromOpaque(opaque).takeUnretainedValue()
+                context.rebalance(rk: rk, err: err, partitions: partitions)
+            }
+        }
+        self.logger = logger
+        self.control = Mutex(Control(rebalanceHandler: rebalanceHandler))
+        self.highWater = configuration.maxBufferedMessages
+        self.lowWater = max(0, configuration.maxBufferedMessages / 2)
+        // Errors, statistics and rebalances are served by consumer_poll on the poll thread.
+        rd_kafka_poll_set_consumer(client.handle)
+        self.consumerQueue = RDKafkaQueue(pointer: rd_kafka_queue_get_consumer(client.handle))
+        context.rebalanceTarget.withLock { $0 = RebalanceTarget(core: self) }
+    }
+
+    deinit {
+        rd_kafka_queue_destroy(consumerQueue.pointer)
+    }
+
+    func start() {
+        let thread = PollThread(name: "kafka-consumer-poll") { [self] in pollLoop() }
+        pollThread.withLock { $0 = thread }
+    }
+
+    func setRebalanceHandler(_ handler: KafkaRebalanceHandler?) {
+        control.withLock { $0.rebalanceHandler = handler }
+    }
+
+    var assignment: Set<TopicPartition> { control.withLock { $0.assignment } }
+
+    func requestClose() {
+        control.withLock { $0.closing = true }
+        rd_kafka_queue_yield(consumerQueue.pointer)
+    }
+
+    // MARK: Poll loop (poll thread only)
+
+    private func pollLoop() {
+        while !control.withLock({ $0.closing }) {
+            reconcilePauses()
+            guard let message = rd_kafka_consumer_poll(client.handle, 100) else { continue }
+            defer { rd_kafka_message_destroy(message) }
+            if let fatal = handle(message) {
+                logger.critical("consumer stopped by a fatal error", metadata: ["kafka.error": "\(fatal.message)"])
+                buffer.finish(failure: fatal)
+                break
+            }
+        }
+        // Serves the final revoke through the rebalance handler, commits, and leaves the group.
+        let err = rd_kafka_consumer_close(client.handle)
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR {
+            logger.warning("consumer close reported an error", metadata: ["kafka.error": "\(RDKafkaErrorCode(err).message)"])
+        }
+        buffer.finish()
+    }
+
+    /// Copies a fetched message into the buffer; returns a fatal error if librdkafka raised one.
+    private func handle(_ message: UnsafeMutablePointer<rd_kafka_message_t>) -> KafkaError? {
+        let err = message.pointee.err
+        if err == RD_KAFKA_RESP_ERR_NO_ERROR {
+            buffer.append(KafkaMessage(copying: message))
+            return nil
+        }
+        if err == RD_KAFKA_RESP_ERR__PARTITION_EOF { return nil }
+        if err == RD_KAFKA_RESP_ERR__FATAL { return client.fatalError() }
+        let text = message.pointee.payload.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
+        logger.warning(
+            "consumer error", metadata: ["kafka.code": "\(RDKafkaErrorCode(err).name)", "kafka.error": "\(text ?? "")"])
+        return nil
+    }
+
+    /// Brings librdkafka's paused set in line with what the application and the buffer ask for.
+    private func reconcilePauses() {
+        let count = buffer.count
+        let (toPause, toResume): (Set<TopicPartition>, Set<TopicPartition>) = control.withLock { control in
+            if !control.bufferFull && count >= highWater { control.bufferFull = true }
+            if control.bufferFull && count <= lowWater { control.bufferFull = false }
+            let wanted = control.bufferFull ? control.assignment : control.applicationPaused.intersection(control.assignment)
+            let toPause = wanted.subtracting(control.physicallyPaused)
+            let toResume = control.physicallyPaused.subtracting(wanted)
+            control.physicallyPaused = wanted
+            return (toPause, toResume)
+        }
+        if !toPause.isEmpty { applyPause(toPause, pause: true) }
+        if !toResume.isEmpty { applyPause(toResume, pause: false) }
+    }
+
+    private func applyPause(_ partitions: Set<TopicPartition>, pause: Bool) {
+        let list = TopicPartitionList(partitions)
+        let err = pause ? rd_kafka_pause_partitions(client.handle, list.pointer) : rd_kafka_resume_partitions(client.handle, list.pointer)
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR {
+            logger.warning("pause or resume failed", metadata: ["kafka.error": "\(RDKafkaErrorCode(err).message)"])
+        }
+    }
+
+    func setPaused(_ partitions: [TopicPartition], paused: Bool) {
+        control.withLock { control in
+            if paused { control.applicationPaused.formUnion(partitions) } else { control.applicationPaused.subtract(partitions) }
+        }
+        rd_kafka_queue_yield(consumerQueue.pointer)
+    }
+
+    // MARK: Group membership and offsets
+
+    func subscribe(topics: [String]) throws(KafkaError) {
+        let list = TopicPartitionList(topics.map { TopicPartition($0, RD_KAFKA_PARTITION_UA) })
+        let err = rd_kafka_subscribe(client.handle, list.pointer)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw KafkaError.from(err, code: .subscription, context: "subscribe to \(topics.joined(separator: ","))")
+        }
+    }
+
+    func storeOffsets(_ offsets: [TopicPartition: Int64]) throws(KafkaError) {
+        guard !offsets.isEmpty else { return }
+        let list = TopicPartitionList(offsets)
+        let err = rd_kafka_offsets_store(client.handle, list.pointer)
+        if let failed = list.firstError() {
+            throw KafkaError.from(failed.error, code: .offsetStore, context: "store offset for \(failed.partition)")
+        }
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError.from(err, code: .offsetStore) }
+    }
+
+    func commit() async throws(KafkaError) {
+        let client = client
+        let result: Result<Void, KafkaError> = await Self.offPool {
+            let err = rd_kafka_commit(client.handle, nil, 0)
+            if err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR__NO_OFFSET { return .success(()) }
+            return .failure(KafkaError.from(err, code: .commit))
+        }
+        try result.get()
+    }
+
+    func committed(_ partitions: [TopicPartition], timeoutMilliseconds: Int32) async throws(KafkaError) -> [TopicPartition: Int64?] {
+        let client = client
+        let result: Result<[TopicPartition: Int64?], KafkaError> = await Self.offPool {
+            let list = TopicPartitionList(partitions)
+            let err = rd_kafka_committed(client.handle, list.pointer, Int32(timeoutMilliseconds))
+            guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { return .failure(KafkaError.from(err, code: .commit)) }
+            var offsets: [TopicPartition: Int64?] = [:]
+            for (partition, offset) in list.offsets { offsets[partition] = offset >= 0 ? offset : nil }
+            return .success(offsets)
+        }
+        return try result.get()
+    }
+
+    /// Runs a blocking librdkafka call on a Dispatch thread, keeping it off Swift's cooperative pool.
+    static func offPool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: body()) }
+        }
+    }
+}
+
+/// A librdkafka queue handle. `@unchecked Sendable`: librdkafka queues are thread-safe.
+struct RDKafkaQueue: @unchecked Sendable {
+    let pointer: OpaquePointer
+}

@@ -1,0 +1,94 @@
+/// librdkafka properties for a client.
+///
+/// Every librdkafka property passes through unchanged (`security.protocol`, `sasl.*`, `ssl.*`, …);
+/// an unknown property or a bad value fails when the client is created, with librdkafka's own message.
+public struct KafkaConfiguration: Sendable, Hashable {
+    /// The properties, by librdkafka name.
+    public var properties: [String: String]
+
+    public init(bootstrapServers: String, properties: [String: String] = [:]) {
+        self.properties = properties
+        self.properties["bootstrap.servers"] = bootstrapServers
+    }
+
+    public subscript(key: String) -> String? {
+        get { properties[key] }
+        set { properties[key] = newValue }
+    }
+
+    /// Sets `key` only where the caller has not chosen a value.
+    mutating func setDefault(_ key: String, _ value: String) {
+        if properties[key] == nil { properties[key] = value }
+    }
+
+    /// Property names whose values are secrets; they are shown as `<redacted>`.
+    public static func isSecret(_ key: String) -> Bool {
+        let lowered = key.lowercased()
+        return lowered.contains("password") || lowered.contains("secret") || lowered.hasSuffix(".key.pem")
+            || lowered.contains("sasl.oauthbearer.config") || lowered.contains("ssl.key")
+    }
+
+    /// The properties with secret values redacted, sorted by name, for display.
+    public var redacted: [(key: String, value: String)] {
+        properties.sorted { $0.key < $1.key }.map { ($0.key, Self.isSecret($0.key) ? "<redacted>" : $0.value) }
+    }
+}
+
+/// Settings of a group consumer, on top of the raw librdkafka properties.
+public struct KafkaConsumerConfiguration: Sendable {
+    public var kafka: KafkaConfiguration
+    public var groupID: String
+    /// `group.instance.id`: static membership. On a real broker a restarted member with the same id gets its
+    /// partitions back without a rebalance, within `session.timeout.ms`.
+    public var groupInstanceID: String?
+    /// How many fetched messages may wait in the consumer's buffer before it pauses fetching.
+    public var maxBufferedMessages: Int
+
+    public init(
+        bootstrapServers: String,
+        groupID: String,
+        groupInstanceID: String? = nil,
+        maxBufferedMessages: Int = 10_000,
+        properties: [String: String] = [:]
+    ) {
+        self.kafka = KafkaConfiguration(bootstrapServers: bootstrapServers, properties: properties)
+        self.groupID = groupID
+        self.groupInstanceID = groupInstanceID
+        self.maxBufferedMessages = max(1, maxBufferedMessages)
+    }
+
+    /// The librdkafka properties the consumer is created with: the caller's, plus the defaults this layer
+    /// depends on (explicit offset storing, cooperative-sticky assignment) where the caller set none.
+    public var effectiveProperties: KafkaConfiguration {
+        var config = kafka
+        config["group.id"] = groupID
+        if let groupInstanceID { config["group.instance.id"] = groupInstanceID }
+        // Offsets are stored by the application for finished messages only; the stored ones are committed
+        // in the background and synchronously on demand.
+        config["enable.auto.offset.store"] = "false"
+        config.setDefault("enable.auto.commit", "true")
+        config.setDefault("auto.commit.interval.ms", "1000")
+        config.setDefault("partition.assignment.strategy", "cooperative-sticky")
+        config.setDefault("auto.offset.reset", "earliest")
+        config.setDefault("enable.partition.eof", "false")
+        return config
+    }
+}
+
+/// Settings of a producer.
+public struct KafkaProducerConfiguration: Sendable {
+    public var kafka: KafkaConfiguration
+
+    public init(bootstrapServers: String, properties: [String: String] = [:]) {
+        self.kafka = KafkaConfiguration(bootstrapServers: bootstrapServers, properties: properties)
+    }
+
+    /// The caller's properties plus idempotent, fully acknowledged delivery where the caller set none.
+    public var effectiveProperties: KafkaConfiguration {
+        var config = kafka
+        config.setDefault("enable.idempotence", "true")
+        config.setDefault("acks", "all")
+        config.setDefault("linger.ms", "5")
+        return config
+    }
+}

@@ -1,0 +1,15 @@
+import ArgumentParser
+
+@main
+struct IAPWorker: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "iap-worker",
+        abstract: "Fulfils Gamebase in-app purchases from Kafka, exactly once.",
+        version: IAPWorkerVersion.current,
+        subcommands: [DevKafkaCommand.self, GamebaseSimCommand.self]
+    )
+}
+
+enum IAPWorkerVersion {
+    static let current = "0.1.0"
+}

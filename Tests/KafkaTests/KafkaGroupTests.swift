@@ -1,0 +1,220 @@
+import Kafka
+import Synchronization
+import Testing
+
+@Suite("Kafka consumer groups on the mock cluster", .timeLimit(.minutes(3)))
+struct KafkaGroupTests {
+    /// Runs a member that processes every message it gets until the test cancels it.
+    private static func runMember(_ name: String, _ consumer: KafkaConsumer, log: ProcessedLog) async throws {
+        for try await message in consumer.messages {
+            try log.process(message, by: name, consumer: consumer)
+        }
+    }
+
+    @Test func membersSplitPartitionsAndNothingIsLostWhenMembersJoinAndLeave() async throws {
+        let cluster = try MockCluster(brokers: 3, logger: KafkaTestSupport.logger)
+        try cluster.createTopic("group", partitions: 6)
+        let producer = try KafkaTestSupport.producer(cluster)
+        let groupID = KafkaTestSupport.uniqueGroup()
+        let log = ProcessedLog()
+        let handler: KafkaRebalanceHandler = { event in
+            if case .revoking = event { log.barrier() }
+        }
+        let a = try KafkaTestSupport.consumer(cluster, group: groupID, rebalanceHandler: handler)
+        let b = try KafkaTestSupport.consumer(cluster, group: groupID, rebalanceHandler: handler)
+        let c = try KafkaTestSupport.consumer(cluster, group: groupID, rebalanceHandler: handler)
+        try a.subscribe(topics: ["group"])
+        try b.subscribe(topics: ["group"])
+
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await Self.runMember("a", a, log: log) }
+            group.addTask { try await Self.runMember("b", b, log: log) }
+            #expect(
+                await KafkaTestSupport.eventually(within: 30) {
+                    a.assignment.count + b.assignment.count == 6 && !a.assignment.isEmpty && !b.assignment.isEmpty
+                })
+            #expect(a.assignment.isDisjoint(with: b.assignment))
+
+            // While the group is stable, everything processed is committed.
+            try await KafkaTestSupport.produce(producer, topic: "group", range: 0..<300)
+            #expect(await KafkaTestSupport.eventually(within: 30) { Set(log.all).count >= 300 })
+            try await a.commit()
+            try await b.commit()
+
+            // Produce while the group changes: a third member joins, then the first leaves.
+            try c.subscribe(topics: ["group"])
+            group.addTask { try await Self.runMember("c", c, log: log) }
+            try await KafkaTestSupport.produce(producer, topic: "group", range: 300..<600)
+            #expect(await KafkaTestSupport.eventually(within: 40) { !c.assignment.isEmpty })
+            #expect(await KafkaTestSupport.eventually(within: 30) { Set(log.all).count >= 600 })
+            await a.close()
+            try await KafkaTestSupport.produce(producer, topic: "group", range: 600..<900)
+            #expect(await KafkaTestSupport.eventually(within: 40) { b.assignment.count + c.assignment.count == 6 })
+            #expect(await KafkaTestSupport.eventually(within: 30) { Set(log.all).count >= 900 })
+            try await Task.sleep(for: .seconds(1))
+            group.cancelAll()
+        }
+        let processed = log.all
+        #expect(Set(processed) == Set((0..<900).map { "value-\($0)" }), "nothing is lost")
+        // What was committed before the group changed never comes again. Messages processed during a change
+        // can: the mock broker rejects commits while a rebalance is in progress (REBALANCE_IN_PROGRESS), where
+        // a real broker (Kafka 2.5 and later) accepts them from the current generation.
+        var counts: [String: Int] = [:]
+        for value in processed { counts[value, default: 0] += 1 }
+        let repeated = counts.filter { $0.value > 1 }.keys
+        let committedEarly = Set((0..<300).map { "value-\($0)" })
+        #expect(repeated.allSatisfy { !committedEarly.contains($0) }, "repeated: \(repeated.sorted().prefix(10))")
+        #expect(log.count(of: "c") > 0)
+        await b.close()
+        await c.close()
+        await producer.close()
+    }
+
+    @Test func preRevokeHookRunsBeforePartitionsMoveAndItsOffsetsAreCommitted() async throws {
+        let cluster = try MockCluster(brokers: 1, logger: KafkaTestSupport.logger)
+        try cluster.createTopic("revoke", partitions: 4)
+        let producer = try KafkaTestSupport.producer(cluster)
+        try await KafkaTestSupport.produce(producer, topic: "revoke", range: 0..<40)
+        let groupID = KafkaTestSupport.uniqueGroup()
+
+        // `a` processes everything but stores offsets only inside its pre-revoke hook.
+        let processed = Shared<[TopicPartition: Int64]>([:])
+        let revoked = Shared<[TopicPartition]>([])
+        let aBox = Shared<KafkaConsumer?>(nil)
+        let a = try KafkaTestSupport.consumer(cluster, group: groupID) { event in
+            guard case .revoking(let partitions) = event, let consumer = aBox.withLock({ $0 }) else { return }
+            let offsets = processed.withLock { done in done.filter { partitions.contains($0.key) } }
+            try? consumer.storeOffsets(offsets.mapValues { $0 + 1 })
+            revoked.withLock { $0.append(contentsOf: partitions) }
+        }
+        aBox.withLock { $0 = a }
+        try a.subscribe(topics: ["revoke"])
+        let first = try await KafkaTestSupport.take(40, from: a)
+        processed.withLock { done in
+            for message in first { done[message.topicPartition] = max(done[message.topicPartition] ?? -1, message.offset) }
+        }
+
+        let bSaw = Shared<[KafkaMessage]>([])
+        let b = try KafkaTestSupport.consumer(cluster, group: groupID)
+        try b.subscribe(topics: ["revoke"])
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for try await message in b.messages { bSaw.withLock { $0.append(message) } }
+            }
+            group.addTask {
+                // `a` keeps serving its group membership while it has no messages to process.
+                for try await _ in a.messages {}
+            }
+            #expect(await KafkaTestSupport.eventually(within: 40) { !b.assignment.isEmpty })
+            let moved = revoked.withLock { $0 }
+            #expect(!moved.isEmpty, "the hook ran before b got partitions")
+            #expect(Set(moved) == b.assignment)
+            let committed = try await a.committedOffsets(for: moved)
+            for partition in moved {
+                #expect(committed[partition] == .some(processed.withLock { $0[partition]! } + 1))
+            }
+            // Nothing that `a` processed reaches `b`.
+            try await Task.sleep(for: .seconds(2))
+            #expect(bSaw.withLock { $0 }.isEmpty)
+            try await KafkaTestSupport.produce(producer, topic: "revoke", range: 40..<80)
+            group.cancelAll()
+        }
+        await a.close()
+        await b.close()
+        await producer.close()
+    }
+
+    @Test func pausedPartitionsDeliverNothingUntilResumed() async throws {
+        let cluster = try MockCluster(brokers: 1, logger: KafkaTestSupport.logger)
+        try cluster.createTopic("pause", partitions: 1)
+        let producer = try KafkaTestSupport.producer(cluster)
+        try await KafkaTestSupport.produce(producer, topic: "pause", range: 0..<10)
+        let consumer = try KafkaTestSupport.consumer(cluster, group: KafkaTestSupport.uniqueGroup())
+        try consumer.subscribe(topics: ["pause"])
+        #expect(try await KafkaTestSupport.take(10, from: consumer).count == 10)
+
+        consumer.pause([TopicPartition("pause", 0)])
+        try await Task.sleep(for: .milliseconds(500))
+        try await KafkaTestSupport.produce(producer, topic: "pause", range: 10..<20)
+        let whilePaused = Shared<Int>(0)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { for try await _ in consumer.messages { whilePaused.withLock { $0 += 1 } } }
+            try await Task.sleep(for: .seconds(2))
+            group.cancelAll()
+        }
+        #expect(whilePaused.withLock { $0 } == 0)
+
+        consumer.resume([TopicPartition("pause", 0)])
+        let resumed = try await KafkaTestSupport.take(10, from: consumer)
+        #expect(Set(resumed.map(\.text)) == Set((10..<20).map { "value-\($0)" }))
+        await consumer.close()
+        await producer.close()
+    }
+
+    @Test func aCleanlyClosedMemberHandsOverWithoutWaitingForItsSession() async throws {
+        let cluster = try MockCluster(brokers: 1, logger: KafkaTestSupport.logger)
+        try cluster.createTopic("handover", partitions: 4)
+        let groupID = KafkaTestSupport.uniqueGroup()
+        // A 6 s session: a killed member's partitions would come back only after about 11 s on the mock.
+        let a = try KafkaTestSupport.consumer(cluster, group: groupID, sessionTimeoutMilliseconds: 6_000)
+        let b = try KafkaTestSupport.consumer(cluster, group: groupID, sessionTimeoutMilliseconds: 6_000)
+        try a.subscribe(topics: ["handover"])
+        try b.subscribe(topics: ["handover"])
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { for try await _ in a.messages {} }
+            group.addTask { for try await _ in b.messages {} }
+            #expect(
+                await KafkaTestSupport.eventually(within: 40) {
+                    a.assignment.count == 2 && b.assignment.count == 2
+                })
+            let closedAt = ContinuousClock.now
+            await a.close()
+            #expect(a.assignment.isEmpty)
+            #expect(await KafkaTestSupport.eventually(within: 20) { b.assignment.count == 4 })
+            let handover = ContinuousClock.now - closedAt
+            #expect(handover < .seconds(9), "handover took \(handover); a session expiry would take about 11 s")
+            group.cancelAll()
+        }
+        await b.close()
+    }
+
+    @Test func consumerAndProducerCarryOnWhenABrokerGoesDownAndComesBack() async throws {
+        let cluster = try MockCluster(brokers: 3, logger: KafkaTestSupport.logger)
+        try cluster.createTopic("outage", partitions: 3, replicationFactor: 1)
+        let producer = try KafkaTestSupport.producer(cluster)
+        let consumer = try KafkaTestSupport.consumer(cluster, group: KafkaTestSupport.uniqueGroup())
+        try consumer.subscribe(topics: ["outage"])
+        try await KafkaTestSupport.produce(producer, topic: "outage", range: 0..<30)
+        let before = try await KafkaTestSupport.take(30, from: consumer)
+        #expect(before.count == 30)
+        for message in before { try consumer.storeOffset(for: message) }
+        try await consumer.commit()
+
+        try cluster.setBrokerDown(1)
+        try cluster.setBrokerDown(2)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await KafkaTestSupport.produce(producer, topic: "outage", range: 30..<90) }
+            try await Task.sleep(for: .seconds(2))
+            try cluster.setBrokerUp(1)
+            try cluster.setBrokerUp(2)
+            try await group.waitForAll()
+        }
+        // Losing the coordinator can cost the group its session, so a message processed during the outage may
+        // come again; none may be missing, and nothing committed before the outage comes again.
+        let expected = Set((30..<90).map { "value-\($0)" })
+        var seen: [String] = []
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await Task.sleep(for: .seconds(40)) }
+            for try await message in consumer.messages {
+                seen.append(message.text)
+                try? consumer.storeOffset(for: message)
+                if expected.isSubset(of: Set(seen)) { break }
+            }
+            group.cancelAll()
+        }
+        #expect(expected.isSubset(of: Set(seen)), "nothing is lost")
+        #expect(Set(seen).isSubset(of: expected), "nothing committed before the outage is redelivered")
+        await consumer.close()
+        await producer.close()
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import Kafka
+import Logging
+import Synchronization
+import Testing
+
+/// Shared set-up for tests on librdkafka's in-process mock cluster.
+enum KafkaTestSupport {
+    static let logger: Logger = {
+        var logger = Logger(label: "kafka.test")
+        logger.logLevel = ProcessInfo.processInfo.environment["KAFKA_TEST_LOG"] != nil ? .debug : .critical
+        return logger
+    }()
+
+    /// A fresh group id: reusing one across tests can upset the mock's group coordinator.
+    static func uniqueGroup(_ name: String = #function) -> String {
+        "\(name.prefix { $0 != "(" })-\(UUID().uuidString.prefix(8))"
+    }
+
+    /// Short session timeouts keep the mock's rebalances quick (see KAFKA-MOCK-NOTES.md).
+    static func consumer(
+        _ cluster: MockCluster, group: String, sessionTimeoutMilliseconds: Int = 3_000,
+        rebalanceHandler: KafkaRebalanceHandler? = nil, extra: [String: String] = [:]
+    ) throws -> KafkaConsumer {
+        var properties = [
+            "session.timeout.ms": "\(sessionTimeoutMilliseconds)",
+            "heartbeat.interval.ms": "300",
+            "topic.metadata.refresh.interval.ms": "1000",
+            "auto.commit.interval.ms": "200",
+        ]
+        properties.merge(extra) { $1 }
+        return try KafkaConsumer(
+            configuration: KafkaConsumerConfiguration(
+                bootstrapServers: cluster.bootstrapServers, groupID: group, properties: properties),
+            logger: logger, rebalanceHandler: rebalanceHandler)
+    }
+
+    static func producer(_ cluster: MockCluster, extra: [String: String] = [:]) throws -> KafkaProducer {
+        try KafkaProducer(
+            configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers, properties: extra),
+            logger: logger)
+    }
+
+    /// Produces `count` records `value-<i>` with keys `key-<i>`, all acknowledged.
+    static func produce(_ producer: KafkaProducer, topic: String, range: Range<Int>) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in range {
+                group.addTask {
+                    try await producer.send(
+                        KafkaProducerRecord(topic: topic, key: Array("key-\(i)".utf8), value: Array("value-\(i)".utf8)))
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    /// Takes `count` messages, or fails after `seconds`.
+    static func take(_ count: Int, from consumer: KafkaConsumer, within seconds: Double = 20) async throws -> [KafkaMessage] {
+        try await withThrowingTaskGroup(of: [KafkaMessage]?.self) { group in
+            group.addTask {
+                var taken: [KafkaMessage] = []
+                for try await message in consumer.messages {
+                    taken.append(message)
+                    if taken.count == count { break }
+                }
+                return taken
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(seconds))
+                return nil
+            }
+            let first = try await group.next()!
+            group.cancelAll()
+            guard let taken = first else {
+                Issue.record("timed out waiting for \(count) messages")
+                return []
+            }
+            return taken
+        }
+    }
+
+    /// Polls `condition` every 100 ms until it holds or `seconds` pass; returns whether it held.
+    static func eventually(within seconds: Double, _ condition: () async throws -> Bool) async rethrows -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return try await condition()
+    }
+}
+
+extension KafkaMessage {
+    var text: String { String(decoding: value, as: UTF8.self) }
+}
+
+/// Records what a test consumer processed, under one lock that the rebalance handler also takes, so that a
+/// revoke waits for the message being processed (as the worker's engine does).
+final class ProcessedLog: Sendable {
+    private let state = Mutex<[String: [String]]>([:])
+
+    func process(_ message: KafkaMessage, by member: String, consumer: KafkaConsumer) throws {
+        try state.withLock { state in
+            // A message taken just before its partition was revoked is no longer ours: its new owner gets it.
+            guard consumer.assignment.contains(message.topicPartition) else { return }
+            state[member, default: []].append(message.text)
+            try consumer.storeOffset(for: message)
+        }
+    }
+
+    /// Waits for the message being processed, if any.
+    func barrier() { state.withLock { _ in } }
+
+    var all: [String] { state.withLock { $0.values.flatMap { $0 } } }
+    func count(of member: String) -> Int { state.withLock { $0[member]?.count ?? 0 } }
+}
+
+/// A value shared between a test and the tasks or callbacks it starts.
+final class Shared<Value: Sendable>: Sendable {
+    private let state: Mutex<Value>
+    init(_ value: Value) { state = Mutex(value) }
+    func withLock<R: Sendable>(_ body: (inout Value) throws -> R) rethrows -> R { try state.withLock { try body(&$0) } }
+    var value: Value { state.withLock { $0 } }
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages iap-worker builds and tests with, when they are missing.
+# Safe to run again: it installs nothing that is already there.
+set -euo pipefail
+
+need=()
+pkg-config --version >/dev/null 2>&1 || need+=(pkg-config)
+pkg-config --exists rdkafka 2>/dev/null || need+=(librdkafka-dev)
+pkg-config --exists sqlite3 2>/dev/null || need+=(libsqlite3-dev)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+
+if [ ${#need[@]} -gt 0 ]; then
+  echo "install-deps: installing ${need[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
