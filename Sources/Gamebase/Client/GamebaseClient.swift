@@ -1,0 +1,206 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+
+/// Called after every Gamebase request: the API, its outcome (`success`, `already_consumed`, `permanent`,
+/// `configuration` or `transient`) and how long it took.
+public typealias GamebaseRequestObserver = @Sendable (_ api: String, _ outcome: String, _ seconds: Double) -> Void
+
+/// The Gamebase server API over HTTP (async-http-client), as the contract in `gamebase-server-api.md` says.
+///
+/// Every answer is judged by `header.isSuccessful`, never by the HTTP status alone; non-200 answers, bodies that
+/// are not the JSON envelope, connection errors and timeouts are transient ``GamebaseError``s. The secret key and
+/// access tokens never appear in errors or logs.
+public final class GamebaseClient: GamebaseAPI {
+    public static let paymentTransactionAPI = "payment_transaction"
+    public static let consumeAPI = "consume"
+    public static let consumableAPI = "consumable"
+
+    private let http: HTTPClient
+    private let configuration: GamebaseConfiguration
+    private let logger: Logger
+    private let observer: GamebaseRequestObserver?
+    private let appPath: String
+    private static let maxResponseBytes = 4 << 20
+
+    public init(configuration: GamebaseConfiguration, logger: Logger, observer: GamebaseRequestObserver? = nil) {
+        var httpConfiguration = HTTPClient.Configuration()
+        httpConfiguration.connectionPool = .init(
+            idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, configuration.maxConnections))
+        httpConfiguration.timeout = .init(connect: .seconds(5))
+        self.http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
+        self.configuration = configuration
+        self.logger = logger
+        self.observer = observer
+        self.appPath = "/tcgb-inapp/v1.3/apps/\(Self.percentEncoded(configuration.appID))"
+    }
+
+    /// Closes the connection pool. Call once, when the client is no longer used.
+    public func shutdown() async throws {
+        try await http.shutdown()
+    }
+
+    public func paymentTransaction(accessToken: String, transactionID: GamebaseTransactionID) async throws(GamebaseError)
+        -> PaymentTransaction
+    {
+        let api = Self.paymentTransactionAPI
+        guard !accessToken.isEmpty else {
+            throw GamebaseError(code: .invalidRequest, api: api, transactionID: transactionID.value, message: "empty access token")
+        }
+        let url = "\(configuration.baseURL)\(appPath)/payment/transaction?accessToken=\(Self.percentEncoded(accessToken))"
+        let envelope: GamebaseEnvelope<PaymentTransaction> = try await call(
+            api: api, method: .GET, url: url, body: nil, timeoutMilliseconds: configuration.timeoutMilliseconds,
+            transactionID: transactionID)
+        guard let result = envelope.result else {
+            throw failure(api, .invalidResponse, transactionID, "successful answer without a result")
+        }
+        return result
+    }
+
+    public func consume(paymentSeq: String, accessToken: String, transactionID: GamebaseTransactionID) async throws(GamebaseError)
+        -> ConsumeOutcome
+    {
+        let api = Self.consumeAPI
+        guard !accessToken.isEmpty, !paymentSeq.isEmpty else {
+            throw GamebaseError(
+                code: .invalidRequest, api: api, transactionID: transactionID.value, message: "empty paymentSeq or access token")
+        }
+        let body = try? JSONEncoder().encode(["paymentSeq": paymentSeq, "accessToken": accessToken])
+        do {
+            let envelope: GamebaseEnvelope<ConsumeResult> = try await call(
+                api: api, method: .POST, url: "\(configuration.baseURL)\(appPath)/consume", body: body,
+                timeoutMilliseconds: configuration.consumeTimeoutMilliseconds, transactionID: transactionID)
+            return .consumed(envelope.result ?? ConsumeResult())
+        } catch where error.resultCode == .alreadyConsumed {
+            return .alreadyConsumed
+        }
+    }
+
+    public func listConsumables(userId: String, marketIds: [String]?, transactionID: GamebaseTransactionID) async throws(GamebaseError)
+        -> [ConsumableItem]
+    {
+        struct Body: Encodable {
+            var userId: String
+            var marketIds: [String]?
+        }
+        let body = try? JSONEncoder().encode(Body(userId: userId, marketIds: marketIds))
+        let envelope: GamebaseEnvelope<[ConsumableItem]> = try await call(
+            api: Self.consumableAPI, method: .POST, url: "\(configuration.baseURL)\(appPath)/consumable", body: body,
+            timeoutMilliseconds: configuration.timeoutMilliseconds, transactionID: transactionID)
+        return envelope.result ?? []
+    }
+
+    // MARK: Transport
+
+    private func call<Result: Decodable>(
+        api: String, method: HTTPMethod, url: String, body: Data?, timeoutMilliseconds: Int,
+        transactionID: GamebaseTransactionID
+    ) async throws(GamebaseError) -> GamebaseEnvelope<Result> {
+        let started = ContinuousClock.now
+        do {
+            let envelope: GamebaseEnvelope<Result> = try await send(
+                api: api, method: method, url: url, body: body, timeoutMilliseconds: timeoutMilliseconds,
+                transactionID: transactionID)
+            record(api, outcome: "success", since: started, transactionID: transactionID, resultCode: envelope.header.resultCode)
+            return envelope
+        } catch {
+            record(
+                api, outcome: error.resultCode == .alreadyConsumed ? GamebaseFailureKind.alreadyConsumed.rawValue : error.kind.rawValue,
+                since: started, transactionID: transactionID, resultCode: error.resultCode?.rawValue, error: error)
+            throw error
+        }
+    }
+
+    private func send<Result: Decodable>(
+        api: String, method: HTTPMethod, url: String, body: Data?, timeoutMilliseconds: Int,
+        transactionID: GamebaseTransactionID
+    ) async throws(GamebaseError) -> GamebaseEnvelope<Result> {
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        // The docs require the JSON content type on every call, GET included (contract §3.1).
+        request.headers.add(name: "Content-Type", value: "application/json; charset=UTF-8")
+        request.headers.add(name: "X-Secret-Key", value: configuration.secretKey.revealed)
+        request.headers.add(name: "X-TCGB-Transaction-Id", value: transactionID.value)
+        if let body { request.body = .bytes(ByteBuffer(data: body)) }
+
+        let response: HTTPClientResponse
+        let bytes: ByteBuffer
+        do {
+            response = try await http.execute(request, timeout: .milliseconds(Int64(timeoutMilliseconds)), logger: logger)
+            bytes = try await response.body.collect(upTo: Self.maxResponseBytes)
+        } catch let error as HTTPClientError {
+            switch error {
+            case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout:
+                throw failure(api, .timeout, transactionID, "no answer within \(timeoutMilliseconds) ms")
+            default:
+                throw failure(api, .connection, transactionID, "request failed: \(Self.describe(error))")
+            }
+        } catch {
+            throw failure(api, .connection, transactionID, "request failed: \(Self.describe(error))")
+        }
+        guard response.status == .ok else {
+            throw GamebaseError(
+                code: .httpStatus, api: api, httpStatus: Int(response.status.code), transactionID: transactionID.value,
+                message: "HTTP \(response.status.code) instead of 200")
+        }
+        let envelope: GamebaseEnvelope<Result>
+        do {
+            envelope = try JSONDecoder().decode(GamebaseEnvelope<Result>.self, from: bytes)
+        } catch {
+            throw failure(api, .invalidResponse, transactionID, "the body is not the Gamebase JSON envelope")
+        }
+        let header = envelope.header
+        if header.isSuccessful != (header.resultCode == 0) {
+            // Never documented; the contract says to trust isSuccessful (§8.3).
+            logger.warning(
+                "Gamebase header disagrees with itself",
+                metadata: ["gamebase.api": "\(api)", "gamebase.result_code": "\(header.resultCode)", "gamebase.transaction_id": "\(transactionID)"])
+        }
+        guard header.isSuccessful else {
+            throw GamebaseError(
+                code: .resultCode, api: api, resultCode: GamebaseResultCode(header.resultCode),
+                resultMessage: header.resultMessage.map { String($0.prefix(200)) }, transactionID: transactionID.value,
+                message: "Gamebase answered resultCode \(header.resultCode)")
+        }
+        return envelope
+    }
+
+    private func failure(_ api: String, _ code: GamebaseError.Code, _ transactionID: GamebaseTransactionID, _ message: String)
+        -> GamebaseError
+    {
+        GamebaseError(code: code, api: api, transactionID: transactionID.value, message: message)
+    }
+
+    private func record(
+        _ api: String, outcome: String, since started: ContinuousClock.Instant, transactionID: GamebaseTransactionID,
+        resultCode: Int?, error: GamebaseError? = nil
+    ) {
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        observer?(api, outcome, seconds)
+        logger.debug(
+            "Gamebase call",
+            metadata: [
+                "gamebase.api": "\(api)", "gamebase.outcome": "\(outcome)", "gamebase.transaction_id": "\(transactionID)",
+                "gamebase.result_code": "\(resultCode.map(String.init) ?? "-")", "gamebase.duration_ms": "\(Int(seconds * 1000))",
+                "gamebase.error": "\(error?.message ?? "")",
+            ])
+    }
+
+    /// A transport error's type and case, never its associated values (which could hold the URL and so a token).
+    private static func describe(_ error: any Error) -> String {
+        let text = String(describing: error)
+        let cut = text.firstIndex { $0 == "(" || $0 == ":" } ?? text.endIndex
+        return "\(type(of: error)).\(text[..<cut])"
+    }
+
+    /// Percent-encodes everything but RFC 3986's unreserved characters, so `/`, `+` and `=` survive the trip.
+    static func percentEncoded(_ value: String) -> String {
+        var allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        allowed.insert(charactersIn: "-._~")
+        return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
+    }
+}

@@ -1,0 +1,5 @@
+import Foundation
+
+enum UUIDString {
+    static func random() -> String { UUID().uuidString.lowercased() }
+}
