@@ -10,10 +10,13 @@ deps:
 demo: deps
 	$(SWIFT) run iap-worker --version
 
-## Runs the whole test suite: unit, mock-cluster, simulator and database tests.
+## Runs the whole test suite: unit, mock-cluster, simulator and database tests. A throw-away PostgreSQL
+## server is started on loopback for it (scripts/test-postgres.sh) and stopped afterwards.
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	@url=$$(scripts/test-postgres.sh start) && \
+	  IAP_TEST_POSTGRES_URL="$$url" $(SWIFT) test --skip-build; status=$$?; \
+	  scripts/test-postgres.sh stop; exit $$status
 
 build: deps
 	$(SWIFT) build

@@ -20,6 +20,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.25.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.10.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.25.0"),
     ],
     targets: [
         .systemLibrary(
@@ -59,12 +61,33 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "Ledger",
+            dependencies: [
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "Fulfilment",
+            dependencies: [
+                "Gamebase",
+                "Ledger",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "iap-worker",
             dependencies: [
                 "Kafka",
                 "Gamebase",
                 "GamebaseSimulator",
+                "Ledger",
+                "Fulfilment",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -87,6 +110,38 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "IAPTestSupport",
+            dependencies: [
+                "Ledger",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/IAPTestSupport",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "LedgerTests",
+            dependencies: [
+                "Ledger",
+                "IAPTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "FulfilmentTests",
+            dependencies: [
+                "Fulfilment",
+                "IAPTestSupport",
+                "Ledger",
+                "Gamebase",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),

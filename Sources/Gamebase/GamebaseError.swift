@@ -1,7 +1,7 @@
 /// An error from the Gamebase client.
 ///
 /// `description` never contains the secret key, access tokens or response bodies.
-public struct GamebaseError: Error, CustomStringConvertible, Sendable {
+public struct GamebaseError: Error, CustomStringConvertible, Sendable, Equatable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case resultCode = "result_code"

@@ -1,0 +1,68 @@
+import Foundation
+import Ledger
+
+/// Builds the worker's events with their deterministic ids (DESIGN §2).
+public struct EventFactory: Sendable {
+    public var groupID: String
+    public var itemGrantedTopic: String
+    public var consumeFailedTopic: String
+
+    public static let itemGrantedType = "gamebase.iap.item.granted.v1"
+    public static let consumeFailedType = "gamebase.iap.consume.failed.v1"
+
+    public init(groupID: String, itemGrantedTopic: String, consumeFailedTopic: String) {
+        self.groupID = groupID
+        self.itemGrantedTopic = itemGrantedTopic
+        self.consumeFailedTopic = consumeFailedTopic
+    }
+
+    var source: String { "/iap-worker/\(groupID)" }
+
+    static func itemGrantedID(paymentSeq: String) -> String { "\(paymentSeq):item-granted" }
+
+    static func rejectionID(_ message: PurchaseMessage) -> String {
+        "\(message.paymentSeq):consume-failed:\(message.claimHash)"
+    }
+
+    public func itemGranted(_ grant: GrantRecord) -> OutboxEvent {
+        let id = Self.itemGrantedID(paymentSeq: grant.paymentSeq)
+        let data = ItemGrantedData(
+            userId: grant.userId, paymentSeq: grant.paymentSeq, gamebaseProductId: grant.gamebaseProductId,
+            productSeq: grant.productSeq, marketId: grant.marketId, productType: grant.productType,
+            price: grant.price.flatMap { Decimal(string: $0) }, currency: grant.currency, paymentId: grant.paymentId,
+            purchaseTime: grant.purchaseTime, payload: grant.payload, isTestPurchase: grant.isTestPurchase,
+            grantedAt: RFC3339.string(grant.grantedAt))
+        let event = CloudEvent(
+            id: id, source: source, type: Self.itemGrantedType, subject: grant.paymentSeq,
+            time: RFC3339.string(grant.grantedAt), data: data)
+        return OutboxEvent(
+            id: id, paymentSeq: grant.paymentSeq, topic: itemGrantedTopic, key: Array(grant.userId.utf8),
+            headers: Self.headers(id: id, type: Self.itemGrantedType), payload: event.encoded(), createdAt: grant.grantedAt)
+    }
+
+    /// A consume-failed event.
+    /// - Parameters:
+    ///   - id: the deterministic event id.
+    ///   - key: the record key: the userId, or the original message's key when there is no userId.
+    public func consumeFailed(
+        id: String, userId: String?, paymentSeq: String?, reason: ConsumeFailureReason, resultCode: Int? = nil,
+        resultMessage: String? = nil, attempts: Int, detail: String, key: [UInt8]?, at date: Date
+    ) -> OutboxEvent {
+        let data = ConsumeFailedData(
+            userId: userId, paymentSeq: paymentSeq, reason: reason.rawValue, retryable: reason.isRetryable,
+            resultCode: resultCode, resultMessage: resultMessage, attempts: attempts, detail: detail)
+        let event = CloudEvent(
+            id: id, source: source, type: Self.consumeFailedType, subject: paymentSeq, time: RFC3339.string(date), data: data)
+        return OutboxEvent(
+            id: id, paymentSeq: paymentSeq, topic: consumeFailedTopic, key: userId.map { Array($0.utf8) } ?? key,
+            headers: Self.headers(id: id, type: Self.consumeFailedType), payload: event.encoded(), createdAt: date)
+    }
+
+    static func headers(id: String, type: String) -> [EventHeader] {
+        [
+            EventHeader(name: "content-type", value: CloudEvent<ItemGrantedData>.contentType),
+            EventHeader(name: "ce_id", value: id),
+            EventHeader(name: "ce_type", value: type),
+        ]
+    }
+}

@@ -1,0 +1,31 @@
+import Gamebase
+
+/// How one message ended. The engine stores the offset for every outcome but `.stop(durable: false)` and
+/// `.gamebaseUnavailable` (which it either dead-letters or holds while the circuit is open).
+public enum PurchaseOutcome: Sendable, Equatable {
+    /// Granted now. `consumePending`: Consume has not succeeded yet; the sweeper retries it.
+    case granted(paymentSeq: String, consumePending: Bool)
+    /// Nothing new: granted (and now finished) or rejected before.
+    case duplicate(paymentSeq: String)
+    /// Judged not grantable; a consume-failed event was published.
+    case rejected(paymentSeq: String, reason: ConsumeFailureReason)
+    /// Not a valid purchase message; consume-failed and dead-letter records were published.
+    case malformed(problem: String)
+    /// Gamebase kept failing transiently after the retries; nothing was decided.
+    case gamebaseUnavailable(GamebaseError, attempts: Int)
+    /// Gamebase says the deployment is wrong (secret key, app id…): stop consuming and alert.
+    /// `durable`: this message's outcome was recorded anyway (its offset may be stored).
+    case stop(GamebaseError, durable: Bool)
+
+    /// The `outcome` label of `iap_purchases_total`.
+    public var metricLabel: String {
+        switch self {
+        case .granted: "granted"
+        case .duplicate: "duplicate"
+        case .rejected: "rejected"
+        case .malformed: "malformed"
+        case .gamebaseUnavailable: "unavailable"
+        case .stop: "stopped"
+        }
+    }
+}

@@ -1,0 +1,37 @@
+/// An error from the ledger. `description` never contains purchase tokens or database passwords.
+public struct LedgerError: Error, CustomStringConvertible, Sendable {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable {
+            case invalidURL = "invalid_url", unavailable, migration, query, conflict
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// `ledger.url` is not `sqlite:///path` or `postgres://…`.
+        public static let invalidURL = Code(.invalidURL)
+        /// The database cannot be reached or opened.
+        public static let unavailable = Code(.unavailable)
+        public static let migration = Code(.migration)
+        public static let query = Code(.query)
+        /// A guarded update found the row in another state.
+        public static let conflict = Code(.conflict)
+        public var description: String { base.rawValue }
+    }
+
+    public let code: Code
+    public let message: String
+    public let file: String
+    public let line: UInt
+
+    public init(code: Code, message: String, file: String = #fileID, line: UInt = #line) {
+        self.code = code
+        self.message = message
+        self.file = file
+        self.line = line
+    }
+
+    /// Database errors are worth retrying (the database may be back); a bad URL or migration is not.
+    public var isRetryable: Bool { code == .unavailable || code == .query }
+
+    public var description: String { "LedgerError(\(code)): \(message)" }
+}

@@ -1,0 +1,57 @@
+import Foundation
+
+/// The ledger the consume flow keeps: grants (one per paymentSeq), rejections (one per judged message) and the
+/// outbox of events. Every state change is a guarded write, so concurrent workers can never both grant.
+///
+/// Every method throws ``LedgerError``.
+public protocol LedgerStore: Sendable {
+    /// Runs the named migrations that have not run yet.
+    func migrate() async throws
+
+    func grant(paymentSeq: String) async throws -> GrantRecord?
+
+    func rejection(_ key: RejectionKey) async throws -> RejectionRecord?
+
+    /// Writes the grant row and its outbox event in one transaction. The unique `paymentSeq` settles races:
+    /// the loser gets `.alreadyGranted` with the winner's row and writes nothing.
+    func insertGrant(_ grant: GrantRecord, event: OutboxEvent) async throws -> GrantInsertResult
+
+    /// Writes the rejection and its outbox event in one transaction; `false` (and nothing written) when that
+    /// message's rejection exists already.
+    @discardableResult
+    func insertRejection(_ rejection: RejectionRecord, event: OutboxEvent) async throws -> Bool
+
+    func event(id: String) async throws -> OutboxEvent?
+
+    /// Marks an event published (and, for an item-granted event, the grant's `eventPublishedAt`).
+    func markPublished(eventID: String, at date: Date) async throws
+
+    /// `granted` → `consumed`; `false` when the row was not `granted` (consumed already, or missing).
+    @discardableResult
+    func markConsumed(paymentSeq: String, resultCode: Int, at date: Date) async throws -> Bool
+
+    /// Counts a failed Consume attempt and keeps its result code (nil for a transport failure).
+    func recordConsumeFailure(paymentSeq: String, resultCode: Int?) async throws
+
+    /// Claims up to `limit` grants still `granted` since before `grantedBefore`, leasing them until `now + lease` so
+    /// other workers' sweepers skip them.
+    func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [GrantRecord]
+
+    /// Claims up to `limit` events unpublished since before `createdBefore`, leased the same way.
+    func claimUnpublishedEvents(createdBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [OutboxEvent]
+
+    func rejections(paymentSeq: String) async throws -> [RejectionRecord]
+
+    func events(paymentSeq: String) async throws -> [OutboxEvent]
+
+    func stats() async throws -> LedgerStats
+
+    /// Releases connections. The store must not be used afterwards.
+    func close() async throws
+}
+
+/// Named schema migrations: each runs once, in order, recorded in `iap_schema_migrations`.
+public struct LedgerMigration: Sendable {
+    public var name: String
+    public var sql: [String]
+}

@@ -1,0 +1,353 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+
+/// The shared ledger: PostgreSQL through postgres-nio, for many worker instances.
+///
+/// - Important: Its connection pool runs in ``run()``: run the store as a `Service` (or in a task) before use.
+public final class PostgresLedgerStore: LedgerStore, Service {
+    private let client: PostgresClient
+    private let logger: Logger
+    /// Serialises the schema migrations of concurrently starting workers.
+    private static let migrationLockID: Int64 = 0x1A9_0001
+
+    public init(host: String, port: Int, username: String, password: String?, database: String, maxConnections: Int = 20, logger: Logger) {
+        var configuration = PostgresClient.Configuration(
+            host: host, port: port, username: username, password: password, database: database, tls: .disable)
+        configuration.options.maximumConnections = maxConnections
+        configuration.options.connectionIdleTimeout = .seconds(60)
+        self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.logger = logger
+    }
+
+    /// Runs the connection pool until the task is cancelled.
+    public func run() async throws {
+        await client.run()
+    }
+
+    public func migrate() async throws {
+        do {
+            try await client.withTransaction(logger: logger) { connection in
+                try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLockID))", logger: logger)
+                try await connection.query(
+                    "CREATE TABLE IF NOT EXISTS iap_schema_migrations (name TEXT PRIMARY KEY, applied_at_ms BIGINT NOT NULL)",
+                    logger: logger)
+                var applied: Set<String> = []
+                for try await name in try await connection.query("SELECT name FROM iap_schema_migrations", logger: logger)
+                    .decode(String.self)
+                {
+                    applied.insert(name)
+                }
+                for migration in LedgerSchema.migrations(.postgres) where !applied.contains(migration.name) {
+                    for statement in migration.sql {
+                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    }
+                    let now = Date().epochMilliseconds
+                    try await connection.query(
+                        "INSERT INTO iap_schema_migrations (name, applied_at_ms) VALUES (\(migration.name), \(now))", logger: logger)
+                    logger.info("ledger migration applied", metadata: ["ledger.migration": "\(migration.name)"])
+                }
+            }
+        } catch {
+            throw LedgerError(code: .migration, message: "migrating the PostgreSQL ledger failed: \(Self.describe(error))")
+        }
+    }
+
+    public func grant(paymentSeq: String) async throws -> GrantRecord? {
+        try await wrap {
+            let rows = try await client.query(
+                "SELECT \(unescaped: LedgerSchema.grantColumns) FROM grants WHERE payment_seq = \(paymentSeq)", logger: logger)
+            for try await row in rows { return try Self.grant(from: row) }
+            return nil
+        }
+    }
+
+    public func rejection(_ key: RejectionKey) async throws -> RejectionRecord? {
+        try await wrap {
+            let rows = try await client.query(
+                """
+                SELECT \(unescaped: LedgerSchema.rejectionColumns) FROM rejections
+                WHERE payment_seq = \(key.paymentSeq) AND user_id = \(key.userId) AND token_hash = \(key.tokenHash)
+                """, logger: logger)
+            for try await row in rows { return try Self.rejection(from: row) }
+            return nil
+        }
+    }
+
+    public func insertGrant(_ grant: GrantRecord, event: OutboxEvent) async throws -> GrantInsertResult {
+        try await wrap {
+            try await client.withTransaction(logger: logger) { connection -> GrantInsertResult in
+                let g = grant
+                let inserted = try await connection.query(
+                    """
+                    INSERT INTO grants (\(unescaped: LedgerSchema.grantColumns)) VALUES (
+                        \(g.paymentSeq), \(g.userId), \(g.gamebaseProductId), \(g.purchaseToken), \(g.productSeq),
+                        \(g.marketId), \(g.productType), \(g.price), \(g.currency), \(g.paymentId), \(g.isTestPurchase),
+                        \(g.purchaseTime), \(g.payload), \(g.state.rawValue), \(g.grantedAt.epochMilliseconds),
+                        \(g.consumedAt?.epochMilliseconds), \(Int32(g.consumeAttempts)), \(g.lastResultCode.map(Int32.init)),
+                        \(g.eventPublishedAt?.epochMilliseconds), \(g.source?.topic), \(g.source?.partition), \(g.source?.offset))
+                    ON CONFLICT (payment_seq) DO NOTHING RETURNING payment_seq
+                    """, logger: logger)
+                var wasInserted = false
+                for try await _ in inserted { wasInserted = true }
+                guard wasInserted else {
+                    let rows = try await connection.query(
+                        "SELECT \(unescaped: LedgerSchema.grantColumns) FROM grants WHERE payment_seq = \(g.paymentSeq)",
+                        logger: logger)
+                    for try await row in rows { return .alreadyGranted(try Self.grant(from: row)) }
+                    throw LedgerError(code: .conflict, message: "grant \(g.paymentSeq) conflicted but cannot be read")
+                }
+                try await Self.insert(event, connection, logger)
+                return .inserted
+            }
+        }
+    }
+
+    public func insertRejection(_ rejection: RejectionRecord, event: OutboxEvent) async throws -> Bool {
+        try await wrap {
+            try await client.withTransaction(logger: logger) { connection -> Bool in
+                let r = rejection
+                let inserted = try await connection.query(
+                    """
+                    INSERT INTO rejections (\(unescaped: LedgerSchema.rejectionColumns)) VALUES (
+                        \(r.key.paymentSeq), \(r.key.userId), \(r.key.tokenHash), \(r.reason), \(r.resultCode.map(Int32.init)),
+                        \(r.resultMessage), \(r.detail), \(r.eventID), \(r.rejectedAt.epochMilliseconds), \(r.source?.topic),
+                        \(r.source?.partition), \(r.source?.offset))
+                    ON CONFLICT DO NOTHING RETURNING payment_seq
+                    """, logger: logger)
+                var wasInserted = false
+                for try await _ in inserted { wasInserted = true }
+                guard wasInserted else { return false }
+                try await Self.insert(event, connection, logger)
+                return true
+            }
+        }
+    }
+
+    public func event(id: String) async throws -> OutboxEvent? {
+        try await wrap {
+            let rows = try await client.query(
+                "SELECT \(unescaped: LedgerSchema.outboxColumns) FROM outbox WHERE id = \(id)", logger: logger)
+            for try await row in rows { return try Self.event(from: row) }
+            return nil
+        }
+    }
+
+    public func markPublished(eventID: String, at date: Date) async throws {
+        let ms = date.epochMilliseconds
+        try await wrap {
+            try await client.withTransaction(logger: logger) { connection in
+                try await connection.query(
+                    "UPDATE outbox SET published_at_ms = \(ms), claimed_until_ms = NULL WHERE id = \(eventID) AND published_at_ms IS NULL",
+                    logger: logger)
+                if eventID.hasSuffix(":item-granted") {
+                    try await connection.query(
+                        """
+                        UPDATE grants SET event_published_at_ms = \(ms)
+                        WHERE event_published_at_ms IS NULL AND payment_seq = (SELECT payment_seq FROM outbox WHERE id = \(eventID))
+                        """, logger: logger)
+                }
+            }
+        }
+    }
+
+    public func markConsumed(paymentSeq: String, resultCode: Int, at date: Date) async throws -> Bool {
+        try await wrap {
+            let rows = try await client.query(
+                """
+                UPDATE grants SET state = 'consumed', consumed_at_ms = \(date.epochMilliseconds),
+                    last_result_code = \(Int32(resultCode)), consume_attempts = consume_attempts + 1, sweep_claimed_until_ms = NULL
+                WHERE payment_seq = \(paymentSeq) AND state = 'granted' RETURNING payment_seq
+                """, logger: logger)
+            var updated = false
+            for try await _ in rows { updated = true }
+            return updated
+        }
+    }
+
+    public func recordConsumeFailure(paymentSeq: String, resultCode: Int?) async throws {
+        try await wrap {
+            try await client.query(
+                """
+                UPDATE grants SET consume_attempts = consume_attempts + 1, last_result_code = \(resultCode.map(Int32.init))
+                WHERE payment_seq = \(paymentSeq) AND state = 'granted'
+                """, logger: logger)
+        }
+    }
+
+    public func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [GrantRecord] {
+        let nowMs = now.epochMilliseconds
+        let until = nowMs + Int64(lease.components.seconds * 1000)
+        return try await wrap {
+            let rows = try await client.query(
+                """
+                UPDATE grants SET sweep_claimed_until_ms = \(until)
+                WHERE payment_seq IN (
+                    SELECT payment_seq FROM grants
+                    WHERE state = 'granted' AND granted_at_ms < \(grantedBefore.epochMilliseconds)
+                      AND (sweep_claimed_until_ms IS NULL OR sweep_claimed_until_ms < \(nowMs))
+                    ORDER BY granted_at_ms LIMIT \(Int64(limit))
+                    FOR UPDATE SKIP LOCKED)
+                RETURNING \(unescaped: LedgerSchema.grantColumns)
+                """, logger: logger)
+            var grants: [GrantRecord] = []
+            for try await row in rows { grants.append(try Self.grant(from: row)) }
+            return grants
+        }
+    }
+
+    public func claimUnpublishedEvents(createdBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [OutboxEvent] {
+        let nowMs = now.epochMilliseconds
+        let until = nowMs + Int64(lease.components.seconds * 1000)
+        return try await wrap {
+            let rows = try await client.query(
+                """
+                UPDATE outbox SET claimed_until_ms = \(until)
+                WHERE id IN (
+                    SELECT id FROM outbox
+                    WHERE published_at_ms IS NULL AND created_at_ms < \(createdBefore.epochMilliseconds)
+                      AND (claimed_until_ms IS NULL OR claimed_until_ms < \(nowMs))
+                    ORDER BY created_at_ms LIMIT \(Int64(limit))
+                    FOR UPDATE SKIP LOCKED)
+                RETURNING \(unescaped: LedgerSchema.outboxColumns)
+                """, logger: logger)
+            var events: [OutboxEvent] = []
+            for try await row in rows { events.append(try Self.event(from: row)) }
+            return events
+        }
+    }
+
+    public func rejections(paymentSeq: String) async throws -> [RejectionRecord] {
+        try await wrap {
+            let rows = try await client.query(
+                "SELECT \(unescaped: LedgerSchema.rejectionColumns) FROM rejections WHERE payment_seq = \(paymentSeq) ORDER BY rejected_at_ms",
+                logger: logger)
+            var result: [RejectionRecord] = []
+            for try await row in rows { result.append(try Self.rejection(from: row)) }
+            return result
+        }
+    }
+
+    public func events(paymentSeq: String) async throws -> [OutboxEvent] {
+        try await wrap {
+            let rows = try await client.query(
+                "SELECT \(unescaped: LedgerSchema.outboxColumns) FROM outbox WHERE payment_seq = \(paymentSeq) ORDER BY created_at_ms, id",
+                logger: logger)
+            var result: [OutboxEvent] = []
+            for try await row in rows { result.append(try Self.event(from: row)) }
+            return result
+        }
+    }
+
+    public func stats() async throws -> LedgerStats {
+        try await wrap {
+            var granted = 0
+            var consumed = 0
+            for try await (state, count) in try await client.query("SELECT state, COUNT(*) FROM grants GROUP BY state", logger: logger)
+                .decode((String, Int64).self)
+            {
+                if state == "granted" { granted = Int(count) } else { consumed = Int(count) }
+            }
+            var rejections: [String: Int] = [:]
+            for try await (reason, count) in try await client.query(
+                "SELECT reason, COUNT(*) FROM rejections GROUP BY reason", logger: logger
+            ).decode((String, Int64).self) {
+                rejections[reason] = Int(count)
+            }
+            var unpublished = 0
+            for try await count in try await client.query(
+                "SELECT COUNT(*) FROM outbox WHERE published_at_ms IS NULL", logger: logger
+            ).decode(Int64.self) {
+                unpublished = Int(count)
+            }
+            return LedgerStats(granted: granted, consumed: consumed, rejections: rejections, unpublishedEvents: unpublished)
+        }
+    }
+
+    /// Nothing to do: the pool closes when ``run()``'s task ends.
+    public func close() async throws {}
+
+    // MARK: Helpers
+
+    private func wrap<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as LedgerError {
+            throw error
+        } catch {
+            throw LedgerError(code: .query, message: "PostgreSQL: \(Self.describe(error))")
+        }
+    }
+
+    /// The server's message and SQLSTATE, never the query's bound values (they can hold purchase tokens).
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? PSQLError {
+            if let message = error.serverInfo?[.message] {
+                return "\(error.serverInfo?[.sqlState] ?? "") \(message)"
+            }
+            return "\(error.code)"
+        }
+        return "\(type(of: error))"
+    }
+
+    private static func insert(_ event: OutboxEvent, _ connection: PostgresConnection, _ logger: Logger) async throws {
+        let e = event
+        try await connection.query(
+            """
+            INSERT INTO outbox (\(unescaped: LedgerSchema.outboxColumns)) VALUES (
+                \(e.id), \(e.paymentSeq), \(e.topic), \(e.key.map { Data($0) }), \(LedgerCoding.encodeHeaders(e.headers)),
+                \(Data(e.payload)), \(e.createdAt.epochMilliseconds), \(e.publishedAt?.epochMilliseconds))
+            ON CONFLICT (id) DO NOTHING
+            """, logger: logger)
+    }
+
+    private static func source(_ row: PostgresRandomAccessRow) throws -> MessageSource? {
+        guard let topic = try row["source_topic"].decode(String?.self) else { return nil }
+        return MessageSource(
+            topic: topic, partition: try row["source_partition"].decode(Int32?.self) ?? -1,
+            offset: try row["source_offset"].decode(Int64?.self) ?? -1)
+    }
+
+    private static func grant(from row: PostgresRow) throws -> GrantRecord {
+        let r = row.makeRandomAccess()
+        return GrantRecord(
+            paymentSeq: try r["payment_seq"].decode(String.self), userId: try r["user_id"].decode(String.self),
+            gamebaseProductId: try r["gamebase_product_id"].decode(String.self),
+            purchaseToken: try r["purchase_token"].decode(String.self), productSeq: try r["product_seq"].decode(Int64?.self),
+            marketId: try r["market_id"].decode(String?.self), productType: try r["product_type"].decode(String?.self),
+            price: try r["price"].decode(String?.self), currency: try r["currency"].decode(String?.self),
+            paymentId: try r["payment_id"].decode(String?.self), isTestPurchase: try r["is_test_purchase"].decode(Bool.self),
+            purchaseTime: try r["purchase_time"].decode(String?.self), payload: try r["payload"].decode(String?.self),
+            state: GrantState(rawValue: try r["state"].decode(String.self)) ?? .granted,
+            grantedAt: Date(epochMilliseconds: try r["granted_at_ms"].decode(Int64.self)),
+            consumedAt: try r["consumed_at_ms"].decode(Int64?.self).map(Date.init(epochMilliseconds:)),
+            consumeAttempts: Int(try r["consume_attempts"].decode(Int32.self)),
+            lastResultCode: try r["last_result_code"].decode(Int32?.self).map(Int.init),
+            eventPublishedAt: try r["event_published_at_ms"].decode(Int64?.self).map(Date.init(epochMilliseconds:)),
+            source: try source(r))
+    }
+
+    private static func rejection(from row: PostgresRow) throws -> RejectionRecord {
+        let r = row.makeRandomAccess()
+        return RejectionRecord(
+            key: RejectionKey(
+                paymentSeq: try r["payment_seq"].decode(String.self), userId: try r["user_id"].decode(String.self),
+                tokenHash: try r["token_hash"].decode(String.self)),
+            reason: try r["reason"].decode(String.self), resultCode: try r["result_code"].decode(Int32?.self).map(Int.init),
+            resultMessage: try r["result_message"].decode(String?.self), detail: try r["detail"].decode(String?.self),
+            eventID: try r["event_id"].decode(String.self),
+            rejectedAt: Date(epochMilliseconds: try r["rejected_at_ms"].decode(Int64.self)), source: try source(r))
+    }
+
+    private static func event(from row: PostgresRow) throws -> OutboxEvent {
+        let r = row.makeRandomAccess()
+        return OutboxEvent(
+            id: try r["id"].decode(String.self), paymentSeq: try r["payment_seq"].decode(String?.self),
+            topic: try r["topic"].decode(String.self), key: try r["event_key"].decode(Data?.self).map { Array($0) },
+            headers: LedgerCoding.decodeHeaders(try r["headers"].decode(String.self)),
+            payload: Array(try r["payload"].decode(Data.self)),
+            createdAt: Date(epochMilliseconds: try r["created_at_ms"].decode(Int64.self)),
+            publishedAt: try r["published_at_ms"].decode(Int64?.self).map(Date.init(epochMilliseconds:)))
+    }
+}

@@ -1,0 +1,287 @@
+import Foundation
+import GRDB
+
+/// The embedded ledger: one SQLite file in WAL mode, for one worker instance.
+public final class SQLiteLedgerStore: LedgerStore {
+    private let pool: DatabasePool
+
+    /// Opens (creating if needed) the database at `path`.
+    public init(path: String) throws(LedgerError) {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.label = "iap-worker.ledger"
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+        } catch {
+            throw LedgerError(code: .unavailable, message: "cannot open SQLite ledger at \(path): \(Self.describe(error))")
+        }
+    }
+
+    public func migrate() async throws {
+        var migrator = DatabaseMigrator()
+        for migration in LedgerSchema.migrations(.sqlite) {
+            migrator.registerMigration(migration.name) { db in
+                for statement in migration.sql { try db.execute(sql: statement) }
+            }
+        }
+        do {
+            try migrator.migrate(pool)
+        } catch {
+            throw LedgerError(code: .migration, message: "migrating the SQLite ledger failed: \(Self.describe(error))")
+        }
+    }
+
+    public func grant(paymentSeq: String) async throws -> GrantRecord? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT \(LedgerSchema.grantColumns) FROM grants WHERE payment_seq = ?", arguments: [paymentSeq])
+                .map(Self.grant(from:))
+        }
+    }
+
+    public func rejection(_ key: RejectionKey) async throws -> RejectionRecord? {
+        try await read { db in
+            try Row.fetchOne(
+                db,
+                sql: "SELECT \(LedgerSchema.rejectionColumns) FROM rejections WHERE payment_seq = ? AND user_id = ? AND token_hash = ?",
+                arguments: [key.paymentSeq, key.userId, key.tokenHash]
+            ).map(Self.rejection(from:))
+        }
+    }
+
+    public func insertGrant(_ grant: GrantRecord, event: OutboxEvent) async throws -> GrantInsertResult {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO grants (\(LedgerSchema.grantColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (payment_seq) DO NOTHING
+                    """,
+                arguments: StatementArguments(Self.values(of: grant)))
+            guard db.changesCount == 1 else {
+                let existing = try Row.fetchOne(
+                    db, sql: "SELECT \(LedgerSchema.grantColumns) FROM grants WHERE payment_seq = ?", arguments: [grant.paymentSeq])
+                return .alreadyGranted(Self.grant(from: existing!))
+            }
+            try Self.insert(event, db)
+            return .inserted
+        }
+    }
+
+    public func insertRejection(_ rejection: RejectionRecord, event: OutboxEvent) async throws -> Bool {
+        try await write { db in
+            let key = rejection.key
+            try db.execute(
+                sql: """
+                    INSERT INTO rejections (\(LedgerSchema.rejectionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT DO NOTHING
+                    """,
+                arguments: [
+                    key.paymentSeq, key.userId, key.tokenHash, rejection.reason, rejection.resultCode, rejection.resultMessage,
+                    rejection.detail, rejection.eventID, rejection.rejectedAt.epochMilliseconds, rejection.source?.topic,
+                    rejection.source.map { Int64($0.partition) }, rejection.source?.offset,
+                ])
+            guard db.changesCount == 1 else { return false }
+            try Self.insert(event, db)
+            return true
+        }
+    }
+
+    public func event(id: String) async throws -> OutboxEvent? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT \(LedgerSchema.outboxColumns) FROM outbox WHERE id = ?", arguments: [id])
+                .map(Self.event(from:))
+        }
+    }
+
+    public func markPublished(eventID: String, at date: Date) async throws {
+        try await write { db in
+            let ms = date.epochMilliseconds
+            try db.execute(
+                sql: "UPDATE outbox SET published_at_ms = ?, claimed_until_ms = NULL WHERE id = ? AND published_at_ms IS NULL",
+                arguments: [ms, eventID])
+            try db.execute(
+                sql: """
+                    UPDATE grants SET event_published_at_ms = ?
+                    WHERE event_published_at_ms IS NULL AND payment_seq = (SELECT payment_seq FROM outbox WHERE id = ?)
+                      AND ? LIKE '%:item-granted'
+                    """,
+                arguments: [ms, eventID, eventID])
+        }
+    }
+
+    public func markConsumed(paymentSeq: String, resultCode: Int, at date: Date) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE grants SET state = 'consumed', consumed_at_ms = ?, last_result_code = ?,
+                        consume_attempts = consume_attempts + 1, sweep_claimed_until_ms = NULL
+                    WHERE payment_seq = ? AND state = 'granted'
+                    """,
+                arguments: [date.epochMilliseconds, resultCode, paymentSeq])
+            return db.changesCount == 1
+        }
+    }
+
+    public func recordConsumeFailure(paymentSeq: String, resultCode: Int?) async throws {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE grants SET consume_attempts = consume_attempts + 1, last_result_code = ?
+                    WHERE payment_seq = ? AND state = 'granted'
+                    """,
+                arguments: [resultCode, paymentSeq])
+        }
+    }
+
+    public func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [GrantRecord] {
+        let nowMs = now.epochMilliseconds
+        let until = nowMs + Int64(lease.components.seconds * 1000)
+        return try await write { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    UPDATE grants SET sweep_claimed_until_ms = ?
+                    WHERE payment_seq IN (
+                        SELECT payment_seq FROM grants
+                        WHERE state = 'granted' AND granted_at_ms < ?
+                          AND (sweep_claimed_until_ms IS NULL OR sweep_claimed_until_ms < ?)
+                        ORDER BY granted_at_ms LIMIT ?)
+                    RETURNING \(LedgerSchema.grantColumns)
+                    """,
+                arguments: [until, grantedBefore.epochMilliseconds, nowMs, limit]
+            ).map(Self.grant(from:))
+        }
+    }
+
+    public func claimUnpublishedEvents(createdBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [OutboxEvent] {
+        let nowMs = now.epochMilliseconds
+        let until = nowMs + Int64(lease.components.seconds * 1000)
+        return try await write { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    UPDATE outbox SET claimed_until_ms = ?
+                    WHERE id IN (
+                        SELECT id FROM outbox
+                        WHERE published_at_ms IS NULL AND created_at_ms < ?
+                          AND (claimed_until_ms IS NULL OR claimed_until_ms < ?)
+                        ORDER BY created_at_ms LIMIT ?)
+                    RETURNING \(LedgerSchema.outboxColumns)
+                    """,
+                arguments: [until, createdBefore.epochMilliseconds, nowMs, limit]
+            ).map(Self.event(from:))
+        }
+    }
+
+    public func rejections(paymentSeq: String) async throws -> [RejectionRecord] {
+        try await read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT \(LedgerSchema.rejectionColumns) FROM rejections WHERE payment_seq = ? ORDER BY rejected_at_ms",
+                arguments: [paymentSeq]
+            ).map(Self.rejection(from:))
+        }
+    }
+
+    public func events(paymentSeq: String) async throws -> [OutboxEvent] {
+        try await read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT \(LedgerSchema.outboxColumns) FROM outbox WHERE payment_seq = ? ORDER BY created_at_ms, id",
+                arguments: [paymentSeq]
+            ).map(Self.event(from:))
+        }
+    }
+
+    public func stats() async throws -> LedgerStats {
+        try await read { db in
+            var granted = 0
+            var consumed = 0
+            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM grants GROUP BY state") {
+                let state: String = row["state"]
+                if state == "granted" { granted = row["n"] } else { consumed = row["n"] }
+            }
+            var rejections: [String: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT reason, COUNT(*) AS n FROM rejections GROUP BY reason") {
+                rejections[row["reason"]] = row["n"]
+            }
+            let unpublished = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE published_at_ms IS NULL") ?? 0
+            return LedgerStats(granted: granted, consumed: consumed, rejections: rejections, unpublishedEvents: unpublished)
+        }
+    }
+
+    public func close() async throws {
+        try pool.close()
+    }
+
+    // MARK: Helpers
+
+    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do { return try await pool.read(body) } catch { throw Self.wrap(error) }
+    }
+
+    private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do { return try await pool.write(body) } catch { throw Self.wrap(error) }
+    }
+
+    private static func wrap(_ error: any Error) -> LedgerError {
+        if let error = error as? LedgerError { return error }
+        return LedgerError(code: .query, message: "SQLite: \(describe(error))")
+    }
+
+    /// SQLite's own message, without the statement's arguments (they can hold purchase tokens).
+    private static func describe(_ error: any Error) -> String {
+        if let error = error as? DatabaseError { return "\(error.resultCode): \(error.message ?? "")" }
+        return "\(type(of: error))"
+    }
+
+    private static func values(of grant: GrantRecord) -> [(any DatabaseValueConvertible)?] {
+        [
+            grant.paymentSeq, grant.userId, grant.gamebaseProductId, grant.purchaseToken, grant.productSeq, grant.marketId,
+            grant.productType, grant.price, grant.currency, grant.paymentId, grant.isTestPurchase, grant.purchaseTime,
+            grant.payload, grant.state.rawValue, grant.grantedAt.epochMilliseconds, grant.consumedAt?.epochMilliseconds,
+            grant.consumeAttempts, grant.lastResultCode, grant.eventPublishedAt?.epochMilliseconds, grant.source?.topic,
+            grant.source.map { Int64($0.partition) }, grant.source?.offset,
+        ]
+    }
+
+    private static func insert(_ event: OutboxEvent, _ db: Database) throws {
+        try db.execute(
+            sql: "INSERT INTO outbox (\(LedgerSchema.outboxColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+            arguments: [
+                event.id, event.paymentSeq, event.topic, event.key.map { Data($0) }, LedgerCoding.encodeHeaders(event.headers),
+                Data(event.payload), event.createdAt.epochMilliseconds, event.publishedAt?.epochMilliseconds,
+            ])
+    }
+
+    private static func source(_ row: Row) -> MessageSource? {
+        guard let topic: String = row["source_topic"] else { return nil }
+        return MessageSource(topic: topic, partition: Int32(row["source_partition"] as Int64? ?? -1), offset: row["source_offset"] ?? -1)
+    }
+
+    private static func grant(from row: Row) -> GrantRecord {
+        GrantRecord(
+            paymentSeq: row["payment_seq"], userId: row["user_id"], gamebaseProductId: row["gamebase_product_id"],
+            purchaseToken: row["purchase_token"], productSeq: row["product_seq"], marketId: row["market_id"],
+            productType: row["product_type"], price: row["price"], currency: row["currency"], paymentId: row["payment_id"],
+            isTestPurchase: row["is_test_purchase"], purchaseTime: row["purchase_time"], payload: row["payload"],
+            state: GrantState(rawValue: row["state"]) ?? .granted,
+            grantedAt: Date(epochMilliseconds: row["granted_at_ms"]),
+            consumedAt: (row["consumed_at_ms"] as Int64?).map(Date.init(epochMilliseconds:)),
+            consumeAttempts: row["consume_attempts"], lastResultCode: row["last_result_code"],
+            eventPublishedAt: (row["event_published_at_ms"] as Int64?).map(Date.init(epochMilliseconds:)),
+            source: source(row))
+    }
+
+    private static func rejection(from row: Row) -> RejectionRecord {
+        RejectionRecord(
+            key: RejectionKey(paymentSeq: row["payment_seq"], userId: row["user_id"], tokenHash: row["token_hash"]),
+            reason: row["reason"], resultCode: row["result_code"], resultMessage: row["result_message"], detail: row["detail"],
+            eventID: row["event_id"], rejectedAt: Date(epochMilliseconds: row["rejected_at_ms"]), source: source(row))
+    }
+
+    private static func event(from row: Row) -> OutboxEvent {
+        OutboxEvent(
+            id: row["id"], paymentSeq: row["payment_seq"], topic: row["topic"],
+            key: (row["event_key"] as Data?).map { Array($0) }, headers: LedgerCoding.decodeHeaders(row["headers"]),
+            payload: Array(row["payload"] as Data), createdAt: Date(epochMilliseconds: row["created_at_ms"]),
+            publishedAt: (row["published_at_ms"] as Int64?).map(Date.init(epochMilliseconds:)))
+    }
+}

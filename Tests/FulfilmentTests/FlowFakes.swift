@@ -1,0 +1,165 @@
+import Foundation
+import Fulfilment
+import Gamebase
+import Ledger
+import Synchronization
+
+/// An in-memory Gamebase for the flow's tests: payments by token, scripted failures, and counts.
+final class FakeGamebase: GamebaseAPI {
+    struct State {
+        var payments: [String: PaymentTransaction] = [:]
+        var consumed: Set<String> = []
+        var verifyFailures: [GamebaseError] = []
+        var consumeFailures: [GamebaseError] = []
+        /// Consume applies, then this error is thrown (a timeout after the fact).
+        var consumeAppliesThenFails: GamebaseError?
+        var verifyCalls = 0
+        var consumeCalls = 0
+        var successfulConsumes: [String: Int] = [:]
+    }
+    let state = Mutex(State())
+
+    func add(_ transaction: PaymentTransaction, consumed: Bool = false) {
+        state.withLock {
+            $0.payments[transaction.accessToken!] = transaction
+            if consumed { $0.consumed.insert(transaction.paymentSeq) }
+        }
+    }
+
+    func failVerify(_ errors: [GamebaseError]) { state.withLock { $0.verifyFailures = errors } }
+    func failConsume(_ errors: [GamebaseError]) { state.withLock { $0.consumeFailures = errors } }
+    var verifyCalls: Int { state.withLock { $0.verifyCalls } }
+    var consumeCalls: Int { state.withLock { $0.consumeCalls } }
+    func successfulConsumes(_ seq: String) -> Int { state.withLock { $0.successfulConsumes[seq] ?? 0 } }
+
+    func paymentTransaction(accessToken: String, transactionID: GamebaseTransactionID) async throws(GamebaseError) -> PaymentTransaction {
+        let result: Result<PaymentTransaction, GamebaseError> = state.withLock { state in
+            state.verifyCalls += 1
+            if !state.verifyFailures.isEmpty { return .failure(state.verifyFailures.removeFirst()) }
+            guard var payment = state.payments[accessToken] else {
+                return .failure(Self.error(.invalidParameter, api: "payment_transaction"))
+            }
+            payment.isConsumable = !state.consumed.contains(payment.paymentSeq)
+            return .success(payment)
+        }
+        return try result.get()
+    }
+
+    func consume(paymentSeq: String, accessToken: String, transactionID: GamebaseTransactionID) async throws(GamebaseError) -> ConsumeOutcome {
+        let result: Result<ConsumeOutcome, GamebaseError> = state.withLock { state in
+            state.consumeCalls += 1
+            if !state.consumeFailures.isEmpty { return .failure(state.consumeFailures.removeFirst()) }
+            guard let payment = state.payments[accessToken], payment.paymentSeq == paymentSeq,
+                GamebaseProductType.isConsumable(payment.productType)
+            else { return .failure(Self.error(.consumeFailed, api: "consume")) }
+            if state.consumed.contains(paymentSeq) { return .success(.alreadyConsumed) }
+            state.consumed.insert(paymentSeq)
+            state.successfulConsumes[paymentSeq, default: 0] += 1
+            if let failure = state.consumeAppliesThenFails {
+                state.consumeAppliesThenFails = nil
+                return .failure(failure)
+            }
+            return .success(.consumed(ConsumeResult(gamebaseProductId: payment.gamebaseProductId)))
+        }
+        return try result.get()
+    }
+
+    func listConsumables(userId: String, marketIds: [String]?, transactionID: GamebaseTransactionID) async throws(GamebaseError) -> [ConsumableItem] {
+        []
+    }
+
+    static func error(_ code: GamebaseResultCode, api: String = "payment_transaction") -> GamebaseError {
+        GamebaseError(code: .resultCode, api: api, resultCode: code, resultMessage: "fake", transactionID: "t", message: "fake \(code)")
+    }
+
+    static let timeout = GamebaseError(code: .timeout, api: "consume", transactionID: "t", message: "no answer")
+}
+
+/// Records what the flow publishes; can be told to fail.
+final class RecordingPublisher: EventPublisher {
+    struct State {
+        var records: [OutboundRecord] = []
+        var failuresLeft = 0
+    }
+    let state = Mutex(State())
+
+    struct PublishFailed: Error {}
+
+    func failNext(_ count: Int) { state.withLock { $0.failuresLeft = count } }
+
+    func publish(_ record: OutboundRecord) async throws {
+        try state.withLock { state in
+            if state.failuresLeft > 0 {
+                state.failuresLeft -= 1
+                throw PublishFailed()
+            }
+            state.records.append(record)
+        }
+    }
+
+    var records: [OutboundRecord] { state.withLock { $0.records } }
+    func records(on topic: String) -> [OutboundRecord] { records.filter { $0.topic == topic } }
+
+    /// The CloudEvents published to `topic`, decoded.
+    func events(on topic: String) -> [[String: Any]] {
+        records(on: topic).compactMap { try? JSONSerialization.jsonObject(with: Data($0.value)) as? [String: Any] }
+    }
+}
+
+/// A real ledger that crashes (throws) at a chosen step, once.
+final class CrashingLedger: LedgerStore {
+    enum Step: String, CaseIterable, Sendable {
+        case insertGrant, markPublished, markConsumed, recordConsumeFailure
+    }
+    struct Crash: Error {}
+
+    let base: any LedgerStore
+    let crashAt = Mutex<Step?>(nil)
+
+    init(_ base: any LedgerStore) { self.base = base }
+
+    private func maybeCrash(_ step: Step) throws {
+        try crashAt.withLock { crash in
+            if crash == step {
+                crash = nil
+                throw Crash()
+            }
+        }
+    }
+
+    func migrate() async throws { try await base.migrate() }
+    func grant(paymentSeq: String) async throws -> GrantRecord? { try await base.grant(paymentSeq: paymentSeq) }
+    func rejection(_ key: RejectionKey) async throws -> RejectionRecord? { try await base.rejection(key) }
+    func insertGrant(_ grant: GrantRecord, event: OutboxEvent) async throws -> GrantInsertResult {
+        // A crash right after the commit: the grant is durable, nothing after it ran.
+        let result = try await base.insertGrant(grant, event: event)
+        try maybeCrash(.insertGrant)
+        return result
+    }
+    func insertRejection(_ rejection: RejectionRecord, event: OutboxEvent) async throws -> Bool {
+        try await base.insertRejection(rejection, event: event)
+    }
+    func event(id: String) async throws -> OutboxEvent? { try await base.event(id: id) }
+    func markPublished(eventID: String, at date: Date) async throws {
+        try maybeCrash(.markPublished)
+        try await base.markPublished(eventID: eventID, at: date)
+    }
+    func markConsumed(paymentSeq: String, resultCode: Int, at date: Date) async throws -> Bool {
+        try maybeCrash(.markConsumed)
+        return try await base.markConsumed(paymentSeq: paymentSeq, resultCode: resultCode, at: date)
+    }
+    func recordConsumeFailure(paymentSeq: String, resultCode: Int?) async throws {
+        try maybeCrash(.recordConsumeFailure)
+        try await base.recordConsumeFailure(paymentSeq: paymentSeq, resultCode: resultCode)
+    }
+    func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [GrantRecord] {
+        try await base.claimUnconsumedGrants(grantedBefore: grantedBefore, limit: limit, lease: lease, now: now)
+    }
+    func claimUnpublishedEvents(createdBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [OutboxEvent] {
+        try await base.claimUnpublishedEvents(createdBefore: createdBefore, limit: limit, lease: lease, now: now)
+    }
+    func rejections(paymentSeq: String) async throws -> [RejectionRecord] { try await base.rejections(paymentSeq: paymentSeq) }
+    func events(paymentSeq: String) async throws -> [OutboxEvent] { try await base.events(paymentSeq: paymentSeq) }
+    func stats() async throws -> LedgerStats { try await base.stats() }
+    func close() async throws { try await base.close() }
+}

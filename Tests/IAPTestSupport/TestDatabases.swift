@@ -1,0 +1,63 @@
+import Foundation
+import Ledger
+import Logging
+import PostgresNIO
+
+/// The ledgers tests run on: a SQLite file in a temporary folder, and a fresh database on the PostgreSQL server
+/// that `make test` starts (`IAP_TEST_POSTGRES_URL`).
+public enum LedgerBackend: String, CaseIterable, Sendable {
+    case sqlite
+    case postgres
+
+}
+
+
+public enum TestDatabases {
+    public static var quietLogger: Logger {
+        var logger = Logger(label: "test.ledger")
+        logger.logLevel = .critical
+        return logger
+    }
+
+    /// The PostgreSQL server's URL. In CI (`CI` set) a missing server is an error, never a skip.
+    public static func postgresURL() throws -> String {
+        if let url = ProcessInfo.processInfo.environment["IAP_TEST_POSTGRES_URL"], !url.isEmpty { return url }
+        throw TestSetupError(
+            message: "IAP_TEST_POSTGRES_URL is not set: run the tests with `make test`, which starts a PostgreSQL server")
+    }
+
+    /// A `ledger.url` for a new, empty ledger of `backend`.
+    public static func freshLedgerURL(_ backend: LedgerBackend) async throws -> String {
+        switch backend {
+        case .sqlite:
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-ledger-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            return "sqlite://\(folder.path)/ledger.sqlite"
+        case .postgres:
+            let base = try postgresURL()
+            guard case .postgres(let host, let port, let user, let password, let database) = try LedgerURL(base) else {
+                throw TestSetupError(message: "IAP_TEST_POSTGRES_URL is not a postgres URL")
+            }
+            let name = "t_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(20))"
+            let connection = try await PostgresConnection.connect(
+                configuration: .init(host: host, port: port, username: user, password: password, database: database, tls: .disable),
+                id: 1, logger: quietLogger)
+            try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: quietLogger)
+            try await connection.close()
+            return "postgres://\(user):\(password ?? "")@\(host):\(port)/\(name)"
+        }
+    }
+
+    /// Runs `body` with a fresh, migrated ledger.
+    public static func withFreshLedger<T: Sendable>(
+        _ backend: LedgerBackend, maxConnections: Int = 20, _ body: @Sendable (any LedgerStore) async throws -> T
+    ) async throws -> T {
+        let url = try await freshLedgerURL(backend)
+        return try await LedgerStores.withStore(url: url, logger: quietLogger, maxConnections: maxConnections, body)
+    }
+}
+
+public struct TestSetupError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
