@@ -6,7 +6,7 @@ struct IAPWorker: AsyncParsableCommand {
         commandName: "iap-worker",
         abstract: "Fulfils Gamebase in-app purchases from Kafka, exactly once.",
         version: IAPWorkerVersion.current,
-        subcommands: [DevKafkaCommand.self, GamebaseSimCommand.self]
+        subcommands: [DevKafkaCommand.self, GamebaseSimCommand.self, BenchCommand.self]
     )
 }
 

@@ -76,11 +76,14 @@ public final class PostgresLedgerStore: LedgerStore, Service {
     }
 
     public func insertGrant(_ grant: GrantRecord, event: OutboxEvent) async throws -> GrantInsertResult {
+        // One statement, so one round trip and one implicit transaction: the outbox row is written only when
+        // the grant row was.
         try await wrap {
-            try await client.withTransaction(logger: logger) { connection -> GrantInsertResult in
-                let g = grant
-                let inserted = try await connection.query(
-                    """
+            let g = grant
+            let e = event
+            let rows = try await client.query(
+                """
+                WITH granted AS (
                     INSERT INTO grants (\(unescaped: LedgerSchema.grantColumns)) VALUES (
                         \(g.paymentSeq), \(g.userId), \(g.gamebaseProductId), \(g.purchaseToken), \(g.productSeq),
                         \(g.marketId), \(g.productType), \(g.price), \(g.currency), \(g.paymentId), \(g.isTestPurchase),
@@ -88,19 +91,21 @@ public final class PostgresLedgerStore: LedgerStore, Service {
                         \(g.consumedAt?.epochMilliseconds), \(Int32(g.consumeAttempts)), \(g.lastResultCode.map(Int32.init)),
                         \(g.eventPublishedAt?.epochMilliseconds), \(g.source?.topic), \(g.source?.partition), \(g.source?.offset))
                     ON CONFLICT (payment_seq) DO NOTHING RETURNING payment_seq
-                    """, logger: logger)
-                var wasInserted = false
-                for try await _ in inserted { wasInserted = true }
-                guard wasInserted else {
-                    let rows = try await connection.query(
-                        "SELECT \(unescaped: LedgerSchema.grantColumns) FROM grants WHERE payment_seq = \(g.paymentSeq)",
-                        logger: logger)
-                    for try await row in rows { return .alreadyGranted(try Self.grant(from: row)) }
-                    throw LedgerError(code: .conflict, message: "grant \(g.paymentSeq) conflicted but cannot be read")
-                }
-                try await Self.insert(event, connection, logger)
-                return .inserted
+                )
+                INSERT INTO outbox (\(unescaped: LedgerSchema.outboxColumns))
+                SELECT \(e.id), \(e.paymentSeq), \(e.topic), \(e.key.map { Data($0) }), \(LedgerCoding.encodeHeaders(e.headers)),
+                    \(Data(e.payload)), \(e.createdAt.epochMilliseconds), \(e.publishedAt?.epochMilliseconds)
+                FROM granted
+                ON CONFLICT (id) DO NOTHING
+                RETURNING id
+                """, logger: logger)
+            var inserted = false
+            for try await _ in rows { inserted = true }
+            if inserted { return .inserted }
+            guard let existing = try await self.grant(paymentSeq: g.paymentSeq) else {
+                throw LedgerError(code: .conflict, message: "grant \(g.paymentSeq) conflicted but cannot be read")
             }
+            return .alreadyGranted(existing)
         }
     }
 

@@ -50,12 +50,12 @@ public final class SQLiteLedgerStore: LedgerStore {
 
     public func insertGrant(_ grant: GrantRecord, event: OutboxEvent) async throws -> GrantInsertResult {
         try await write { db in
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO grants (\(LedgerSchema.grantColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (payment_seq) DO NOTHING
-                    """,
-                arguments: StatementArguments(Self.values(of: grant)))
+                    """
+            ).execute(arguments: StatementArguments(Self.values(of: grant)))
             guard db.changesCount == 1 else {
                 let existing = try Row.fetchOne(
                     db, sql: "SELECT \(LedgerSchema.grantColumns) FROM grants WHERE payment_seq = ?", arguments: [grant.paymentSeq])
@@ -243,8 +243,9 @@ public final class SQLiteLedgerStore: LedgerStore {
     }
 
     private static func insert(_ event: OutboxEvent, _ db: Database) throws {
-        try db.execute(
-            sql: "INSERT INTO outbox (\(LedgerSchema.outboxColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+        try db.cachedStatement(
+            sql: "INSERT INTO outbox (\(LedgerSchema.outboxColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"
+        ).execute(
             arguments: [
                 event.id, event.paymentSeq, event.topic, event.key.map { Data($0) }, LedgerCoding.encodeHeaders(event.headers),
                 Data(event.payload), event.createdAt.epochMilliseconds, event.publishedAt?.epochMilliseconds,
