@@ -22,6 +22,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.25.0"),
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.0.0", traits: [.defaults, "YAML"]),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
     ],
     targets: [
         .systemLibrary(
@@ -80,6 +85,25 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "Worker",
+            dependencies: [
+                "Kafka",
+                "Gamebase",
+                "Ledger",
+                "Fulfilment",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "iap-worker",
             dependencies: [
@@ -88,6 +112,7 @@ let package = Package(
                 "GamebaseSimulator",
                 "Ledger",
                 "Fulfilment",
+                "Worker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -46,6 +46,9 @@ public protocol LedgerStore: Sendable {
 
     func stats() async throws -> LedgerStats
 
+    /// Grants still waiting for Consume (cheap: a partial index); also the readiness probe of the ledger.
+    func countUnconsumed() async throws -> Int
+
     /// Releases connections. The store must not be used afterwards.
     func close() async throws
 }

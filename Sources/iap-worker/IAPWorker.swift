@@ -6,7 +6,10 @@ struct IAPWorker: AsyncParsableCommand {
         commandName: "iap-worker",
         abstract: "Fulfils Gamebase in-app purchases from Kafka, exactly once.",
         version: IAPWorkerVersion.current,
-        subcommands: [DevKafkaCommand.self, GamebaseSimCommand.self, BenchCommand.self]
+        subcommands: [
+            RunCommand.self, ReprocessCommand.self, LedgerCommand.self, CheckConfigCommand.self, DevKafkaCommand.self,
+            GamebaseSimCommand.self, BenchCommand.self,
+        ]
     )
 }
 

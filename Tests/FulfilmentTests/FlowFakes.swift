@@ -161,5 +161,6 @@ final class CrashingLedger: LedgerStore {
     func rejections(paymentSeq: String) async throws -> [RejectionRecord] { try await base.rejections(paymentSeq: paymentSeq) }
     func events(paymentSeq: String) async throws -> [OutboxEvent] { try await base.events(paymentSeq: paymentSeq) }
     func stats() async throws -> LedgerStats { try await base.stats() }
+    func countUnconsumed() async throws -> Int { try await base.countUnconsumed() }
     func close() async throws { try await base.close() }
 }

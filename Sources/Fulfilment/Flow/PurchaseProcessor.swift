@@ -28,10 +28,18 @@ public struct PurchaseProcessor: Sendable {
         self.now = now
     }
 
+    /// Parses a record's value with this flow's size limit.
+    public func parse(_ input: PurchaseInput) -> Result<PurchaseMessage, MalformedMessage> {
+        PurchaseMessage.parse(input.value, maxBytes: configuration.maxMessageBytes)
+    }
+
     /// Runs the flow for one record.
-    public func process(_ input: PurchaseInput) async throws -> PurchaseOutcome {
+    /// - Parameter parsed: the result of ``parse(_:)`` when the caller parsed it already.
+    public func process(_ input: PurchaseInput, parsed: Result<PurchaseMessage, MalformedMessage>? = nil) async throws
+        -> PurchaseOutcome
+    {
         let message: PurchaseMessage
-        switch PurchaseMessage.parse(input.value, maxBytes: configuration.maxMessageBytes) {
+        switch parsed ?? parse(input) {
         case .failure(let malformed):
             try await publishMalformed(input, malformed)
             return .malformed(problem: malformed.problem)
@@ -128,7 +136,8 @@ public struct PurchaseProcessor: Sendable {
         return .duplicate(paymentSeq: grant.paymentSeq)
     }
 
-    func publishGrantEventIfNeeded(_ grant: GrantRecord) async throws {
+    /// Publishes the grant's item-granted event if a crash left it unpublished.
+    public func publishGrantEventIfNeeded(_ grant: GrantRecord) async throws {
         guard grant.eventPublishedAt == nil else { return }
         if let event = try await ledger.event(id: EventFactory.itemGrantedID(paymentSeq: grant.paymentSeq)), event.publishedAt == nil {
             try await publish(event)
@@ -205,7 +214,7 @@ public struct PurchaseProcessor: Sendable {
     }
 
     /// Publishes an outbox event and marks it published.
-    func publish(_ event: OutboxEvent) async throws {
+    public func publish(_ event: OutboxEvent) async throws {
         try await publisher.publish(OutboundRecord(event))
         try await ledger.markPublished(eventID: event.id, at: now())
     }

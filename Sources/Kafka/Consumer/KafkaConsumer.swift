@@ -87,6 +87,20 @@ public final class KafkaConsumer: Sendable {
     /// The latest librdkafka statistics (needs `statistics.interval.ms` > 0).
     public var statistics: KafkaStatistics? { core.client.context.statistics }
 
+    /// Starts leaving the group without waiting: the poll thread revokes the partitions (through the rebalance
+    /// handler), commits, and ends the message sequence. ``close()`` waits for it.
+    public func initiateClose() {
+        core.requestClose()
+    }
+
+    /// Time since the poll thread last returned from `rd_kafka_consumer_poll` (`nil` before the first poll):
+    /// the liveness of the consumer.
+    public var timeSinceLastPoll: Duration? {
+        let last = core.lastPollUptime.load(ordering: .relaxed)
+        guard last > 0 else { return nil }
+        return .nanoseconds(Int64(DispatchTime.now().uptimeNanoseconds &- last))
+    }
+
     /// Leaves the group: in-flight partitions are revoked through the rebalance handler, stored offsets are
     /// committed, and the message sequence ends. Safe to call more than once.
     public func close() async {
@@ -114,6 +128,8 @@ final class ConsumerCore: Sendable {
     let control: Mutex<Control>
     let logger: Logger
     let pollThread = Mutex<PollThread?>(nil)
+    /// `DispatchTime` uptime of the last poll; 0 before the first.
+    let lastPollUptime = Atomic<UInt64>(0)
     private let consumerQueue: RDKafkaQueue
     private let highWater: Int
     private let lowWater: Int
@@ -167,7 +183,9 @@ final class ConsumerCore: Sendable {
     private func pollLoop() {
         while !control.withLock({ $0.closing }) {
             reconcilePauses()
-            guard let message = rd_kafka_consumer_poll(client.handle, 100) else { continue }
+            let message = rd_kafka_consumer_poll(client.handle, 100)
+            lastPollUptime.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+            guard let message else { continue }
             defer { rd_kafka_message_destroy(message) }
             if let fatal = handle(message) {
                 logger.critical("consumer stopped by a fatal error", metadata: ["kafka.error": "\(fatal.message)"])

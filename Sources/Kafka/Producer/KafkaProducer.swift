@@ -7,7 +7,7 @@ import Synchronization
 /// ``send(_:)`` returns when the broker has acknowledged the record (the delivery report), or throws the
 /// delivery error. A dedicated thread serves delivery reports.
 public final class KafkaProducer: Sendable {
-    private let client: RDKafkaClient
+    let client: RDKafkaClient
     private let pollThread: PollThread
     private let closing = StopFlag()
     private let logger: Logger

@@ -270,6 +270,17 @@ public final class PostgresLedgerStore: LedgerStore, Service {
         }
     }
 
+    public func countUnconsumed() async throws -> Int {
+        try await wrap {
+            for try await count in try await client.query(
+                "SELECT COUNT(*) FROM grants WHERE state = 'granted'", logger: logger
+            ).decode(Int64.self) {
+                return Int(count)
+            }
+            return 0
+        }
+    }
+
     /// Nothing to do: the pool closes when ``run()``'s task ends.
     public func close() async throws {}
 

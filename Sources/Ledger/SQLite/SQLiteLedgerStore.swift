@@ -207,6 +207,10 @@ public final class SQLiteLedgerStore: LedgerStore {
         }
     }
 
+    public func countUnconsumed() async throws -> Int {
+        try await read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM grants WHERE state = 'granted'") ?? 0 }
+    }
+
     public func close() async throws {
         try pool.close()
     }

@@ -1,0 +1,113 @@
+import Foundation
+import Fulfilment
+import Gamebase
+import Kafka
+import Ledger
+import Logging
+import Prometheus
+import ServiceLifecycle
+import UnixSignals
+
+/// The composition root: builds the daemon's services from the configuration. `iap-worker run`, the demo,
+/// the benchmark and the tests all go through it.
+public enum WorkerApplication {
+    /// The running parts, for callers that want to look inside (tests, the demo, the benchmark).
+    public struct Parts: Sendable {
+        public let engine: PurchaseEngine
+        public let processor: PurchaseProcessor
+        public let sweeper: Sweeper
+        public let admin: AdminServer
+        public let metrics: WorkerMetrics
+        public let health: WorkerHealth
+        public let consumer: KafkaConsumer
+        public let producer: KafkaProducer
+    }
+
+    /// Runs the daemon until SIGTERM/SIGINT: opens (and migrates) the ledger, then runs the service group.
+    public static func run(configuration: WorkerConfiguration, logger: Logger) async throws {
+        try await LedgerStores.withStore(url: configuration.ledgerURL, logger: logger) { ledger in
+            let metrics = WorkerMetrics()
+            let gamebase = GamebaseClient(
+                configuration: configuration.gamebaseConfiguration, logger: logger,
+                observer: { api, result, seconds in metrics.recordGamebase(api: api, result: result, seconds: seconds) })
+            let (group, _) = try buildServiceGroup(
+                configuration: configuration, ledger: ledger, gamebase: gamebase, signals: true, metrics: metrics,
+                logger: logger)
+            try await group.run()
+        }
+    }
+
+    /// Builds the services in dependency order (the engine last, so it shuts down first).
+    ///
+    /// - Parameters:
+    ///   - gamebase: the Gamebase API; a ``GamebaseClient`` is shut down with the group.
+    ///   - signals: install SIGTERM/SIGINT handlers (off in tests that run several workers in one process).
+    public static func buildServiceGroup(
+        configuration: WorkerConfiguration, ledger: any LedgerStore, gamebase: any GamebaseAPI, signals: Bool,
+        metrics: WorkerMetrics = WorkerMetrics(), health: WorkerHealth = WorkerHealth(), adminHost: String = "0.0.0.0",
+        logger: Logger
+    ) throws -> (ServiceGroup, Parts) {
+        let consumer = try KafkaConsumer(
+            configuration: configuration.consumerConfiguration, logger: logger,
+            onStatistics: { statistics in
+                for (partition, lag) in statistics.consumerLag {
+                    metrics.setConsumerLag(topic: partition.topic, partition: partition.partition, lag: lag)
+                }
+            })
+        let producer = try KafkaProducer(configuration: configuration.producerConfiguration, logger: logger)
+        health.setPollAgeSource { consumer.timeSinceLastPoll }
+        let workerName = configuration.groupInstanceID ?? ProcessInfo.processInfo.hostName
+        let processor = PurchaseProcessor(
+            gamebase: gamebase, ledger: ledger, publisher: KafkaEventPublisher(producer: producer),
+            configuration: FulfilmentConfiguration(
+                groupID: configuration.groupID, itemGrantedTopic: configuration.topics.itemGranted,
+                consumeFailedTopic: configuration.topics.consumeFailed, deadLetterTopic: configuration.topics.deadLetter,
+                workerName: workerName, rejectTestPurchases: configuration.rejectTestPurchases,
+                maxMessageBytes: configuration.maxMessageBytes, verifyRetry: configuration.retry,
+                consumeRetry: configuration.retry),
+            logger: logger)
+        let engine = PurchaseEngine(
+            consumer: consumer, processor: processor,
+            configuration: .init(
+                purchasesTopic: configuration.topics.purchases, maxInFlight: configuration.maxInFlight,
+                shutdownTimeout: .milliseconds(configuration.shutdownTimeoutMilliseconds)),
+            metrics: metrics, health: health, logger: logger)
+        let sweeper = Sweeper(
+            processor: processor, interval: configuration.sweepInterval, grace: configuration.sweepGrace, metrics: metrics,
+            health: health, logger: logger)
+        let admin = AdminServer(host: adminHost, port: configuration.serverPort, metrics: metrics, health: health, logger: logger)
+
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let client = gamebase as? GamebaseClient {
+            services.append(.init(service: OnShutdown { try? await client.shutdown() }))
+        }
+        services.append(.init(service: OnShutdown { await producer.close() }))
+        services.append(.init(service: admin))
+        services.append(.init(service: sweeper))
+        services.append(.init(service: engine))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: services, gracefulShutdownSignals: signals ? [.sigterm, .sigint] : [],
+                cancellationSignals: [], logger: logger))
+        return (
+            group,
+            Parts(
+                engine: engine, processor: processor, sweeper: sweeper, admin: admin, metrics: metrics, health: health,
+                consumer: consumer, producer: producer)
+        )
+    }
+}
+
+/// Runs an action when the service group shuts down (after the services listed after it have stopped).
+struct OnShutdown: Service {
+    let action: @Sendable () async -> Void
+
+    init(_ action: @escaping @Sendable () async -> Void) {
+        self.action = action
+    }
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await action()
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+
+/// One configuration key of DESIGN §5: its name, default and meaning. The single list of keys: loading,
+/// `check-config`, `config/iap-worker.yaml` and the README's table all follow it (a test compares them).
+public struct ConfigurationKey: Sendable, Hashable {
+    public var name: String
+    /// `nil`: no default (required, or optional with no value).
+    public var defaultValue: String?
+    public var meaning: String
+    public var isSecret: Bool
+    public var isRequired: Bool
+
+    public init(_ name: String, default defaultValue: String?, _ meaning: String, secret: Bool = false, required: Bool = false) {
+        self.name = name
+        self.defaultValue = defaultValue
+        self.meaning = meaning
+        self.isSecret = secret
+        self.isRequired = required
+    }
+
+    /// The environment variable that overrides it: upper-cased, dots as underscores.
+    public var environmentName: String {
+        name.uppercased().replacingOccurrences(of: ".", with: "_")
+    }
+
+    public static let all: [ConfigurationKey] = [
+        ConfigurationKey("kafka.bootstrap_servers", default: "localhost:9092", "Kafka bootstrap servers, host:port,…"),
+        ConfigurationKey("kafka.group_id", default: "iap-worker", "Consumer group shared by all instances"),
+        ConfigurationKey("kafka.client_id", default: "iap-worker", "librdkafka client.id"),
+        ConfigurationKey(
+            "kafka.group_instance_id", default: nil,
+            "Static membership id (e.g. the pod name): a restarted instance keeps its partitions without a rebalance"),
+        ConfigurationKey("kafka.topics.purchases", default: "purchase.completed", "Topic of purchase-completed messages"),
+        ConfigurationKey("kafka.topics.item_granted", default: "iap.item-granted", "Topic of item-granted events"),
+        ConfigurationKey("kafka.topics.consume_failed", default: "iap.consume-failed", "Topic of consume-failed events"),
+        ConfigurationKey("kafka.topics.dead_letter", default: "purchase.completed.dlq", "Dead-letter topic"),
+        ConfigurationKey(
+            "kafka.librdkafka.<property>", default: nil,
+            "Any librdkafka property, passed through (security.protocol, sasl.*, ssl.*, session.timeout.ms …)"),
+        ConfigurationKey("gamebase.base_url", default: "https://api-gamebase.nhncloudservice.com", "Gamebase API base URL"),
+        ConfigurationKey("gamebase.app_id", default: nil, "NHN Cloud project id (app id)", required: true),
+        ConfigurationKey("gamebase.secret_key", default: nil, "Gamebase secret key (or use gamebase.secret_key_file)", secret: true),
+        ConfigurationKey("gamebase.secret_key_file", default: nil, "File holding the secret key (e.g. a mounted Kubernetes secret)"),
+        ConfigurationKey("gamebase.timeout_ms", default: "10000", "Timeout of each Gamebase call (Consume never below 10000)"),
+        ConfigurationKey("gamebase.max_connections", default: "64", "Connections kept to Gamebase at most"),
+        ConfigurationKey(
+            "ledger.url", default: "sqlite:///var/lib/iap-worker/ledger.sqlite",
+            "sqlite:///path (one instance) or postgres://user:pass@host:5432/db (shared)", secret: true),
+        ConfigurationKey("worker.max_in_flight", default: "512", "Purchases processed at once"),
+        ConfigurationKey("worker.max_message_bytes", default: "65536", "Larger purchase messages are malformed"),
+        ConfigurationKey("worker.retry.max_attempts", default: "4", "Attempts of a failing Gamebase call within one message"),
+        ConfigurationKey("worker.retry.initial_backoff_ms", default: "200", "First retry wait (exponential, full jitter)"),
+        ConfigurationKey("worker.retry.max_backoff_ms", default: "5000", "Longest retry wait"),
+        ConfigurationKey("worker.reject_test_purchases", default: "false", "Reject store test purchases (reason test_purchase)"),
+        ConfigurationKey("worker.shutdown_timeout_ms", default: "30000", "How long SIGTERM waits for in-flight purchases"),
+        ConfigurationKey("server.port", default: "8080", "HTTP port of /metrics, /healthz and /readyz"),
+        ConfigurationKey("log.level", default: "info", "trace, debug, info, notice, warning, error or critical"),
+        ConfigurationKey("log.format", default: "json", "json or text"),
+    ]
+}

@@ -1,0 +1,49 @@
+import Gamebase
+import Ledger
+import Logging
+
+extension WorkerConfiguration {
+    /// `ledger.url` with its password replaced.
+    public var redactedLedgerURL: String {
+        (try? LedgerURL(ledgerURL)).map { "\($0)" } ?? "<invalid>"
+    }
+
+    /// Every key with its effective value, secrets redacted, in the order of ``ConfigurationKey/all``.
+    public var displayed: [(key: String, value: String)] {
+        var rows: [(String, String)] = [
+            ("kafka.bootstrap_servers", bootstrapServers), ("kafka.group_id", groupID), ("kafka.client_id", clientID),
+            ("kafka.group_instance_id", groupInstanceID ?? "(none)"), ("kafka.topics.purchases", topics.purchases),
+            ("kafka.topics.item_granted", topics.itemGranted), ("kafka.topics.consume_failed", topics.consumeFailed),
+            ("kafka.topics.dead_letter", topics.deadLetter),
+        ]
+        for (key, value) in librdkafka.sorted(by: { $0.key < $1.key }) {
+            rows.append(("kafka.librdkafka.\(key)", KafkaSecrets.isSecret(key) ? "<redacted>" : value))
+        }
+        rows += [
+            ("gamebase.base_url", gamebaseBaseURL), ("gamebase.app_id", gamebaseAppID),
+            ("gamebase.secret_key", gamebaseSecretKey.isEmpty ? "(none)" : "<redacted>"),
+            ("gamebase.timeout_ms", String(gamebaseTimeoutMilliseconds)),
+            ("gamebase.max_connections", String(gamebaseMaxConnections)), ("ledger.url", redactedLedgerURL),
+            ("worker.max_in_flight", String(maxInFlight)), ("worker.max_message_bytes", String(maxMessageBytes)),
+            ("worker.retry.max_attempts", String(retry.maxAttempts)),
+            ("worker.retry.initial_backoff_ms", String(Self.milliseconds(retry.initialBackoff))),
+            ("worker.retry.max_backoff_ms", String(Self.milliseconds(retry.maxBackoff))),
+            ("worker.reject_test_purchases", String(rejectTestPurchases)),
+            ("worker.shutdown_timeout_ms", String(shutdownTimeoutMilliseconds)), ("server.port", String(serverPort)),
+            ("log.level", logLevel.rawValue), ("log.format", logFormat.rawValue),
+        ]
+        return rows
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+    }
+}
+
+enum KafkaSecrets {
+    static func isSecret(_ property: String) -> Bool {
+        let lowered = property.lowercased()
+        return lowered.contains("password") || lowered.contains("secret") || lowered.contains("ssl.key")
+            || lowered.contains("sasl.oauthbearer.config")
+    }
+}

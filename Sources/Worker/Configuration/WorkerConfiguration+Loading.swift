@@ -1,0 +1,166 @@
+import Configuration
+import Foundation
+import Gamebase
+import Logging
+import SystemPackage
+import Yams
+
+extension WorkerConfiguration {
+    /// Loads the configuration: the YAML file (`configFile`, else `IAP_WORKER_CONFIG`), overridden by environment
+    /// variables (key upper-cased, dots as underscores); the secret key may come from `gamebase.secret_key_file`.
+    ///
+    /// - Throws: ``ConfigurationError`` naming the key of the first invalid or missing value.
+    public static func load(
+        configFile: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) async throws -> WorkerConfiguration {
+        let path = configFile ?? environment["IAP_WORKER_CONFIG"]
+        var providers: [any ConfigProvider] = [EnvironmentVariablesProvider(environmentVariables: environment)]
+        var fileLibrdkafka: [String: String] = [:]
+        if let path {
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw ConfigurationError(key: "--config", problem: "no file at \(path)")
+            }
+            do {
+                providers.append(try await FileProvider<YAMLSnapshot>(filePath: FilePath(path)))
+            } catch {
+                throw ConfigurationError(key: "--config", problem: "\(path) is not valid YAML: \(error)")
+            }
+            fileLibrdkafka = try librdkafkaProperties(fromYAMLAt: path)
+        }
+        let reader = ConfigReader(providers: providers)
+        var configuration = try WorkerConfiguration(reader: reader)
+        // kafka.librdkafka.<property>: from the file, then KAFKA_LIBRDKAFKA_<PROPERTY> (underscores as dots).
+        configuration.librdkafka = fileLibrdkafka
+        for (name, value) in environment where name.hasPrefix("KAFKA_LIBRDKAFKA_") {
+            let property = name.dropFirst("KAFKA_LIBRDKAFKA_".count).lowercased().replacingOccurrences(of: "_", with: ".")
+            configuration.librdkafka[property] = value
+        }
+        return configuration
+    }
+
+    /// Reads and validates every key of ``ConfigurationKey/all`` from `reader`.
+    init(reader: ConfigReader) throws {
+        self.init()
+        let values = ConfigValues(reader: reader)
+        bootstrapServers = try values.string("kafka.bootstrap_servers", default: bootstrapServers)
+        groupID = try values.string("kafka.group_id", default: groupID)
+        clientID = try values.string("kafka.client_id", default: clientID)
+        groupInstanceID = try values.optionalString("kafka.group_instance_id")
+        topics.purchases = try values.string("kafka.topics.purchases", default: topics.purchases)
+        topics.itemGranted = try values.string("kafka.topics.item_granted", default: topics.itemGranted)
+        topics.consumeFailed = try values.string("kafka.topics.consume_failed", default: topics.consumeFailed)
+        topics.deadLetter = try values.string("kafka.topics.dead_letter", default: topics.deadLetter)
+
+        gamebaseBaseURL = try values.string("gamebase.base_url", default: gamebaseBaseURL)
+        guard gamebaseBaseURL.hasPrefix("http://") || gamebaseBaseURL.hasPrefix("https://") else {
+            throw ConfigurationError(key: "gamebase.base_url", problem: "must start with http:// or https://")
+        }
+        gamebaseAppID = try values.required("gamebase.app_id")
+        if let key = try values.optionalString("gamebase.secret_key", secret: true) {
+            gamebaseSecretKey = Secret(key)
+        } else if let file = try values.optionalString("gamebase.secret_key_file") {
+            guard let contents = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw ConfigurationError(key: "gamebase.secret_key_file", problem: "cannot read \(file)")
+            }
+            let key = contents.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !key.isEmpty else { throw ConfigurationError(key: "gamebase.secret_key_file", problem: "\(file) is empty") }
+            gamebaseSecretKey = Secret(key)
+        } else {
+            throw ConfigurationError(key: "gamebase.secret_key", problem: "required (or gamebase.secret_key_file)")
+        }
+        gamebaseTimeoutMilliseconds = try values.int("gamebase.timeout_ms", default: gamebaseTimeoutMilliseconds, in: 100...600_000)
+        gamebaseMaxConnections = try values.int("gamebase.max_connections", default: gamebaseMaxConnections, in: 1...4_096)
+
+        ledgerURL = try values.string("ledger.url", default: ledgerURL, secret: true)
+
+        maxInFlight = try values.int("worker.max_in_flight", default: maxInFlight, in: 1...65_536)
+        maxMessageBytes = try values.int("worker.max_message_bytes", default: maxMessageBytes, in: 256...10_000_000)
+        let attempts = try values.int("worker.retry.max_attempts", default: 4, in: 1...100)
+        let initial = try values.int("worker.retry.initial_backoff_ms", default: 200, in: 0...600_000)
+        let maximum = try values.int("worker.retry.max_backoff_ms", default: 5_000, in: 0...3_600_000)
+        guard maximum >= initial else {
+            throw ConfigurationError(key: "worker.retry.max_backoff_ms", problem: "must not be below worker.retry.initial_backoff_ms")
+        }
+        retry = RetryPolicy(maxAttempts: attempts, initialBackoff: .milliseconds(initial), maxBackoff: .milliseconds(maximum))
+        rejectTestPurchases = try values.bool("worker.reject_test_purchases", default: false)
+        shutdownTimeoutMilliseconds = try values.int("worker.shutdown_timeout_ms", default: shutdownTimeoutMilliseconds, in: 0...3_600_000)
+
+        serverPort = try values.int("server.port", default: serverPort, in: 0...65_535)
+        let level = try values.string("log.level", default: "info")
+        guard let parsedLevel = Logger.Level(rawValue: level.lowercased()) else {
+            throw ConfigurationError(key: "log.level", problem: "must be one of trace, debug, info, notice, warning, error, critical")
+        }
+        logLevel = parsedLevel
+        let format = try values.string("log.format", default: "json")
+        guard let parsedFormat = LogFormat(rawValue: format.lowercased()) else {
+            throw ConfigurationError(key: "log.format", problem: "must be json or text")
+        }
+        logFormat = parsedFormat
+    }
+
+    /// `kafka.librdkafka` of a YAML file, flattened to librdkafka property names.
+    static func librdkafkaProperties(fromYAMLAt path: String) throws -> [String: String] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [:] }
+        let root: Any?
+        do { root = try Yams.load(yaml: text) } catch {
+            throw ConfigurationError(key: "--config", problem: "\(path) is not valid YAML")
+        }
+        guard let kafka = (root as? [String: Any])?["kafka"] as? [String: Any], let section = kafka["librdkafka"] else {
+            return [:]
+        }
+        guard let map = section as? [String: Any] else {
+            throw ConfigurationError(key: "kafka.librdkafka", problem: "must be a map of librdkafka properties")
+        }
+        var properties: [String: String] = [:]
+        func flatten(_ prefix: String, _ value: Any) throws {
+            if let nested = value as? [String: Any] {
+                for (key, inner) in nested { try flatten(prefix.isEmpty ? key : "\(prefix).\(key)", inner) }
+            } else if value is [Any] {
+                throw ConfigurationError(key: "kafka.librdkafka.\(prefix)", problem: "must be a scalar")
+            } else {
+                properties[prefix] = "\(value)"
+            }
+        }
+        try flatten("", map)
+        return properties
+    }
+}
+
+/// Reads values as text and validates them itself, so a bad value fails naming its key (the reader's typed
+/// accessors would quietly fall back to a default).
+struct ConfigValues {
+    let reader: ConfigReader
+
+    func optionalString(_ key: String, secret: Bool = false) throws -> String? {
+        guard let value = reader.string(forKey: ConfigKey(key), isSecret: secret) else { return nil }
+        let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
+        return trimmed.isEmpty ? nil : trimmed
+    }
+
+    func string(_ key: String, default defaultValue: String, secret: Bool = false) throws -> String {
+        try optionalString(key, secret: secret) ?? defaultValue
+    }
+
+    func required(_ key: String) throws -> String {
+        guard let value = try optionalString(key) else { throw ConfigurationError(key: key, problem: "required") }
+        return value
+    }
+
+    func int(_ key: String, default defaultValue: Int, in range: ClosedRange<Int>) throws -> Int {
+        guard let text = try optionalString(key) else { return defaultValue }
+        guard let value = Int(text) else { throw ConfigurationError(key: key, problem: "\"\(text)\" is not a whole number") }
+        guard range.contains(value) else {
+            throw ConfigurationError(key: key, problem: "\(value) is outside \(range.lowerBound)…\(range.upperBound)")
+        }
+        return value
+    }
+
+    func bool(_ key: String, default defaultValue: Bool) throws -> Bool {
+        guard let text = try optionalString(key) else { return defaultValue }
+        switch text.lowercased() {
+        case "true", "yes", "1", "on": return true
+        case "false", "no", "0", "off": return false
+        default: throw ConfigurationError(key: key, problem: "\"\(text)\" is not true or false")
+        }
+    }
+}

@@ -1,0 +1,18 @@
+import Fulfilment
+import Kafka
+
+/// Publishes the flow's records with the Kafka producer; returns once the broker acknowledged them.
+public struct KafkaEventPublisher: EventPublisher {
+    public let producer: KafkaProducer
+
+    public init(producer: KafkaProducer) {
+        self.producer = producer
+    }
+
+    public func publish(_ record: OutboundRecord) async throws {
+        try await producer.send(
+            KafkaProducerRecord(
+                topic: record.topic, key: record.key, value: record.value,
+                headers: record.headers.map { KafkaHeader(name: $0.name, value: $0.value) }))
+    }
+}

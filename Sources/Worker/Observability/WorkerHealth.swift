@@ -1,0 +1,53 @@
+import Foundation
+import Synchronization
+
+/// What `/healthz` and `/readyz` report.
+public final class WorkerHealth: Sendable {
+    struct State {
+        var subscribed = false
+        var lastPoll: ContinuousClock.Instant?
+        var ledgerReachable = true
+        var circuitOpen = false
+        var stoppedReason: String?
+        var shuttingDown = false
+        var pollAge: (@Sendable () -> Duration?)?
+    }
+    private let state = Mutex(State())
+    /// A poll loop silent for longer than this is not alive.
+    public let pollStallLimit: Duration
+
+    public init(pollStallLimit: Duration = .seconds(30)) {
+        self.pollStallLimit = pollStallLimit
+    }
+
+    func update(_ body: (inout State) -> Void) { state.withLock { body(&$0) } }
+
+    public func markSubscribed() { update { $0.subscribed = true } }
+    public func markPolled(at instant: ContinuousClock.Instant = .now) { update { $0.lastPoll = instant } }
+    /// Where liveness reads the age of the consumer's last poll.
+    public func setPollAgeSource(_ source: @escaping @Sendable () -> Duration?) { update { $0.pollAge = source } }
+    public func setLedgerReachable(_ reachable: Bool) { update { $0.ledgerReachable = reachable } }
+    public func setCircuitOpen(_ open: Bool) { update { $0.circuitOpen = open } }
+    public func setStopped(_ reason: String?) { update { $0.stoppedReason = reason } }
+    public func setShuttingDown() { update { $0.shuttingDown = true } }
+
+    /// Liveness: the poll loop is alive.
+    public var live: (ok: Bool, detail: String) {
+        let (source, lastPoll) = state.withLock { ($0.pollAge, $0.lastPoll) }
+        let age = source?() ?? lastPoll.map { ContinuousClock.now - $0 }
+        guard let age else { return (true, "starting") }
+        return age < pollStallLimit ? (true, "ok") : (false, "poll loop silent for \(age)")
+    }
+
+    /// Readiness: in the group, ledger reachable, circuit closed, not stopped by a configuration failure.
+    public var ready: (ok: Bool, detail: String) {
+        state.withLock { state in
+            if let reason = state.stoppedReason { return (false, "stopped: \(reason)") }
+            if state.shuttingDown { return (false, "shutting down") }
+            if !state.subscribed { return (false, "not in the consumer group yet") }
+            if !state.ledgerReachable { return (false, "ledger unreachable") }
+            if state.circuitOpen { return (false, "Gamebase circuit open") }
+            return (true, "ok")
+        }
+    }
+}

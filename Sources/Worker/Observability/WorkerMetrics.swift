@@ -1,0 +1,113 @@
+import Prometheus
+import Synchronization
+
+/// The worker's Prometheus metrics (DESIGN §7), in a registry of its own (no global bootstrap, so several
+/// workers can live in one test process).
+public final class WorkerMetrics: Sendable {
+    public let registry = PrometheusCollectorRegistry()
+
+    public enum Name {
+        public static let purchases = "iap_purchases_total"
+        public static let gamebaseRequests = "iap_gamebase_requests_total"
+        public static let gamebaseDuration = "iap_gamebase_request_duration_seconds"
+        public static let purchaseDuration = "iap_purchase_duration_seconds"
+        public static let inFlight = "iap_in_flight"
+        public static let consumerLag = "iap_consumer_lag"
+        public static let unconsumedGrants = "iap_unconsumed_grants"
+        public static let circuitOpen = "iap_circuit_open"
+        public static let stopped = "iap_stopped"
+    }
+
+    static func describe(_ name: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
+    }
+
+    /// Outcomes of `iap_purchases_total`.
+    public static let outcomes = ["granted", "duplicate", "rejected", "dead_lettered", "malformed"]
+
+    private let purchaseCounters: [String: Counter]
+    private let gamebaseCounters = Mutex<[String: Counter]>([:])
+    private let gamebaseHistograms = Mutex<[String: DurationHistogram]>([:])
+    private let lagGauges = Mutex<[String: Gauge]>([:])
+    private let purchaseDuration: DurationHistogram
+    public let inFlight: Gauge
+    public let unconsumedGrants: Gauge
+    public let circuitOpen: Gauge
+    public let stopped: Gauge
+
+    static let latencyBuckets: [Duration] = [
+        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+        .milliseconds(500), .seconds(1), .milliseconds(2_500), .seconds(5), .seconds(10), .seconds(30), .seconds(60),
+    ]
+
+    public init() {
+        var counters: [String: Counter] = [:]
+        for outcome in Self.outcomes {
+            counters[outcome] = registry.makeCounter(
+                descriptor: Self.describe(Name.purchases, "Purchase messages by outcome"), labels: [("outcome", outcome)])
+        }
+        purchaseCounters = counters
+        purchaseDuration = registry.makeDurationHistogram(
+            descriptor: Self.describe(Name.purchaseDuration, "From the message timestamp to its outcome"),
+            buckets: Self.latencyBuckets)
+        inFlight = registry.makeGauge(descriptor: Self.describe(Name.inFlight, "Purchases being processed"))
+        unconsumedGrants = registry.makeGauge(
+            descriptor: Self.describe(Name.unconsumedGrants, "Granted purchases not yet consumed at Gamebase"))
+        circuitOpen = registry.makeGauge(descriptor: Self.describe(Name.circuitOpen, "1 while the Gamebase circuit breaker is open"))
+        stopped = registry.makeGauge(
+            descriptor: Self.describe(Name.stopped, "1 while consumption is stopped by a configuration failure"))
+    }
+
+    public func countPurchase(_ outcome: String) {
+        purchaseCounters[outcome]?.increment()
+    }
+
+    /// From message timestamp to outcome.
+    public func recordPurchaseDuration(_ duration: Duration) {
+        purchaseDuration.record(max(.zero, duration))
+    }
+
+    /// A `GamebaseRequestObserver` feeding `iap_gamebase_requests_total` and the duration histogram.
+    public func recordGamebase(api: String, result: String, seconds: Double) {
+        let counter = gamebaseCounters.withLock { counters in
+            let key = "\(api)|\(result)"
+            if let counter = counters[key] { return counter }
+            let counter = registry.makeCounter(
+                descriptor: Self.describe(Name.gamebaseRequests, "Gamebase API calls by API and result"),
+                labels: [("api", api), ("result", result)])
+            counters[key] = counter
+            return counter
+        }
+        counter.increment()
+        let histogram = gamebaseHistograms.withLock { histograms in
+            if let histogram = histograms[api] { return histogram }
+            let histogram = registry.makeDurationHistogram(
+                descriptor: Self.describe(Name.gamebaseDuration, "Gamebase API call latency"), labels: [("api", api)],
+                buckets: Self.latencyBuckets)
+            histograms[api] = histogram
+            return histogram
+        }
+        histogram.record(.nanoseconds(Int64(seconds * 1e9)))
+    }
+
+    public func setConsumerLag(topic: String, partition: Int32, lag: Int64) {
+        let gauge = lagGauges.withLock { gauges in
+            let key = "\(topic)|\(partition)"
+            if let gauge = gauges[key] { return gauge }
+            let gauge = registry.makeGauge(
+                descriptor: Self.describe(Name.consumerLag, "Messages behind the partition end (librdkafka statistics)"),
+                labels: [("topic", topic), ("partition", String(partition))])
+            gauges[key] = gauge
+            return gauge
+        }
+        gauge.set(to: Double(lag))
+    }
+
+    /// The Prometheus text exposition.
+    public func exposition() -> [UInt8] {
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(8_192)
+        registry.emit(into: &buffer)
+        return buffer
+    }
+}

@@ -1,0 +1,17 @@
+import Logging
+import Worker
+
+enum LoggingSetup {
+    /// Installs the process's log handler once: JSON lines or swift-log's text handler, at `level`.
+    static func bootstrap(format: WorkerConfiguration.LogFormat, level: Logger.Level) {
+        LoggingSystem.bootstrap { label in
+            var handler: any LogHandler =
+                switch format {
+                case .json: JSONLogHandler(label: label)
+                case .text: StreamLogHandler.standardError(label: label)
+                }
+            handler.logLevel = level
+            return handler
+        }
+    }
+}

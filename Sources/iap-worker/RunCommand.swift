@@ -1,0 +1,31 @@
+import ArgumentParser
+import Logging
+import Worker
+
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Runs the worker daemon until SIGTERM or SIGINT.",
+        discussion: """
+            Configuration: the YAML file given with --config (or IAP_WORKER_CONFIG), overridden by environment \
+            variables named after the keys (kafka.group_id -> KAFKA_GROUP_ID). See config/iap-worker.yaml.
+            """
+    )
+
+    @Option(name: .customLong("config"), help: "YAML configuration file (default: $IAP_WORKER_CONFIG).")
+    var configFile: String?
+
+    func run() async throws {
+        let configuration = try await WorkerConfiguration.load(configFile: configFile)
+        LoggingSetup.bootstrap(format: configuration.logFormat, level: configuration.logLevel)
+        let logger = Logger(label: "iap-worker")
+        logger.info(
+            "starting",
+            metadata: [
+                "kafka.group_id": "\(configuration.groupID)", "kafka.topic": "\(configuration.topics.purchases)",
+                "ledger": "\(configuration.redactedLedgerURL)", "worker.max_in_flight": "\(configuration.maxInFlight)",
+            ])
+        try await WorkerApplication.run(configuration: configuration, logger: logger)
+        logger.info("stopped")
+    }
+}
