@@ -170,5 +170,33 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .testTarget(
+            name: "WorkerTests",
+            dependencies: [
+                "Worker",
+                "Kafka",
+                "Gamebase",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                "Worker",
+                "Kafka",
+                "Gamebase",
+                "GamebaseSimulator",
+                "Ledger",
+                "Fulfilment",
+                "IAPTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
     ]
 )

@@ -59,5 +59,6 @@ public enum TestDatabases {
 
 public struct TestSetupError: Error, CustomStringConvertible {
     public var message: String
+    public init(message: String) { self.message = message }
     public var description: String { message }
 }

@@ -1,0 +1,121 @@
+import Foundation
+import Gamebase
+import Kafka
+import Testing
+import Worker
+
+@Suite struct ConfigurationTests {
+    static func file(_ yaml: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("iap-config-\(UUID().uuidString).yaml").path
+        try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    static let minimal = """
+        gamebase:
+          app_id: app-1
+          secret_key: s3cr3t-value
+        """
+
+    @Test func defaultsApplyWhereNothingIsSet() async throws {
+        let configuration = try await WorkerConfiguration.load(configFile: try Self.file(Self.minimal), environment: [:])
+        #expect(configuration.groupID == "iap-worker")
+        #expect(configuration.topics.purchases == "purchase.completed")
+        #expect(configuration.topics.deadLetter == "purchase.completed.dlq")
+        #expect(configuration.maxInFlight == 512)
+        #expect(configuration.maxMessageBytes == 65_536)
+        #expect(configuration.serverPort == 8080)
+        #expect(configuration.logFormat == .json)
+        #expect(configuration.gamebaseSecretKey.revealed == "s3cr3t-value")
+        #expect(configuration.consumerConfiguration.kafka["session.timeout.ms"] == "6000")
+    }
+
+    @Test func environmentOverridesTheFile() async throws {
+        let yaml = Self.minimal + "\nworker:\n  max_in_flight: 64\nkafka:\n  group_id: from-file\n"
+        let configuration = try await WorkerConfiguration.load(
+            configFile: try Self.file(yaml),
+            environment: ["KAFKA_GROUP_ID": "from-env", "WORKER_MAX_IN_FLIGHT": "128", "LOG_FORMAT": "text"])
+        #expect(configuration.groupID == "from-env")
+        #expect(configuration.maxInFlight == 128)
+        #expect(configuration.logFormat == .text)
+    }
+
+    @Test func theConfigFileCanComeFromTheEnvironment() async throws {
+        let path = try Self.file(Self.minimal + "\nserver:\n  port: 9191\n")
+        let configuration = try await WorkerConfiguration.load(environment: ["IAP_WORKER_CONFIG": path])
+        #expect(configuration.serverPort == 9191)
+    }
+
+    @Test(arguments: [
+        ("worker:\n  max_in_flight: lots", "worker.max_in_flight"),
+        ("worker:\n  max_in_flight: 0", "worker.max_in_flight"),
+        ("server:\n  port: 70000", "server.port"),
+        ("worker:\n  reject_test_purchases: maybe", "worker.reject_test_purchases"),
+        ("log:\n  level: loud", "log.level"),
+        ("log:\n  format: xml", "log.format"),
+        ("gamebase:\n  base_url: ftp://x", "gamebase.base_url"),
+        ("worker:\n  retry:\n    initial_backoff_ms: 900\n    max_backoff_ms: 100", "worker.retry.max_backoff_ms"),
+    ])
+    func anInvalidValueFailsNamingTheKey(yaml: String, key: String) async throws {
+        var text = Self.minimal + "\n" + yaml
+        if yaml.hasPrefix("gamebase:") { text = "gamebase:\n  app_id: a\n  secret_key: s\n" + yaml.replacingOccurrences(of: "gamebase:\n", with: "") }
+        let path = try Self.file(text)
+        let error = await #expect(throws: ConfigurationError.self) {
+            try await WorkerConfiguration.load(configFile: path, environment: [:])
+        }
+        #expect(error?.key == key)
+    }
+
+    @Test func requiredKeysAreNamedWhenMissing() async throws {
+        let noApp = await #expect(throws: ConfigurationError.self) {
+            try await WorkerConfiguration.load(configFile: try Self.file("gamebase:\n  secret_key: s\n"), environment: [:])
+        }
+        #expect(noApp?.key == "gamebase.app_id")
+        let noKey = await #expect(throws: ConfigurationError.self) {
+            try await WorkerConfiguration.load(configFile: try Self.file("gamebase:\n  app_id: a\n"), environment: [:])
+        }
+        #expect(noKey?.key == "gamebase.secret_key")
+        let noFile = await #expect(throws: ConfigurationError.self) {
+            try await WorkerConfiguration.load(configFile: "/nonexistent/iap.yaml", environment: [:])
+        }
+        #expect(noFile?.key == "--config")
+    }
+
+    @Test func theSecretKeyCanComeFromAFile() async throws {
+        let secretPath = FileManager.default.temporaryDirectory.appendingPathComponent("secret-\(UUID().uuidString)").path
+        try "from-file-secret\n".write(toFile: secretPath, atomically: true, encoding: .utf8)
+        let configuration = try await WorkerConfiguration.load(
+            configFile: try Self.file("gamebase:\n  app_id: a\n"), environment: ["GAMEBASE_SECRET_KEY_FILE": secretPath])
+        #expect(configuration.gamebaseSecretKey.revealed == "from-file-secret")
+    }
+
+    @Test func librdkafkaPropertiesPassThroughFromFileAndEnvironment() async throws {
+        let yaml = Self.minimal + "\nkafka:\n  librdkafka:\n    security.protocol: SASL_SSL\n    session.timeout.ms: 10000\n"
+        let configuration = try await WorkerConfiguration.load(
+            configFile: try Self.file(yaml), environment: ["KAFKA_LIBRDKAFKA_SASL_PASSWORD": "pw-123"])
+        #expect(configuration.librdkafka["security.protocol"] == "SASL_SSL")
+        #expect(configuration.librdkafka["sasl.password"] == "pw-123")
+        #expect(configuration.consumerConfiguration.kafka["session.timeout.ms"] == "10000")
+        #expect(configuration.producerConfiguration.kafka["session.timeout.ms"] == nil, "consumer-only properties stay off the producer")
+    }
+
+    @Test func displayedConfigurationHidesSecrets() async throws {
+        let yaml = Self.minimal + "\nledger:\n  url: postgres://iap:db-password@db:5432/ledger\nkafka:\n  librdkafka:\n    sasl.password: kafka-password\n"
+        let configuration = try await WorkerConfiguration.load(configFile: try Self.file(yaml), environment: [:])
+        let text = configuration.displayed.map { "\($0.key)=\($0.value)" }.joined(separator: "\n")
+        #expect(!text.contains("s3cr3t-value"))
+        #expect(!text.contains("db-password"))
+        #expect(!text.contains("kafka-password"))
+        #expect(text.contains("gamebase.secret_key=<redacted>"))
+        #expect(text.contains("ledger.url=postgres://iap:<redacted>@db:5432/ledger"))
+    }
+
+    @Test func everyKeyIsDocumentedInTheDefaultConfigFile() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let yaml = try String(contentsOf: root.appendingPathComponent("config/iap-worker.yaml"), encoding: .utf8)
+        for key in ConfigurationKey.all where !key.name.contains("<") {
+            let leaf = String(key.name.split(separator: ".").last!)
+            #expect(yaml.contains("\(leaf):"), "config/iap-worker.yaml lacks \(key.name)")
+        }
+    }
+}
