@@ -18,10 +18,12 @@ public final class MockCluster: @unchecked Sendable {
 
     /// Starts `brokers` mock brokers (ids 1 … `brokers`) listening on loopback.
     public init(brokers: Int = 3, logger: Logger = Logger(label: "kafka.mock")) throws(KafkaError) {
-        // The cluster lives inside a client handle; this one never produces anything.
+        // The cluster lives inside a client handle; this one never produces anything and has no
+        // bootstrap servers by design, so its notice-level "no bootstrap.servers" line is left out.
         host = try RDKafkaClient(
             type: RD_KAFKA_PRODUCER,
-            configuration: KafkaConfiguration(bootstrapServers: "", properties: ["log.connection.close": "false"]),
+            configuration: KafkaConfiguration(
+                bootstrapServers: "", properties: ["log.connection.close": "false", "log_level": "4"]),
             context: RDKafkaClientContext(logger: logger))
         guard let cluster = rd_kafka_mock_cluster_new(host.handle, Int32(brokers)) else {
             throw KafkaError(code: .mockCluster, message: "librdkafka could not start a mock cluster")

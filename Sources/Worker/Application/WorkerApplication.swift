@@ -24,15 +24,29 @@ public enum WorkerApplication {
     }
 
     /// Runs the daemon until SIGTERM/SIGINT: opens (and migrates) the ledger, then runs the service group.
+    ///
+    /// The signals are trapped before anything else starts, so a SIGTERM that arrives while the ledger is
+    /// still migrating or the consumer is being created still ends in a graceful shutdown and exit 0 — not in
+    /// the default action (killed by the signal), which orchestrators would report as a crash.
     public static func run(configuration: WorkerConfiguration, logger: Logger) async throws {
+        let shutdown = ShutdownRequest()
+        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+        let listener = Task {
+            for await signal in signals {
+                logger.info("signal received, shutting down gracefully", metadata: ["signal": "\(signal)"])
+                await shutdown.request()
+            }
+        }
+        defer { listener.cancel() }
         try await LedgerStores.withStore(url: configuration.ledgerURL, logger: logger) { ledger in
             let metrics = WorkerMetrics()
             let gamebase = GamebaseClient(
                 configuration: configuration.gamebaseConfiguration, logger: logger,
                 observer: { api, result, seconds in metrics.recordGamebase(api: api, result: result, seconds: seconds) })
             let (group, _) = try buildServiceGroup(
-                configuration: configuration, ledger: ledger, gamebase: gamebase, signals: true, metrics: metrics,
+                configuration: configuration, ledger: ledger, gamebase: gamebase, signals: false, metrics: metrics,
                 logger: logger)
+            await shutdown.attach(group)
             try await group.run()
         }
     }
@@ -109,5 +123,22 @@ struct OnShutdown: Service {
     func run() async throws {
         try? await gracefulShutdown()
         await action()
+    }
+}
+
+/// A graceful-shutdown request that may arrive before the service group exists; it is passed on once the
+/// group is attached.
+actor ShutdownRequest {
+    private var requested = false
+    private var group: ServiceGroup?
+
+    func request() async {
+        requested = true
+        await group?.triggerGracefulShutdown()
+    }
+
+    func attach(_ group: ServiceGroup) async {
+        self.group = group
+        if requested { await group.triggerGracefulShutdown() }
     }
 }

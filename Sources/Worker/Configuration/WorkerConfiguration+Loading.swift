@@ -13,7 +13,8 @@ extension WorkerConfiguration {
     public static func load(
         configFile: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment
     ) async throws -> WorkerConfiguration {
-        let path = configFile ?? environment["IAP_WORKER_CONFIG"]
+        // An empty IAP_WORKER_CONFIG means "no file", as an unset one does (handy to override an image's default).
+        let path = configFile ?? environment["IAP_WORKER_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
         var providers: [any ConfigProvider] = [EnvironmentVariablesProvider(environmentVariables: environment)]
         var fileLibrdkafka: [String: String] = [:]
         if let path {

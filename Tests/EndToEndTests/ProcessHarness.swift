@@ -1,0 +1,99 @@
+import AsyncHTTPClient
+import Dispatch
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs the built `iap-worker` executable as separate processes, as a user would.
+final class ChildProcess: @unchecked Sendable {
+    // @unchecked: `process` is only touched through Foundation's thread-safe Process API after start.
+    let process: Process
+    let name: String
+    let stdoutPath: String
+    let stderrPath: String
+
+    static var executable: String {
+        if let path = ProcessInfo.processInfo.environment["IAP_WORKER_BIN"] { return path }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/iap-worker").path
+    }
+
+    /// Starts `iap-worker arguments…`; stdout and stderr go to two files in `folder`.
+    init(_ name: String, _ arguments: [String], environment: [String: String] = [:], folder: URL) throws {
+        self.name = name
+        let stem = folder.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(6))").path
+        stdoutPath = stem + ".out"
+        stderrPath = stem + ".err"
+        FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.executable)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env.merge(environment) { $1 }
+        process.environment = env
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        try process.run()
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var isRunning: Bool { process.isRunning }
+
+    /// The first line the process printed on stdout (the bootstrap servers, the simulator's URL).
+    func firstLine(within seconds: Double = 20) async throws -> String {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let text = try? String(contentsOfFile: stdoutPath, encoding: .utf8), let newline = text.firstIndex(of: "\n") {
+                return String(text[..<newline])
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw ProcessTestError("\(name) printed nothing within \(seconds) s")
+    }
+
+    /// Everything the process wrote, stdout then stderr (the worker logs to stdout by default).
+    var output: String {
+        [stdoutPath, stderrPath].map { (try? String(contentsOfFile: $0, encoding: .utf8)) ?? "" }.joined(separator: "\n")
+    }
+
+    func kill9() {
+        kill(pid, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Sends SIGTERM and waits; returns the exit status.
+    func terminate(within seconds: Double = 60) async throws -> Int32 {
+        kill(pid, SIGTERM)
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning {
+            guard Date() < deadline else {
+                kill(pid, SIGKILL)
+                throw ProcessTestError("\(name) did not exit within \(seconds) s of SIGTERM")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+}
+
+struct ProcessTestError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// `GET /admin/counters` of a simulator process.
+func simulatorConsumes(_ baseURL: String) async throws -> [String: Int] {
+    let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: "\(baseURL)/admin/counters"), timeout: .seconds(5))
+    let body = try await response.body.collect(upTo: 64 << 20)
+    let object = try JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]
+    return (object?["consumes"] as? [String: Int]) ?? [:]
+}

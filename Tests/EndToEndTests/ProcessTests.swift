@@ -1,0 +1,200 @@
+import Foundation
+import Gamebase
+import GamebaseSimulator
+import IAPTestSupport
+import Kafka
+import Ledger
+import Testing
+
+/// The built executable against `dev-kafka` over TCP, `gamebase-sim` over HTTP and real databases, with
+/// processes killed at random moments.
+@Suite("iap-worker as processes", .serialized, .timeLimit(.minutes(10)))
+struct ProcessTests {
+    struct Cluster {
+        let folder: URL
+        let kafka: ChildProcess
+        let simulator: ChildProcess
+        let bootstrap: String
+        let simulatorURL: String
+        let purchases: Int
+
+        /// dev-kafka and gamebase-sim as processes, seeded with `purchases` valid payments.
+        static func start(purchases: Int, simulatorArguments: [String]) async throws -> Cluster {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-process-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let payments = (0..<purchases).map { EndToEndSystem.payment("p\($0)", user: "u\($0)") }
+            let paymentsFile = folder.appendingPathComponent("payments.json")
+            try JSONEncoder().encode(payments).write(to: paymentsFile)
+            let kafka = try ChildProcess(
+                "dev-kafka",
+                ["dev-kafka", "--brokers", "1", "--topic", "purchase.completed:6", "--topic", "iap.item-granted:1",
+                 "--topic", "iap.consume-failed:1", "--topic", "purchase.completed.dlq:1"], folder: folder)
+            let simulator = try ChildProcess(
+                "gamebase-sim",
+                ["gamebase-sim", "--port", "0", "--app-id", EndToEndSystem.appID, "--secret-key", EndToEndSystem.secretKey,
+                 "--payments", paymentsFile.path] + simulatorArguments, folder: folder)
+            return Cluster(
+                folder: folder, kafka: kafka, simulator: simulator, bootstrap: try await kafka.firstLine(),
+                simulatorURL: try await simulator.firstLine(), purchases: purchases)
+        }
+
+        func workerEnvironment(ledgerURL: String, group: String, maxInFlight: Int = 64) -> [String: String] {
+            [
+                "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "KAFKA_GROUP_ID": group, "GAMEBASE_BASE_URL": simulatorURL,
+                "GAMEBASE_APP_ID": EndToEndSystem.appID, "GAMEBASE_SECRET_KEY": EndToEndSystem.secretKey,
+                "GAMEBASE_TIMEOUT_MS": "1500", "LEDGER_URL": ledgerURL, "SERVER_PORT": "0", "LOG_FORMAT": "json",
+                "WORKER_MAX_IN_FLIGHT": String(maxInFlight), "WORKER_RETRY_INITIAL_BACKOFF_MS": "20",
+                "WORKER_RETRY_MAX_BACKOFF_MS": "200", "KAFKA_LIBRDKAFKA_SESSION_TIMEOUT_MS": "3000",
+                "KAFKA_LIBRDKAFKA_HEARTBEAT_INTERVAL_MS": "300", "IAP_WORKER_CONFIG": "",
+            ]
+        }
+
+        func worker(_ name: String, _ environment: [String: String]) throws -> ChildProcess {
+            try ChildProcess(name, ["run"], environment: environment, folder: folder)
+        }
+
+        func producePurchases() async throws {
+            let producer = try KafkaProducer(configuration: .init(bootstrapServers: bootstrap), logger: EndToEndSystem.logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for i in 0..<purchases {
+                    group.addTask {
+                        try await producer.send(
+                            KafkaProducerRecord(
+                                topic: "purchase.completed", key: Array("u\(i)".utf8),
+                                value: Array(EndToEndSystem.message("p\(i)", user: "u\(i)").utf8)))
+                    }
+                }
+                try await group.waitForAll()
+            }
+            await producer.close()
+        }
+
+        /// Waits until the simulator has consumed every purchase and the ledger records each as consumed (a
+        /// grant whose Consume answer was lost to a kill is finished on redelivery or by the sweeper); fails
+        /// early when a worker has exited.
+        func waitUntilAllConsumed(within seconds: Double, workers: [ChildProcess], ledgerURL: String) async throws {
+            let deadline = Date().addingTimeInterval(seconds)
+            while Date() < deadline {
+                if let exited = workers.first(where: { !$0.isRunning }) {
+                    throw ProcessTestError("\(exited.name) exited early:\n\(exited.output.suffix(2_000))")
+                }
+                if (try? await simulatorConsumes(simulatorURL).count) == purchases,
+                    try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger, { try await $0.stats() })
+                        .consumed == purchases
+                {
+                    return
+                }
+                try await Task.sleep(for: .milliseconds(250))
+            }
+            throw ProcessTestError("not every purchase was consumed within \(seconds) s")
+        }
+
+        /// The money invariants: each purchase consumed once at Gamebase, granted once, one item-granted id.
+        func expectInvariants(ledgerURL: String) async throws {
+            let consumes = try await simulatorConsumes(simulatorURL)
+            #expect(consumes.count == purchases, "no purchase lost")
+            #expect(consumes.values.allSatisfy { $0 == 1 }, "none consumed twice")
+            let stats = try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) { try await $0.stats() }
+            #expect(stats.consumed == purchases, "each granted once and consumed")
+            #expect(stats.rejections.isEmpty)
+            let granted = try await readTopic("iap.item-granted")
+            #expect(Set(granted.compactMap(\.eventID)) == Set((0..<purchases).map { "p\($0):item-granted" }), "one event id per purchase")
+            #expect(try await readTopic("purchase.completed.dlq").isEmpty)
+        }
+
+        func readTopic(_ topic: String) async throws -> [KafkaMessage] {
+            let consumer = try KafkaConsumer(
+                configuration: .init(
+                    bootstrapServers: bootstrap, groupID: "reader-\(UUID().uuidString.prefix(8))", properties: ["session.timeout.ms": "3000"]),
+                logger: EndToEndSystem.logger)
+            try consumer.subscribe(topics: [topic])
+            let collected = Shared<[KafkaMessage]>([])
+            let last = Shared<ContinuousClock.Instant>(.now + .seconds(4))
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for try await message in consumer.messages {
+                        collected.withLock { $0.append(message) }
+                        last.withLock { $0 = .now }
+                    }
+                }
+                while ContinuousClock.now - last.value < .seconds(2) { try await Task.sleep(for: .milliseconds(100)) }
+                group.cancelAll()
+            }
+            await consumer.close()
+            return collected.value
+        }
+    }
+
+    @Test func killedAtRandomMomentsUnderTransientFaultsNothingIsLostOrGrantedTwice() async throws {
+        let cluster = try await Cluster.start(
+            purchases: 400,
+            simulatorArguments: [
+                "--latency-ms", "15", "--fault-rate", "0.15", "--slow-consume-rate", "0.05", "--slow-consume-delay-ms", "2500",
+            ])
+        let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
+        let environment = cluster.workerEnvironment(
+            ledgerURL: ledgerURL, group: "kill-\(UUID().uuidString.prefix(6))", maxInFlight: 8)
+        try await cluster.producePurchases()
+        var generator = SystemRandomNumberGenerator()
+        var kills = 0
+        for round in 0..<6 {
+            let worker = try cluster.worker("worker-\(round)", environment)
+            // Kill while purchases are in flight: after the worker's first outcome, at a random moment.
+            let deadline = Date().addingTimeInterval(30)
+            while !worker.output.contains("iap.outcome"), worker.isRunning, Date() < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            try await Task.sleep(for: .milliseconds(Int.random(in: 0...800, using: &generator)))
+            if worker.isRunning { kills += 1 }
+            worker.kill9()
+        }
+        #expect(kills == 6, "every round killed a running worker")
+        let last = try cluster.worker("worker-final", environment)
+        try await cluster.waitUntilAllConsumed(within: 150, workers: [last], ledgerURL: ledgerURL)
+        #expect(try await last.terminate() == 0)
+        try await cluster.expectInvariants(ledgerURL: ledgerURL)
+    }
+
+    @Test func sigtermDuringLoadExitsZeroAndARestartRepeatsNothing() async throws {
+        let cluster = try await Cluster.start(purchases: 300, simulatorArguments: ["--latency-ms", "30"])
+        let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
+        let environment = cluster.workerEnvironment(ledgerURL: ledgerURL, group: "term-\(UUID().uuidString.prefix(6))", maxInFlight: 32)
+        try await cluster.producePurchases()
+        let first = try cluster.worker("worker-first", environment)
+        let deadline = Date().addingTimeInterval(60)
+        while (try await simulatorConsumes(cluster.simulatorURL).count) < 60 && Date() < deadline && first.isRunning {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(try await first.terminate() == 0, "SIGTERM exits 0")
+        #expect(first.output.contains("left the consumer group"))
+        let second = try cluster.worker("worker-second", environment)
+        try await cluster.waitUntilAllConsumed(within: 120, workers: [second], ledgerURL: ledgerURL)
+        #expect(try await second.terminate() == 0)
+        // Everything the first run finished was committed on the way out: the second run repeats nothing of it.
+        let duplicates = second.output.split(separator: "\n").filter { $0.contains(#""iap.outcome":"duplicate""#) }.count
+        #expect(duplicates == 0, "\(duplicates) messages were processed again after a graceful shutdown")
+        try await cluster.expectInvariants(ledgerURL: ledgerURL)
+    }
+
+    @Test func threeInstancesOnPostgreSQLWithKillsKeepTheInvariants() async throws {
+        let cluster = try await Cluster.start(purchases: 900, simulatorArguments: ["--latency-ms", "20", "--fault-rate", "0.05"])
+        let ledgerURL = try await TestDatabases.freshLedgerURL(.postgres)
+        let environment = cluster.workerEnvironment(ledgerURL: ledgerURL, group: "trio-\(UUID().uuidString.prefix(6))", maxInFlight: 4)
+        var workers = try (0..<3).map { try cluster.worker("worker-\($0)", environment) }
+        try await Task.sleep(for: .seconds(4))
+        try await cluster.producePurchases()
+        var generator = SystemRandomNumberGenerator()
+        var killedWhileWorking = 0
+        for round in 0..<3 {
+            try await Task.sleep(for: .milliseconds(Int.random(in: 500...2_000, using: &generator)))
+            let victim = Int.random(in: 0..<3, using: &generator)
+            if workers[victim].output.contains("iap.outcome") { killedWhileWorking += 1 }
+            workers[victim].kill9()
+            workers[victim] = try cluster.worker("worker-\(victim)-r\(round)", environment)
+        }
+        try await cluster.waitUntilAllConsumed(within: 180, workers: workers, ledgerURL: ledgerURL)
+        #expect(killedWhileWorking > 0, "at least one instance was killed after it had started processing")
+        for worker in workers { #expect(try await worker.terminate() == 0) }
+        try await cluster.expectInvariants(ledgerURL: ledgerURL)
+    }
+}
