@@ -8,7 +8,7 @@ deps:
 
 ## Runs the embedded demo (mock Kafka, Gamebase simulator, SQLite ledger in a temporary folder).
 demo: deps
-	$(SWIFT) run iap-worker --version
+	$(SWIFT) run iap-worker demo
 
 ## Runs the whole test suite: unit, mock-cluster, simulator and database tests. A throw-away PostgreSQL
 ## server is started on loopback for it (scripts/test-postgres.sh) and stopped afterwards.

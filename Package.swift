@@ -104,9 +104,24 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "Sandbox",
+            dependencies: [
+                "Kafka",
+                "Gamebase",
+                "GamebaseSimulator",
+                "Ledger",
+                "Worker",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "iap-worker",
             dependencies: [
+                "Sandbox",
                 "Kafka",
                 "Gamebase",
                 "GamebaseSimulator",
@@ -184,6 +199,7 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "Worker",
+                "Sandbox",
                 "Kafka",
                 "Gamebase",
                 "GamebaseSimulator",

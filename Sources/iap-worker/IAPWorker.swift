@@ -7,7 +7,7 @@ struct IAPWorker: AsyncParsableCommand {
         abstract: "Fulfils Gamebase in-app purchases from Kafka, exactly once.",
         version: IAPWorkerVersion.current,
         subcommands: [
-            RunCommand.self, ReprocessCommand.self, LedgerCommand.self, CheckConfigCommand.self, DevKafkaCommand.self,
+            RunCommand.self, DemoCommand.self, ReprocessCommand.self, LedgerCommand.self, CheckConfigCommand.self, DevKafkaCommand.self,
             GamebaseSimCommand.self, BenchCommand.self,
         ]
     )

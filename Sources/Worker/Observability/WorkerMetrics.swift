@@ -26,6 +26,9 @@ public final class WorkerMetrics: Sendable {
     public static let outcomes = ["granted", "duplicate", "rejected", "dead_lettered", "malformed"]
 
     private let purchaseCounters: [String: Counter]
+    /// The same counts, readable in process (the demo and the benchmark summarise from them).
+    private let purchaseTallies = Mutex<[String: Int]>([:])
+    private let gamebaseTallies = Mutex<[String: Int]>([:])
     private let gamebaseCounters = Mutex<[String: Counter]>([:])
     private let gamebaseHistograms = Mutex<[String: DurationHistogram]>([:])
     private let lagGauges = Mutex<[String: Gauge]>([:])
@@ -60,7 +63,14 @@ public final class WorkerMetrics: Sendable {
 
     public func countPurchase(_ outcome: String) {
         purchaseCounters[outcome]?.increment()
+        purchaseTallies.withLock { $0[outcome, default: 0] += 1 }
     }
+
+    /// Purchase messages counted so far, by outcome.
+    public var purchaseCounts: [String: Int] { purchaseTallies.withLock { $0 } }
+
+    /// Gamebase calls counted so far, by `api` and `result` (keys `api/result`).
+    public var gamebaseCounts: [String: Int] { gamebaseTallies.withLock { $0 } }
 
     /// From message timestamp to outcome.
     public func recordPurchaseDuration(_ duration: Duration) {
@@ -79,6 +89,7 @@ public final class WorkerMetrics: Sendable {
             return counter
         }
         counter.increment()
+        gamebaseTallies.withLock { $0["\(api)/\(result)", default: 0] += 1 }
         let histogram = gamebaseHistograms.withLock { histograms in
             if let histogram = histograms[api] { return histogram }
             let histogram = registry.makeDurationHistogram(

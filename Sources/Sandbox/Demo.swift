@@ -1,0 +1,141 @@
+import Foundation
+import Gamebase
+import GamebaseSimulator
+import Kafka
+import Ledger
+import Logging
+import ServiceLifecycle
+import UnixSignals
+import Worker
+
+/// `iap-worker demo`: the real worker engine on a mixed batch in a sandbox, then a summary.
+public enum Demo {
+    public struct Options: Sendable {
+        /// Valid purchases in the batch.
+        public var purchases: Int
+        /// Keep the worker, `/metrics` and the sandbox up after the summary, until SIGINT/SIGTERM.
+        public var keepRunning: Bool
+        /// Port of `/metrics`, `/healthz`, `/readyz` (0: any free port).
+        public var port: Int
+        /// Share of Gamebase calls failing transiently during the burst at the start.
+        public var faultRate: Double
+
+        public init(purchases: Int = 50, keepRunning: Bool = false, port: Int = 8080, faultRate: Double = 0.2) {
+            self.purchases = purchases
+            self.keepRunning = keepRunning
+            self.port = port
+            self.faultRate = faultRate
+        }
+    }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Runs the demo and returns its report; `say` receives progress lines and, at the end, the summary.
+    public static func run(_ options: Options, logger: Logger, say: @escaping @Sendable (String) -> Void) async throws -> DemoReport {
+        let batch = DemoBatch(purchases: options.purchases)
+        let started = ContinuousClock.now
+        return try await Sandbox.with(payments: batch.payments, logger: logger) { sandbox in
+            say("Sandbox: mock Kafka at \(sandbox.cluster.bootstrapServers), Gamebase simulator at \(sandbox.simulatorURL),")
+            say("         SQLite ledger at \(sandbox.ledgerURL)")
+            try await sandbox.produce(batch.records, logger: logger)
+            say("Fed \(batch.records.count) messages to purchase.completed; starting the worker (joining the group takes a few seconds)…")
+
+            let configuration = {
+                var configuration = sandbox.workerConfiguration(groupID: "iap-worker-demo")
+                configuration.serverPort = options.port
+                return configuration
+            }()
+            return try await LedgerStores.withStore(url: configuration.ledgerURL, logger: logger) { ledger in
+                let metrics = WorkerMetrics()
+                let gamebase = GamebaseClient(
+                    configuration: configuration.gamebaseConfiguration, logger: logger,
+                    observer: { metrics.recordGamebase(api: $0, result: $1, seconds: $2) })
+                let (group, parts) = try WorkerApplication.buildServiceGroup(
+                    configuration: configuration, ledger: ledger, gamebase: gamebase, signals: false, metrics: metrics,
+                    adminHost: "127.0.0.1", logger: logger)
+                return try await withThrowingTaskGroup(of: DemoReport?.self) { tasks in
+                    tasks.addTask {
+                        try await group.run()
+                        return nil
+                    }
+                    do {
+                        let report = try await observe(
+                            batch: batch, sandbox: sandbox, parts: parts, ledger: ledger, options: options, started: started,
+                            logger: logger)
+                        say("")
+                        say(report.rendered)
+                        if options.keepRunning {
+                            say("")
+                            say(keepRunningHelp(sandbox: sandbox, port: parts.admin.listeningPort ?? options.port))
+                            for await _ in await UnixSignalsSequence(trapping: .sigint, .sigterm) { break }
+                            say("Stopping.")
+                        }
+                        await group.triggerGracefulShutdown()
+                        try await tasks.waitForAll()
+                        return report
+                    } catch {
+                        await group.triggerGracefulShutdown()
+                        try? await tasks.waitForAll()
+                        throw error
+                    }
+                }
+            }
+        }
+    }
+
+    /// Injects the fault burst, waits until every message has an outcome and every grant is consumed, then
+    /// reads the output topics and the ledger.
+    static func observe(
+        batch: DemoBatch, sandbox: Sandbox, parts: WorkerApplication.Parts, ledger: any LedgerStore, options: Options,
+        started: ContinuousClock.Instant, logger: Logger
+    ) async throws -> DemoReport {
+        let fed = batch.records.count
+        var faults = sandbox.simulator.state.faults
+        faults.faultRate = options.faultRate
+        sandbox.simulator.state.faults = faults
+        var burstOver = false
+        let deadline = ContinuousClock.now + .seconds(90 + fed / 20)
+        while parts.metrics.purchaseCounts.values.reduce(0, +) < fed {
+            guard ContinuousClock.now < deadline else {
+                throw Failure(description: "the worker did not finish the batch in time: \(parts.metrics.purchaseCounts)")
+            }
+            // The burst lasts until a third of the purchases are granted.
+            if !burstOver, (parts.metrics.purchaseCounts["granted"] ?? 0) * 3 >= batch.expectedGrants {
+                faults.faultRate = 0
+                sandbox.simulator.state.faults = faults
+                burstOver = true
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        faults.faultRate = 0
+        sandbox.simulator.state.faults = faults
+        // Consumes that failed after their grant are finished by the sweeper.
+        var stats = try await ledger.stats()
+        let sweepDeadline = ContinuousClock.now + .seconds(30)
+        while stats.granted > 0 || stats.unpublishedEvents > 0, ContinuousClock.now < sweepDeadline {
+            try await Task.sleep(for: .milliseconds(200))
+            stats = try await ledger.stats()
+        }
+        let elapsed = ContinuousClock.now - started
+        let records = try await TopicReader.readAll(
+            ["iap.item-granted", "iap.consume-failed", "purchase.completed.dlq"], bootstrapServers: sandbox.cluster.bootstrapServers,
+            quiet: .seconds(1), logger: logger)
+        return DemoReport(
+            batch: batch, outcomes: parts.metrics.purchaseCounts, gamebaseCalls: parts.metrics.gamebaseCounts,
+            simulatorConsumes: sandbox.simulator.state.consumes, ledger: stats, records: records, elapsed: elapsed)
+    }
+
+    static func keepRunningHelp(sandbox: Sandbox, port: Int) -> String {
+        """
+        Still running (Ctrl-C stops it). Try, in another terminal:
+          curl -s http://127.0.0.1:\(port)/metrics | grep ^iap_
+          curl -s http://127.0.0.1:\(port)/readyz
+          iap-worker ledger show demo-0 --url \(sandbox.ledgerURL)
+          KAFKA_BOOTSTRAP_SERVERS=\(sandbox.cluster.bootstrapServers) GAMEBASE_BASE_URL=\(sandbox.simulatorURL) \\
+            GAMEBASE_APP_ID=\(Sandbox.appID) GAMEBASE_SECRET_KEY=\(Sandbox.secretKey) LEDGER_URL=\(sandbox.ledgerURL) \\
+            iap-worker reprocess --dry-run
+        """
+    }
+}

@@ -1,0 +1,22 @@
+import Sandbox
+import Testing
+
+@Suite("iap-worker demo", .timeLimit(.minutes(3)))
+struct DemoTests {
+    @Test func theDemoGrantsEveryValidPurchaseOnceAndReportsEveryOtherKind() async throws {
+        let report = try await Demo.run(
+            Demo.Options(purchases: 30, port: 0), logger: EndToEndSystem.logger, say: { _ in })
+        #expect(report.invariantsHold)
+        #expect(report.outcomes["granted"] == 31)
+        #expect(report.outcomes["malformed"] == 4)
+        #expect(report.deadLetterReasons == ["malformed_message": 4])
+        let reasons = report.consumeFailedReasons
+        #expect(reasons["malformed_message"] == 4)
+        #expect(reasons["user_mismatch"] == 1)
+        #expect(reasons["not_consumable"] == 1)
+        #expect(reasons["consumed_without_grant"] == 1)
+        // The forged token is rejected, or — when a rebalance redelivers it after the owner's grant — a duplicate.
+        #expect((reasons["invalid_purchase"] ?? 0) + (report.outcomes["duplicate"] ?? 0) == 1 + 3)
+        #expect(report.rendered.contains("Every valid purchase was granted once"))
+    }
+}
