@@ -16,6 +16,7 @@ public final class SimulatorState: Sendable {
         var faults: SimulatorFaults
         var calls: [String: Int] = [:]
         var consumes: [String: Int] = [:]
+        var firstConsumedAt: [String: Date] = [:]
     }
 
     private let storage: Mutex<Storage>
@@ -45,6 +46,12 @@ public final class SimulatorState: Sendable {
 
     /// Consumes that succeeded, by paymentSeq (more than 1 would be a simulator bug: a second one answers 5018).
     public var consumes: [String: Int] { storage.withLock { $0.consumes } }
+
+    /// How many paymentSeqs have been consumed (cheaper than `consumes.count` for polling).
+    public var consumedCount: Int { storage.withLock { $0.consumes.count } }
+
+    /// When each paymentSeq was first consumed: the end of its purchase's journey (the benchmark's clock).
+    public var firstConsumedAt: [String: Date] { storage.withLock { $0.firstConsumedAt } }
 
     public func payment(token: String) -> SimulatedPayment? {
         storage.withLock { $0.byToken[token]?.payment }
@@ -90,6 +97,7 @@ public final class SimulatorState: Sendable {
             entry.payment.consumed = true
             storage.byToken[token] = entry
             storage.consumes[paymentSeq, default: 0] += 1
+            if storage.firstConsumedAt[paymentSeq] == nil { storage.firstConsumedAt[paymentSeq] = Date() }
             return .consumed(entry.payment)
         }
     }

@@ -62,11 +62,3 @@ struct BenchLedgerCommand: AsyncParsableCommand {
         }
     }
 }
-
-struct BenchCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "bench",
-        abstract: "Benchmarks.",
-        subcommands: [BenchLedgerCommand.self]
-    )
-}

@@ -33,16 +33,14 @@ public final class SQLiteLedgerStore: LedgerStore {
 
     public func grant(paymentSeq: String) async throws -> GrantRecord? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT \(LedgerSchema.grantColumns) FROM grants WHERE payment_seq = ?", arguments: [paymentSeq])
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT \(LedgerSchema.grantColumns) FROM grants WHERE payment_seq = ?"), arguments: [paymentSeq])
                 .map(Self.grant(from:))
         }
     }
 
     public func rejection(_ key: RejectionKey) async throws -> RejectionRecord? {
         try await read { db in
-            try Row.fetchOne(
-                db,
-                sql: "SELECT \(LedgerSchema.rejectionColumns) FROM rejections WHERE payment_seq = ? AND user_id = ? AND token_hash = ?",
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT \(LedgerSchema.rejectionColumns) FROM rejections WHERE payment_seq = ? AND user_id = ? AND token_hash = ?"),
                 arguments: [key.paymentSeq, key.userId, key.tokenHash]
             ).map(Self.rejection(from:))
         }
@@ -57,8 +55,7 @@ public final class SQLiteLedgerStore: LedgerStore {
                     """
             ).execute(arguments: StatementArguments(Self.values(of: grant)))
             guard db.changesCount == 1 else {
-                let existing = try Row.fetchOne(
-                    db, sql: "SELECT \(LedgerSchema.grantColumns) FROM grants WHERE payment_seq = ?", arguments: [grant.paymentSeq])
+                let existing = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(LedgerSchema.grantColumns) FROM grants WHERE payment_seq = ?"), arguments: [grant.paymentSeq])
                 return .alreadyGranted(Self.grant(from: existing!))
             }
             try Self.insert(event, db)
@@ -69,12 +66,10 @@ public final class SQLiteLedgerStore: LedgerStore {
     public func insertRejection(_ rejection: RejectionRecord, event: OutboxEvent) async throws -> Bool {
         try await write { db in
             let key = rejection.key
-            try db.execute(
-                sql: """
+            try db.cachedStatement(sql: """
                     INSERT INTO rejections (\(LedgerSchema.rejectionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT DO NOTHING
-                    """,
-                arguments: [
+                    """).execute(arguments: [
                     key.paymentSeq, key.userId, key.tokenHash, rejection.reason, rejection.resultCode, rejection.resultMessage,
                     rejection.detail, rejection.eventID, rejection.rejectedAt.epochMilliseconds, rejection.source?.topic,
                     rejection.source.map { Int64($0.partition) }, rejection.source?.offset,
@@ -87,7 +82,7 @@ public final class SQLiteLedgerStore: LedgerStore {
 
     public func event(id: String) async throws -> OutboxEvent? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT \(LedgerSchema.outboxColumns) FROM outbox WHERE id = ?", arguments: [id])
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT \(LedgerSchema.outboxColumns) FROM outbox WHERE id = ?"), arguments: [id])
                 .map(Self.event(from:))
         }
     }
@@ -95,40 +90,32 @@ public final class SQLiteLedgerStore: LedgerStore {
     public func markPublished(eventID: String, at date: Date) async throws {
         try await write { db in
             let ms = date.epochMilliseconds
-            try db.execute(
-                sql: "UPDATE outbox SET published_at_ms = ?, claimed_until_ms = NULL WHERE id = ? AND published_at_ms IS NULL",
-                arguments: [ms, eventID])
-            try db.execute(
-                sql: """
+            try db.cachedStatement(sql: "UPDATE outbox SET published_at_ms = ?, claimed_until_ms = NULL WHERE id = ? AND published_at_ms IS NULL").execute(arguments: [ms, eventID])
+            try db.cachedStatement(sql: """
                     UPDATE grants SET event_published_at_ms = ?
                     WHERE event_published_at_ms IS NULL AND payment_seq = (SELECT payment_seq FROM outbox WHERE id = ?)
                       AND ? LIKE '%:item-granted'
-                    """,
-                arguments: [ms, eventID, eventID])
+                    """).execute(arguments: [ms, eventID, eventID])
         }
     }
 
     public func markConsumed(paymentSeq: String, resultCode: Int, at date: Date) async throws -> Bool {
         try await write { db in
-            try db.execute(
-                sql: """
+            try db.cachedStatement(sql: """
                     UPDATE grants SET state = 'consumed', consumed_at_ms = ?, last_result_code = ?,
                         consume_attempts = consume_attempts + 1, sweep_claimed_until_ms = NULL
                     WHERE payment_seq = ? AND state = 'granted'
-                    """,
-                arguments: [date.epochMilliseconds, resultCode, paymentSeq])
+                    """).execute(arguments: [date.epochMilliseconds, resultCode, paymentSeq])
             return db.changesCount == 1
         }
     }
 
     public func recordConsumeFailure(paymentSeq: String, resultCode: Int?) async throws {
         try await write { db in
-            try db.execute(
-                sql: """
+            try db.cachedStatement(sql: """
                     UPDATE grants SET consume_attempts = consume_attempts + 1, last_result_code = ?
                     WHERE payment_seq = ? AND state = 'granted'
-                    """,
-                arguments: [resultCode, paymentSeq])
+                    """).execute(arguments: [resultCode, paymentSeq])
         }
     }
 
@@ -136,9 +123,7 @@ public final class SQLiteLedgerStore: LedgerStore {
         let nowMs = now.epochMilliseconds
         let until = nowMs + Int64(lease.components.seconds * 1000)
         return try await write { db in
-            try Row.fetchAll(
-                db,
-                sql: """
+            try Row.fetchAll(db.cachedStatement(sql: """
                     UPDATE grants SET sweep_claimed_until_ms = ?
                     WHERE payment_seq IN (
                         SELECT payment_seq FROM grants
@@ -146,7 +131,7 @@ public final class SQLiteLedgerStore: LedgerStore {
                           AND (sweep_claimed_until_ms IS NULL OR sweep_claimed_until_ms < ?)
                         ORDER BY granted_at_ms LIMIT ?)
                     RETURNING \(LedgerSchema.grantColumns)
-                    """,
+                    """),
                 arguments: [until, grantedBefore.epochMilliseconds, nowMs, limit]
             ).map(Self.grant(from:))
         }
@@ -156,9 +141,7 @@ public final class SQLiteLedgerStore: LedgerStore {
         let nowMs = now.epochMilliseconds
         let until = nowMs + Int64(lease.components.seconds * 1000)
         return try await write { db in
-            try Row.fetchAll(
-                db,
-                sql: """
+            try Row.fetchAll(db.cachedStatement(sql: """
                     UPDATE outbox SET claimed_until_ms = ?
                     WHERE id IN (
                         SELECT id FROM outbox
@@ -166,7 +149,7 @@ public final class SQLiteLedgerStore: LedgerStore {
                           AND (claimed_until_ms IS NULL OR claimed_until_ms < ?)
                         ORDER BY created_at_ms LIMIT ?)
                     RETURNING \(LedgerSchema.outboxColumns)
-                    """,
+                    """),
                 arguments: [until, createdBefore.epochMilliseconds, nowMs, limit]
             ).map(Self.event(from:))
         }
@@ -174,8 +157,7 @@ public final class SQLiteLedgerStore: LedgerStore {
 
     public func rejections(paymentSeq: String) async throws -> [RejectionRecord] {
         try await read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT \(LedgerSchema.rejectionColumns) FROM rejections WHERE payment_seq = ? ORDER BY rejected_at_ms",
+            try Row.fetchAll(db.cachedStatement(sql: "SELECT \(LedgerSchema.rejectionColumns) FROM rejections WHERE payment_seq = ? ORDER BY rejected_at_ms"),
                 arguments: [paymentSeq]
             ).map(Self.rejection(from:))
         }
@@ -183,8 +165,7 @@ public final class SQLiteLedgerStore: LedgerStore {
 
     public func events(paymentSeq: String) async throws -> [OutboxEvent] {
         try await read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT \(LedgerSchema.outboxColumns) FROM outbox WHERE payment_seq = ? ORDER BY created_at_ms, id",
+            try Row.fetchAll(db.cachedStatement(sql: "SELECT \(LedgerSchema.outboxColumns) FROM outbox WHERE payment_seq = ? ORDER BY created_at_ms, id"),
                 arguments: [paymentSeq]
             ).map(Self.event(from:))
         }
@@ -194,21 +175,21 @@ public final class SQLiteLedgerStore: LedgerStore {
         try await read { db in
             var granted = 0
             var consumed = 0
-            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM grants GROUP BY state") {
+            for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT state, COUNT(*) AS n FROM grants GROUP BY state")) {
                 let state: String = row["state"]
                 if state == "granted" { granted = row["n"] } else { consumed = row["n"] }
             }
             var rejections: [String: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT reason, COUNT(*) AS n FROM rejections GROUP BY reason") {
+            for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT reason, COUNT(*) AS n FROM rejections GROUP BY reason")) {
                 rejections[row["reason"]] = row["n"]
             }
-            let unpublished = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE published_at_ms IS NULL") ?? 0
+            let unpublished = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM outbox WHERE published_at_ms IS NULL")) ?? 0
             return LedgerStats(granted: granted, consumed: consumed, rejections: rejections, unpublishedEvents: unpublished)
         }
     }
 
     public func countUnconsumed() async throws -> Int {
-        try await read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM grants WHERE state = 'granted'") ?? 0 }
+        try await read { db in try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM grants WHERE state = 'granted'")) ?? 0 }
     }
 
     public func close() async throws {

@@ -1,7 +1,15 @@
 import Foundation
 import Logging
 
-/// One JSON object per line on stdout: `ts`, `level`, `logger`, `msg`, then the metadata.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One JSON object per line on stdout: `ts` (UTC, milliseconds), `level`, `logger`, `msg`, the metadata sorted by
+/// key, then `source`.
+///
+/// Written by hand rather than with `JSONSerialization` and a date format style: the worker logs one line per
+/// purchase, and those two cost more CPU than the rest of a purchase's processing (measured with `perf`).
 public struct JSONLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     public var logLevel: Logger.Level = .info
@@ -17,20 +25,87 @@ public struct JSONLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        var object: [String: String] = [
-            "ts": Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)),
-            "level": event.level.rawValue,
-            "logger": label,
-            "msg": "\(event.message)",
-        ]
-        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) {
-            object[key] = "\(value)"
+        var bytes = Array(line(for: event).utf8)
+        bytes.withUnsafeMutableBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(STDOUT_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
+                if written <= 0 { return }
+                offset += written
+            }
         }
-        if let source = event.source.isEmpty ? nil : event.source { object["source"] = source }
-        guard var line = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
-            return
+    }
+
+    /// The JSON line for `event`, newline included.
+    public func line(for event: LogEvent) -> String {
+        var line = ""
+        line.reserveCapacity(256)
+        line += #"{"ts":""#
+        Self.appendTimestamp(to: &line)
+        line += #"","level":""#
+        line += event.level.rawValue
+        line += #"","logger":"#
+        Self.appendString(label, to: &line)
+        line += #","msg":"#
+        Self.appendString("\(event.message)", to: &line)
+        let merged = (event.metadata?.isEmpty ?? true) ? metadata : metadata.merging(event.metadata!) { $1 }
+        for key in merged.keys.sorted() {
+            line += ","
+            Self.appendString(key, to: &line)
+            line += ":"
+            Self.appendString("\(merged[key]!)", to: &line)
         }
-        line.append(UInt8(ascii: "\n"))
-        FileHandle.standardOutput.write(line)
+        if !event.source.isEmpty {
+            line += #","source":"#
+            Self.appendString(event.source, to: &line)
+        }
+        line += "}\n"
+        return line
+    }
+
+    /// `2026-11-22T10:20:30.123Z`.
+    static func appendTimestamp(to line: inout String) {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var seconds = now.tv_sec
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func pad(_ value: Int32, _ width: Int) {
+            let digits = String(value)
+            line += String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        pad(parts.tm_year + 1900, 4)
+        line += "-"
+        pad(parts.tm_mon + 1, 2)
+        line += "-"
+        pad(parts.tm_mday, 2)
+        line += "T"
+        pad(parts.tm_hour, 2)
+        line += ":"
+        pad(parts.tm_min, 2)
+        line += ":"
+        pad(parts.tm_sec, 2)
+        line += "."
+        pad(Int32(now.tv_nsec / 1_000_000), 3)
+        line += "Z"
+    }
+
+    /// A JSON string literal (RFC 8259 escaping).
+    static func appendString(_ value: String, to line: inout String) {
+        line += "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": line += "\\\""
+            case "\\": line += "\\\\"
+            case "\n": line += "\\n"
+            case "\r": line += "\\r"
+            case "\t": line += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                line += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: line.unicodeScalars.append(scalar)
+            }
+        }
+        line += "\""
     }
 }

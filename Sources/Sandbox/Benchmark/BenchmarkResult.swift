@@ -1,0 +1,52 @@
+import Foundation
+
+/// What `iap-worker bench` measured.
+public struct BenchmarkResult: Codable, Sendable {
+    public struct Latency: Codable, Sendable {
+        public var p50: Double
+        public var p90: Double
+        public var p99: Double
+        public var max: Double
+    }
+
+    public var purchases: Int
+    public var gamebaseLatencyMs: Int
+    public var maxInFlight: Int
+    public var offeredRate: Double?
+    public var ledger: String
+    /// From the first message sent to the last purchase consumed.
+    public var seconds: Double
+    public var throughput: Double
+    /// From each message's timestamp to its Consume at Gamebase, in milliseconds.
+    public var endToEndMs: Latency
+    public var workerCPUMicrosecondsPerPurchase: Double
+    public var peakRSSMiB: Double
+    public var rssGrowthPercent: Double?
+    public var recoverySeconds: Double?
+    /// paymentSeqs Gamebase saw consumed more than once (must be 0).
+    public var consumedTwice: Int
+    public var workerExitStatus: Int?
+    public var layout =
+        "worker: a separate `iap-worker run` process; mock Kafka cluster, Gamebase simulator and producer: the bench process"
+
+    public var table: String {
+        var rows: [(String, String)] = [
+            ("purchases", "\(purchases)"),
+            ("Gamebase latency", "\(gamebaseLatencyMs) ms"),
+            ("max_in_flight", "\(maxInFlight)"),
+            ("offered rate", offeredRate.map { String(format: "%.0f /s", $0) } ?? "all at once"),
+            ("ledger", ledger),
+            ("throughput", String(format: "%.0f purchases/s (%.2f s)", throughput, seconds)),
+            ("end-to-end p50 / p90", String(format: "%.1f / %.1f ms", endToEndMs.p50, endToEndMs.p90)),
+            ("end-to-end p99 / max", String(format: "%.1f / %.1f ms", endToEndMs.p99, endToEndMs.max)),
+            ("worker CPU per purchase", String(format: "%.1f µs", workerCPUMicrosecondsPerPurchase)),
+            ("worker peak RSS", String(format: "%.1f MiB", peakRSSMiB)),
+        ]
+        if let rssGrowthPercent { rows.append(("worker RSS growth", String(format: "%.1f %% (10%% mark to end)", rssGrowthPercent))) }
+        if let recoverySeconds { rows.append(("kill -9 → resumed", String(format: "%.1f s after restart", recoverySeconds))) }
+        rows.append(("consumed twice", "\(consumedTwice)"))
+        rows.append(("worker exit status", workerExitStatus.map(String.init) ?? "killed"))
+        let width = rows.map(\.0.count).max() ?? 0
+        return (rows.map { $0.0.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.1 } + ["", layout]).joined(separator: "\n")
+    }
+}

@@ -1,0 +1,148 @@
+import AsyncHTTPClient
+import Foundation
+import Gamebase
+import GamebaseSimulator
+import Histogram
+import Kafka
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// `iap-worker bench`: the whole pipeline under load — producer, librdkafka's mock broker, the worker as a
+/// separate `iap-worker run` process, the Gamebase simulator with a set latency, and a ledger.
+public enum PipelineBenchmark {
+    public struct Options: Sendable {
+        public var purchases = 20_000
+        public var latencyMs = 50
+        public var maxInFlight = 512
+        /// Purchases per second offered; nil produces them all at once.
+        public var rate: Double?
+        /// Ledger URL for the worker; nil means a SQLite file in the sandbox folder.
+        public var ledgerURL: String?
+        /// Kill -9 the worker when half the purchases are consumed, restart it, and time the recovery.
+        public var killRestart = false
+        /// librdkafka `session.timeout.ms` of the worker; nil keeps the worker's default.
+        public var sessionTimeoutMs: Int?
+        /// The `iap-worker` executable to run as the worker.
+        public var workerExecutable: String
+
+        public init(workerExecutable: String) {
+            self.workerExecutable = workerExecutable
+        }
+    }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public static func run(
+        _ options: Options, logger: Logger, say: @escaping @Sendable (String) -> Void
+    ) async throws -> BenchmarkResult {
+        let payments = (0..<options.purchases).map { DemoBatch.payment("b\($0)", user: "u\($0)") }
+        let faults = SimulatorFaults(latencyMs: options.latencyMs, unknownFieldRate: 0)
+        return try await Sandbox.with(brokers: 1, payments: payments, faults: faults, logger: logger) { sandbox in
+            let ledgerURL = options.ledgerURL ?? sandbox.ledgerURL
+            var environment = [
+                "IAP_WORKER_CONFIG": "", "KAFKA_BOOTSTRAP_SERVERS": sandbox.cluster.bootstrapServers,
+                "KAFKA_GROUP_ID": "bench-\(UUID().uuidString.prefix(8))", "GAMEBASE_BASE_URL": sandbox.simulatorURL,
+                "GAMEBASE_APP_ID": Sandbox.appID, "GAMEBASE_SECRET_KEY": Sandbox.secretKey, "LEDGER_URL": ledgerURL,
+                "SERVER_PORT": "0", "WORKER_MAX_IN_FLIGHT": String(options.maxInFlight),
+                "GAMEBASE_MAX_CONNECTIONS": String(min(max(options.maxInFlight, 8), 1024)),
+            ]
+            if let timeout = options.sessionTimeoutMs { environment["KAFKA_LIBRDKAFKA_SESSION_TIMEOUT_MS"] = String(timeout) }
+            var worker = try WorkerProcess(
+                executable: options.workerExecutable, environment: environment,
+                logPath: sandbox.folder.appendingPathComponent("worker-1.log").path)
+            try await waitUntilReady(worker, within: .seconds(60))
+            say("worker ready (pid \(worker.pid)); producing \(options.purchases) purchases…")
+
+            let cpuBefore = worker.cpuTime ?? .zero
+            let load = LoadGenerator(sandbox: sandbox, logger: logger)
+            let sent = try await load.produce(count: options.purchases, rate: options.rate) { i in
+                (key: "u\(i)", value: DemoBatch.message("b\(i)", user: "u\(i)"), seq: "b\(i)")
+            }
+            var rssSamples: [Int] = []
+            var recovery: Duration?
+            var killed = false
+            var cpuAtKill: Duration = .zero
+            let deadline = ContinuousClock.now + .seconds(120 + options.purchases / 20)
+            while sandbox.simulator.state.consumedCount < options.purchases {
+                guard ContinuousClock.now < deadline else {
+                    throw Failure(description: "only \(sandbox.simulator.state.consumedCount) of \(options.purchases) consumed in time")
+                }
+                if let memory = worker.memory { rssSamples.append(memory.resident) }
+                if options.killRestart, !killed, sandbox.simulator.state.consumedCount * 2 >= options.purchases {
+                    killed = true
+                    cpuAtKill = worker.cpuTime ?? .zero
+                    worker.kill9()
+                    let before = sandbox.simulator.state.consumedCount
+                    let restarted = ContinuousClock.now
+                    worker = try WorkerProcess(
+                        executable: options.workerExecutable, environment: environment,
+                        logPath: sandbox.folder.appendingPathComponent("worker-2.log").path)
+                    say("killed the worker at \(before) consumed; restarted it (pid \(worker.pid))")
+                    while sandbox.simulator.state.consumedCount == before {
+                        guard ContinuousClock.now < deadline else { throw Failure(description: "the restarted worker never resumed") }
+                        try await Task.sleep(for: .milliseconds(10))
+                    }
+                    recovery = ContinuousClock.now - restarted
+                }
+                try await Task.sleep(for: .milliseconds(killed || !options.killRestart ? 100 : 10))
+            }
+            let cpu = (worker.cpuTime ?? .zero) - (killed ? .zero : cpuBefore) + (killed ? cpuAtKill - cpuBefore : .zero)
+            let memory = worker.memory
+            let status = await worker.terminate()
+
+            let consumedAt = sandbox.simulator.state.firstConsumedAt
+            var histogram = Histogram<UInt64>(highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
+            var first = Date.distantFuture
+            var last = Date.distantPast
+            for (seq, start) in sent {
+                guard let end = consumedAt[seq] else { continue }
+                first = min(first, start)
+                last = max(last, end)
+                _ = histogram.record(UInt64(max(0, end.timeIntervalSince(start)) * 1_000_000))
+            }
+            let seconds = last.timeIntervalSince(first)
+            let duplicates = sandbox.simulator.state.consumes.values.filter { $0 > 1 }.count
+            return BenchmarkResult(
+                purchases: options.purchases, gamebaseLatencyMs: options.latencyMs, maxInFlight: options.maxInFlight, offeredRate: options.rate,
+                ledger: ledgerURL.hasPrefix("postgres") ? "postgresql" : "sqlite", seconds: seconds,
+                throughput: Double(options.purchases) / seconds,
+                endToEndMs: .init(
+                    p50: Double(histogram.valueAtPercentile(50)) / 1000, p90: Double(histogram.valueAtPercentile(90)) / 1000,
+                    p99: Double(histogram.valueAtPercentile(99)) / 1000, max: Double(histogram.max) / 1000),
+                workerCPUMicrosecondsPerPurchase: Double(cpu.components.seconds) * 1e6 / Double(options.purchases)
+                    + Double(cpu.components.attoseconds) / 1e12 / Double(options.purchases),
+                peakRSSMiB: Double(memory?.peak ?? rssSamples.max() ?? 0) / 1_048_576,
+                rssGrowthPercent: growth(rssSamples), recoverySeconds: recovery.map { Double($0.components.attoseconds) / 1e18 + Double($0.components.seconds) },
+                consumedTwice: duplicates, workerExitStatus: status.map(Int.init))
+        }
+    }
+
+    /// RSS growth from the end of the first tenth of the run to its end, in percent.
+    static func growth(_ samples: [Int]) -> Double? {
+        guard samples.count >= 20, let last = samples.last else { return nil }
+        let early = samples[samples.count / 10]
+        return Double(last - early) * 100 / Double(max(early, 1))
+    }
+
+    static func waitUntilReady(_ worker: WorkerProcess, within limit: Duration) async throws {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            guard worker.isRunning else {
+                let log = (try? String(contentsOfFile: worker.logPath, encoding: .utf8)) ?? ""
+                throw Failure(description: "the worker exited during start:\n\(log.suffix(2_000))")
+            }
+            if let port = worker.httpPort,
+                let response = try? await HTTPClient.shared.execute(
+                    HTTPClientRequest(url: "http://127.0.0.1:\(port)/readyz"), timeout: .seconds(2)),
+                response.status == .ok
+            {
+                return
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw Failure(description: "the worker was not ready within \(limit)")
+    }
+}

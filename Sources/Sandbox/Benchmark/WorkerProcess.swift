@@ -1,0 +1,82 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `iap-worker run` as a separate process, as deployed, with its CPU time and memory read from `/proc`.
+final class WorkerProcess: @unchecked Sendable {
+    // @unchecked: `process` is only used through Foundation's thread-safe Process API after `run()`.
+    private let process: Process
+    let logPath: String
+
+    init(executable: String, environment: [String: String], logPath: String) throws {
+        self.logPath = logPath
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["run"]
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var isRunning: Bool { process.isRunning }
+
+    /// User plus system CPU time so far (`/proc/PID/stat` fields 14 and 15).
+    var cpuTime: Duration? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // After the command name: state is field 3, so utime (14) and stime (15) are at 11 and 12 here.
+        guard fields.count > 12, let user = Int64(fields[11]), let system = Int64(fields[12]) else { return nil }
+        let ticks = Int64(sysconf(Int32(_SC_CLK_TCK)))
+        return .milliseconds((user + system) * 1000 / max(ticks, 1))
+    }
+
+    /// Resident memory now (`VmRSS`) and at its peak (`VmHWM`), in bytes.
+    var memory: (resident: Int, peak: Int)? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        func kibibytes(_ field: String) -> Int? {
+            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else { return nil }
+            return line.split(separator: " ").compactMap { Int($0) }.first
+        }
+        guard let resident = kibibytes("VmRSS"), let peak = kibibytes("VmHWM") else { return nil }
+        return (resident * 1024, peak * 1024)
+    }
+
+    /// The port of its HTTP endpoints, from its "HTTP endpoints listening" log line.
+    var httpPort: Int? {
+        guard let log = try? String(contentsOfFile: logPath, encoding: .utf8),
+            let range = log.range(of: #""http.port":""#)
+        else { return nil }
+        return Int(log[range.upperBound...].prefix { $0.isNumber })
+    }
+
+    func kill9() {
+        kill(pid, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// SIGTERM, then waits up to `seconds`; returns the exit status (or nil if it had to be killed).
+    func terminate(within seconds: Double = 60) async -> Int32? {
+        kill(pid, SIGTERM)
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning {
+            if Date() > deadline {
+                kill9()
+                return nil
+            }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+}
