@@ -10,9 +10,11 @@ deps:
 demo: deps
 	$(SWIFT) run iap-worker demo
 
-## Runs the whole test suite: unit, mock-cluster, simulator and database tests. A throw-away PostgreSQL
+## Runs the whole test suite: the deployment and interface documents (scripts/check-deploy.sh), then unit,
+## mock-cluster, simulator, database, end-to-end and process-level tests. A throw-away PostgreSQL
 ## server is started on loopback for it (scripts/test-postgres.sh) and stopped afterwards.
 test: deps
+	scripts/check-deploy.sh
 	$(SWIFT) build --build-tests
 	@url=$$(scripts/test-postgres.sh start) && \
 	  IAP_TEST_POSTGRES_URL="$$url" $(SWIFT) test --skip-build; status=$$?; \

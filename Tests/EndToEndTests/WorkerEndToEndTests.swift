@@ -58,6 +58,22 @@ struct WorkerEndToEndTests {
             #expect(stats.consumed == 20)
             #expect(stats.granted == 0)
             #expect(stats.unpublishedEvents == 0)
+
+            // Every event matches the published interface: CloudEvents envelope, docs/schemas for the data.
+            let itemGranted = try SchemaValidator.load("item-granted-data")
+            let consumeFailed = try SchemaValidator.load("consume-failed-data")
+            for record in granted + failed {
+                let event = record.json
+                #expect(record.headers.string(named: "content-type") == "application/cloudevents+json")
+                #expect(event["specversion"] as? String == "1.0")
+                #expect((event["source"] as? String)?.hasPrefix("/iap-worker/") == true)
+                #expect(event["datacontenttype"] as? String == "application/json")
+                let isGrant = record.topic == "iap.item-granted"
+                #expect(event["type"] as? String == (isGrant ? "gamebase.iap.item.granted.v1" : "gamebase.iap.consume.failed.v1"))
+                let data = try #require(event["data"])
+                let problems = (isGrant ? itemGranted : consumeFailed).violations(of: data)
+                #expect(problems.isEmpty, "\(record.topic) \(event["id"] ?? "?"): \(problems)")
+            }
         }
     }
 
