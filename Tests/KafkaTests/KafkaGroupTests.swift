@@ -71,6 +71,17 @@ struct KafkaGroupTests {
     }
 
     @Test func preRevokeHookRunsBeforePartitionsMoveAndItsOffsetsAreCommitted() async throws {
+        // The mock broker refuses a commit once the other member has started the cooperative protocol's second
+        // round (REBALANCE_IN_PROGRESS; Kafka 2.5+ accepts it), which happens under CPU load. Such a run shows
+        // nothing about the hook, so the scenario runs again on a fresh cluster, up to three times.
+        for _ in 0..<3 {
+            if try await preRevokeScenario() { return }
+        }
+        Issue.record("the mock broker refused the pre-revoke commit in three runs out of three")
+    }
+
+    /// Returns false when the broker refused the commit, without judging the run.
+    func preRevokeScenario() async throws -> Bool {
         let cluster = try MockCluster(brokers: 1, logger: KafkaTestSupport.logger)
         try cluster.createTopic("revoke", partitions: 4)
         let producer = try KafkaTestSupport.producer(cluster)
@@ -109,6 +120,10 @@ struct KafkaGroupTests {
             let moved = revoked.withLock { $0 }
             #expect(!moved.isEmpty, "the hook ran before b got partitions")
             #expect(Set(moved) == b.assignment)
+            if a.revokeCommitFailures > 0 {
+                group.cancelAll()
+                return
+            }
             let committed = try await a.committedOffsets(for: moved)
             for partition in moved {
                 #expect(committed[partition] == .some(processed.withLock { $0[partition]! } + 1))
@@ -119,9 +134,11 @@ struct KafkaGroupTests {
             try await KafkaTestSupport.produce(producer, topic: "revoke", range: 40..<80)
             group.cancelAll()
         }
+        let judged = a.revokeCommitFailures == 0
         await a.close()
         await b.close()
         await producer.close()
+        return judged
     }
 
     @Test func pausedPartitionsDeliverNothingUntilResumed() async throws {

@@ -47,13 +47,10 @@ public struct PurchaseProcessor: Sendable {
             message = parsed
         }
 
-        if let grant = try await ledger.grant(paymentSeq: message.paymentSeq) {
-            return try await resume(grant)
-        }
         let key = RejectionKey(paymentSeq: message.paymentSeq, userId: message.userId, tokenHash: message.tokenHash)
-        if try await ledger.rejection(key) != nil {
-            return .duplicate(paymentSeq: message.paymentSeq)
-        }
+        let known = try await ledger.lookup(paymentSeq: message.paymentSeq, rejection: key)
+        if let grant = known.grant { return try await resume(grant) }
+        if known.rejection != nil { return .duplicate(paymentSeq: message.paymentSeq) }
 
         // Verify with Gamebase.
         let transactionID = GamebaseTransactionID()
@@ -119,8 +116,10 @@ public struct PurchaseProcessor: Sendable {
             return try await resume(existing)
         case .inserted:
             logger.debug("granted", metadata: ["iap.payment_seq": "\(grant.paymentSeq)", "iap.user_id": "\(grant.userId)"])
-            try await publish(event)
-            switch try await consume(grant) {
+            // The event is marked published together with the Consume outcome: one ledger write fewer per
+            // purchase. Should the worker die in between, the sweeper re-sends it under the same id.
+            try await publisher.publish(OutboundRecord(event))
+            switch try await consume(grant, publishedEventID: event.id) {
             case .done: return .granted(paymentSeq: grant.paymentSeq, consumePending: false)
             case .pending: return .granted(paymentSeq: grant.paymentSeq, consumePending: true)
             case .stop(let error): return .stop(error, durable: true)
@@ -152,20 +151,29 @@ public struct PurchaseProcessor: Sendable {
     }
 
     /// Calls Consume (with retries) for a granted row and marks it consumed. Never undoes the grant.
-    public func consume(_ grant: GrantRecord) async throws -> ConsumeResult {
+    ///
+    /// - Parameter publishedEventID: an event published but not yet marked so; it is marked in the same write
+    ///   as the Consume outcome (or before the first retry, so a long retry does not look unpublished).
+    public func consume(_ grant: GrantRecord, publishedEventID: String? = nil) async throws -> ConsumeResult {
         let transactionID = GamebaseTransactionID()
         var attempts = 0
+        var unmarked = publishedEventID
         do {
             let outcome = try await configuration.consumeRetry.run { attempt in
                 attempts = attempt
+                if attempt > 1, let id = unmarked {
+                    try await ledger.markPublished(eventID: id, at: now())
+                    unmarked = nil
+                }
                 return try await gamebase.consume(
                     paymentSeq: grant.paymentSeq, accessToken: grant.purchaseToken, transactionID: transactionID)
             }
             let code = outcome == .alreadyConsumed ? GamebaseResultCode.alreadyConsumed.rawValue : 0
-            try await ledger.markConsumed(paymentSeq: grant.paymentSeq, resultCode: code, at: now())
+            try await ledger.markConsumed(paymentSeq: grant.paymentSeq, resultCode: code, at: now(), publishedEventID: unmarked)
             return .done
         } catch let error as GamebaseError {
-            try await ledger.recordConsumeFailure(paymentSeq: grant.paymentSeq, resultCode: error.resultCode?.rawValue)
+            try await ledger.recordConsumeFailure(
+                paymentSeq: grant.paymentSeq, resultCode: error.resultCode?.rawValue, at: now(), publishedEventID: unmarked)
             logger.warning(
                 "consume failed after grant",
                 metadata: [

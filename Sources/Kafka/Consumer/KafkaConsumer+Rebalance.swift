@@ -46,6 +46,7 @@ extension ConsumerCore {
                 // Offsets stored by the handler are committed while the partitions are still ours.
                 let commitErr = rd_kafka_commit(client.handle, nil, 0)
                 if commitErr != RD_KAFKA_RESP_ERR_NO_ERROR && commitErr != RD_KAFKA_RESP_ERR__NO_OFFSET {
+                    control.withLock { $0.revokeCommitFailures += 1 }
                     logger.warning(
                         "commit before revoke failed", metadata: ["kafka.error": "\(RDKafkaErrorCode(commitErr).message)"])
                 }

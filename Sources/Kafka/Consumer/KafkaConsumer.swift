@@ -84,6 +84,11 @@ public final class KafkaConsumer: Sendable {
     /// The partitions this member owns now.
     public var assignment: Set<TopicPartition> { core.assignment }
 
+    /// How many commits before a revocation the broker refused. Kafka 2.5+ accepts them during a cooperative
+    /// rebalance; older brokers and librdkafka's mock cluster may answer REBALANCE_IN_PROGRESS, and then the
+    /// new owner starts from the last committed offsets (messages are redelivered, never lost).
+    public var revokeCommitFailures: Int { core.control.withLock { $0.revokeCommitFailures } }
+
     /// The latest librdkafka statistics (needs `statistics.interval.ms` > 0).
     public var statistics: KafkaStatistics? { core.client.context.statistics }
 
@@ -121,6 +126,8 @@ final class ConsumerCore: Sendable {
         var bufferFull = false
         var closing = false
         var rebalanceHandler: KafkaRebalanceHandler?
+        /// Commits before a revocation that the broker refused.
+        var revokeCommitFailures = 0
     }
 
     let client: RDKafkaClient

@@ -4,6 +4,7 @@ import GRDB
 /// The embedded ledger: one SQLite file in WAL mode, for one worker instance.
 public final class SQLiteLedgerStore: LedgerStore {
     private let pool: DatabasePool
+    private let batcher: SQLiteWriteBatcher
 
     /// Opens (creating if needed) the database at `path`.
     public init(path: String) throws(LedgerError) {
@@ -15,6 +16,7 @@ public final class SQLiteLedgerStore: LedgerStore {
         } catch {
             throw LedgerError(code: .unavailable, message: "cannot open SQLite ledger at \(path): \(Self.describe(error))")
         }
+        batcher = SQLiteWriteBatcher(pool: pool)
     }
 
     public func migrate() async throws {
@@ -88,35 +90,49 @@ public final class SQLiteLedgerStore: LedgerStore {
     }
 
     public func markPublished(eventID: String, at date: Date) async throws {
-        try await write { db in
-            let ms = date.epochMilliseconds
-            try db.cachedStatement(sql: "UPDATE outbox SET published_at_ms = ?, claimed_until_ms = NULL WHERE id = ? AND published_at_ms IS NULL").execute(arguments: [ms, eventID])
-            try db.cachedStatement(sql: """
-                    UPDATE grants SET event_published_at_ms = ?
-                    WHERE event_published_at_ms IS NULL AND payment_seq = (SELECT payment_seq FROM outbox WHERE id = ?)
-                      AND ? LIKE '%:item-granted'
-                    """).execute(arguments: [ms, eventID, eventID])
-        }
+        try await write { db in try Self.markPublished(eventID, at: date, db) }
     }
 
     public func markConsumed(paymentSeq: String, resultCode: Int, at date: Date) async throws -> Bool {
-        try await write { db in
-            try db.cachedStatement(sql: """
-                    UPDATE grants SET state = 'consumed', consumed_at_ms = ?, last_result_code = ?,
-                        consume_attempts = consume_attempts + 1, sweep_claimed_until_ms = NULL
-                    WHERE payment_seq = ? AND state = 'granted'
-                    """).execute(arguments: [date.epochMilliseconds, resultCode, paymentSeq])
-            return db.changesCount == 1
-        }
+        try await write { db in try Self.markConsumed(paymentSeq, resultCode: resultCode, at: date, db) }
     }
 
     public func recordConsumeFailure(paymentSeq: String, resultCode: Int?) async throws {
-        try await write { db in
-            try db.cachedStatement(sql: """
-                    UPDATE grants SET consume_attempts = consume_attempts + 1, last_result_code = ?
-                    WHERE payment_seq = ? AND state = 'granted'
-                    """).execute(arguments: [resultCode, paymentSeq])
-        }
+        try await write { db in try Self.recordConsumeFailure(paymentSeq, resultCode: resultCode, db) }
+    }
+
+    private static func markPublished(_ eventID: String, at date: Date, _ db: Database) throws {
+        let ms = date.epochMilliseconds
+        try db.cachedStatement(
+            sql: "UPDATE outbox SET published_at_ms = ?, claimed_until_ms = NULL WHERE id = ? AND published_at_ms IS NULL"
+        ).execute(arguments: [ms, eventID])
+        try db.cachedStatement(
+            sql: """
+                UPDATE grants SET event_published_at_ms = ?
+                WHERE event_published_at_ms IS NULL AND payment_seq = (SELECT payment_seq FROM outbox WHERE id = ?)
+                  AND ? LIKE '%:item-granted'
+                """
+        ).execute(arguments: [ms, eventID, eventID])
+    }
+
+    private static func markConsumed(_ paymentSeq: String, resultCode: Int, at date: Date, _ db: Database) throws -> Bool {
+        try db.cachedStatement(
+            sql: """
+                UPDATE grants SET state = 'consumed', consumed_at_ms = ?, last_result_code = ?,
+                    consume_attempts = consume_attempts + 1, sweep_claimed_until_ms = NULL
+                WHERE payment_seq = ? AND state = 'granted'
+                """
+        ).execute(arguments: [date.epochMilliseconds, resultCode, paymentSeq])
+        return db.changesCount == 1
+    }
+
+    private static func recordConsumeFailure(_ paymentSeq: String, resultCode: Int?, _ db: Database) throws {
+        try db.cachedStatement(
+            sql: """
+                UPDATE grants SET consume_attempts = consume_attempts + 1, last_result_code = ?
+                WHERE payment_seq = ? AND state = 'granted'
+                """
+        ).execute(arguments: [resultCode, paymentSeq])
     }
 
     public func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [GrantRecord] {
@@ -171,6 +187,38 @@ public final class SQLiteLedgerStore: LedgerStore {
         }
     }
 
+    public func lookup(paymentSeq: String, rejection key: RejectionKey) async throws -> (
+        grant: GrantRecord?, rejection: RejectionRecord?
+    ) {
+        try await read { db in
+            if let row = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT \(LedgerSchema.grantColumns) FROM grants WHERE payment_seq = ?"),
+                arguments: [paymentSeq])
+            {
+                return (Self.grant(from: row), nil)
+            }
+            let rejection = try Row.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT \(LedgerSchema.rejectionColumns) FROM rejections WHERE payment_seq = ? AND user_id = ? AND token_hash = ?"),
+                arguments: [key.paymentSeq, key.userId, key.tokenHash])
+            return (nil, rejection.map(Self.rejection(from:)))
+        }
+    }
+
+    public func markConsumed(paymentSeq: String, resultCode: Int, at date: Date, publishedEventID: String?) async throws -> Bool {
+        try await write { db in
+            if let publishedEventID { try Self.markPublished(publishedEventID, at: date, db) }
+            return try Self.markConsumed(paymentSeq, resultCode: resultCode, at: date, db)
+        }
+    }
+
+    public func recordConsumeFailure(paymentSeq: String, resultCode: Int?, at date: Date, publishedEventID: String?) async throws {
+        try await write { db in
+            if let publishedEventID { try Self.markPublished(publishedEventID, at: date, db) }
+            try Self.recordConsumeFailure(paymentSeq, resultCode: resultCode, db)
+        }
+    }
+
     public func stats() async throws -> LedgerStats {
         try await read { db in
             var granted = 0
@@ -203,7 +251,7 @@ public final class SQLiteLedgerStore: LedgerStore {
     }
 
     private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        do { return try await pool.write(body) } catch { throw Self.wrap(error) }
+        do { return try await batcher.write(body) } catch { throw Self.wrap(error) }
     }
 
     private static func wrap(_ error: any Error) -> LedgerError {

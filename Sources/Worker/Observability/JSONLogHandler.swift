@@ -1,4 +1,5 @@
 import Foundation
+import Fulfilment
 import Logging
 
 #if canImport(Glibc)
@@ -41,7 +42,7 @@ public struct JSONLogHandler: LogHandler {
         var line = ""
         line.reserveCapacity(256)
         line += #"{"ts":""#
-        Self.appendTimestamp(to: &line)
+        line += RFC3339.string(Date())
         line += #"","level":""#
         line += event.level.rawValue
         line += #"","logger":"#
@@ -61,33 +62,6 @@ public struct JSONLogHandler: LogHandler {
         }
         line += "}\n"
         return line
-    }
-
-    /// `2026-11-22T10:20:30.123Z`.
-    static func appendTimestamp(to line: inout String) {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        var seconds = now.tv_sec
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func pad(_ value: Int32, _ width: Int) {
-            let digits = String(value)
-            line += String(repeating: "0", count: max(0, width - digits.count)) + digits
-        }
-        pad(parts.tm_year + 1900, 4)
-        line += "-"
-        pad(parts.tm_mon + 1, 2)
-        line += "-"
-        pad(parts.tm_mday, 2)
-        line += "T"
-        pad(parts.tm_hour, 2)
-        line += ":"
-        pad(parts.tm_min, 2)
-        line += ":"
-        pad(parts.tm_sec, 2)
-        line += "."
-        pad(Int32(now.tv_nsec / 1_000_000), 3)
-        line += "Z"
     }
 
     /// A JSON string literal (RFC 8259 escaping).

@@ -1,0 +1,51 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// RFC 3339 timestamps in UTC with milliseconds (`2026-11-22T10:20:30.123Z`), written by hand: the worker
+/// stamps every event and log line, and a date format style costs more than the rest of building them.
+public enum RFC3339 {
+    public static func string(_ date: Date) -> String {
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        return string(epochMilliseconds: milliseconds)
+    }
+
+    public static func string(epochMilliseconds: Int64) -> String {
+        var seconds = time_t(epochMilliseconds.quotientFloor(1000))
+        let millis = Int32(epochMilliseconds - Int64(seconds) * 1000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        var text = ""
+        text.reserveCapacity(24)
+        func pad(_ value: Int32, _ width: Int) {
+            let digits = String(value)
+            if digits.count < width { text += String(repeating: "0", count: width - digits.count) }
+            text += digits
+        }
+        pad(parts.tm_year + 1900, 4)
+        text += "-"
+        pad(parts.tm_mon + 1, 2)
+        text += "-"
+        pad(parts.tm_mday, 2)
+        text += "T"
+        pad(parts.tm_hour, 2)
+        text += ":"
+        pad(parts.tm_min, 2)
+        text += ":"
+        pad(parts.tm_sec, 2)
+        text += "."
+        pad(millis, 3)
+        text += "Z"
+        return text
+    }
+}
+
+extension Int64 {
+    /// Division rounding towards negative infinity (for dates before 1970).
+    fileprivate func quotientFloor(_ divisor: Int64) -> Int64 {
+        let (quotient, remainder) = quotientAndRemainder(dividingBy: divisor)
+        return remainder < 0 ? quotient - 1 : quotient
+    }
+}
