@@ -74,19 +74,21 @@ struct ProcessTests {
         /// early when a worker has exited.
         func waitUntilAllConsumed(within seconds: Double, workers: [ChildProcess], ledgerURL: String) async throws {
             let deadline = Date().addingTimeInterval(seconds)
+            var simulatorCount = 0
+            var ledger: LedgerStats?
             while Date() < deadline {
                 if let exited = workers.first(where: { !$0.isRunning }) {
                     throw ProcessTestError("\(exited.name) exited early:\n\(exited.output.suffix(2_000))")
                 }
-                if (try? await simulatorConsumes(simulatorURL).count) == purchases,
-                    try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger, { try await $0.stats() })
-                        .consumed == purchases
-                {
-                    return
-                }
+                simulatorCount = (try? await simulatorConsumes(simulatorURL).count) ?? simulatorCount
+                ledger = try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) { try await $0.stats() }
+                if simulatorCount == purchases, ledger?.consumed == purchases { return }
                 try await Task.sleep(for: .milliseconds(250))
             }
-            throw ProcessTestError("not every purchase was consumed within \(seconds) s")
+            let tails = workers.map { "\($0.name):\n\($0.output.suffix(3_000))" }.joined(separator: "\n")
+            throw ProcessTestError(
+                "not every purchase was consumed within \(seconds) s: Gamebase consumed \(simulatorCount) of \(purchases), "
+                    + "ledger \(ledger.map { "\($0)" } ?? "unread")\n\(tails)")
         }
 
         /// The money invariants: each purchase consumed once at Gamebase, granted once, one item-granted id.

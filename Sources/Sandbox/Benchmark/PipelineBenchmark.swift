@@ -75,6 +75,9 @@ public enum PipelineBenchmark {
                     killed = true
                     cpuAtKill = worker.cpuTime ?? .zero
                     worker.kill9()
+                    // Consumes the killed worker had already sent still land for one simulated latency; only
+                    // after them does a new consume prove that the restarted worker resumed.
+                    try await Task.sleep(for: .milliseconds(2 * options.latencyMs + 200))
                     let before = sandbox.simulator.state.consumedCount
                     let restarted = ContinuousClock.now
                     worker = try WorkerProcess(

@@ -61,6 +61,9 @@ public struct WorkerConfiguration: Sendable {
             "session.timeout.ms": String(Self.defaultSessionTimeoutMilliseconds),
             "heartbeat.interval.ms": "1500",
             "statistics.interval.ms": "5000",
+            // A purchase waits on the broker for at most this long when its partition was idle (librdkafka's
+            // 500 ms default is tuned for throughput, not for a player waiting for an item).
+            "fetch.wait.max.ms": "100",
         ]
         properties.merge(librdkafka) { $1 }
         return KafkaConsumerConfiguration(

@@ -10,6 +10,7 @@ extension PurchaseEngine {
     func handleRebalance(_ event: KafkaRebalanceEvent) {
         switch event {
         case .assigned(let partitions):
+            health.markSubscribed()
             let pauseThem = state.withLock { state -> Bool in
                 for partition in partitions {
                     state.nextGeneration += 1

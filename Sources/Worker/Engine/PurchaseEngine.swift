@@ -66,8 +66,8 @@ public final class PurchaseEngine: Service {
 
     public func run() async throws {
         consumer.setRebalanceHandler { [weak self] event in self?.handleRebalance(event) }
+        // Ready once the group has assigned partitions to this member (possibly none): see handleRebalance.
         try consumer.subscribe(topics: [configuration.purchasesTopic])
-        health.markSubscribed()
         logger.info("consuming", metadata: ["kafka.topic": "\(configuration.purchasesTopic)"])
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { group in

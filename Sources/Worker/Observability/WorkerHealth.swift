@@ -22,6 +22,7 @@ public final class WorkerHealth: Sendable {
 
     func update(_ body: (inout State) -> Void) { state.withLock { body(&$0) } }
 
+    /// The member has joined its consumer group (its first assignment arrived, possibly empty).
     public func markSubscribed() { update { $0.subscribed = true } }
     public func markPolled(at instant: ContinuousClock.Instant = .now) { update { $0.lastPoll = instant } }
     /// Where liveness reads the age of the consumer's last poll.
