@@ -168,6 +168,34 @@ struct KafkaGroupTests {
         await producer.close()
     }
 
+    /// Readiness hangs on this: a member the group gives no partition must still learn that it has joined.
+    @Test func aMemberLeftWithoutPartitionsStillHearsItsEmptyAssignment() async throws {
+        let cluster = try MockCluster(brokers: 1, logger: KafkaTestSupport.logger)
+        try cluster.createTopic("single", partitions: 1)
+        let groupID = KafkaTestSupport.uniqueGroup()
+        let assignedEvents = Shared<[String: Int]>([:])
+        func member(_ name: String) throws -> KafkaConsumer {
+            try KafkaTestSupport.consumer(cluster, group: groupID) { event in
+                if case .assigned = event { assignedEvents.withLock { $0[name, default: 0] += 1 } }
+            }
+        }
+        let a = try member("a")
+        let b = try member("b")
+        try a.subscribe(topics: ["single"])
+        try b.subscribe(topics: ["single"])
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { for try await _ in a.messages {} }
+            group.addTask { for try await _ in b.messages {} }
+            #expect(
+                await KafkaTestSupport.eventually(within: 40) {
+                    a.assignment.count + b.assignment.count == 1 && assignedEvents.withLock { $0.count } == 2
+                }, "both members heard an assignment: \(assignedEvents.withLock { $0 })")
+            group.cancelAll()
+        }
+        await a.close()
+        await b.close()
+    }
+
     @Test func aCleanlyClosedMemberHandsOverWithoutWaitingForItsSession() async throws {
         let cluster = try MockCluster(brokers: 1, logger: KafkaTestSupport.logger)
         try cluster.createTopic("handover", partitions: 4)
