@@ -20,6 +20,12 @@ public struct BenchmarkResult: Codable, Sendable {
     /// From each message's timestamp to its Consume at Gamebase, in milliseconds.
     public var endToEndMs: Latency
     public var workerCPUMicrosecondsPerPurchase: Double
+    /// CPU of the bench process itself (mock broker, simulator, producer) per purchase, over the same run.
+    public var harnessCPUMicrosecondsPerPurchase: Double
+    public var cores: Int
+    /// The throughput at which worker and harness together would use every core: what this machine allows
+    /// for the measured CPU costs, whatever the concurrency.
+    public var cpuCeiling: Double
     public var peakRSSMiB: Double
     public var rssGrowthPercent: Double?
     public var recoverySeconds: Double?
@@ -40,6 +46,8 @@ public struct BenchmarkResult: Codable, Sendable {
             ("end-to-end p50 / p90", String(format: "%.1f / %.1f ms", endToEndMs.p50, endToEndMs.p90)),
             ("end-to-end p99 / max", String(format: "%.1f / %.1f ms", endToEndMs.p99, endToEndMs.max)),
             ("worker CPU per purchase", String(format: "%.1f µs", workerCPUMicrosecondsPerPurchase)),
+            ("harness CPU per purchase", String(format: "%.1f µs (mock broker, simulator, producer)", harnessCPUMicrosecondsPerPurchase)),
+            ("CPU ceiling", String(format: "%.0f purchases/s (%d cores / both CPU costs)", cpuCeiling, cores)),
             ("worker peak RSS", String(format: "%.1f MiB", peakRSSMiB)),
         ]
         if let rssGrowthPercent { rows.append(("worker RSS growth", String(format: "%.1f %% (10%% mark to end)", rssGrowthPercent))) }

@@ -57,6 +57,7 @@ public enum PipelineBenchmark {
             say("worker ready (pid \(worker.pid)); producing \(options.purchases) purchases…")
 
             let cpuBefore = worker.cpuTime ?? .zero
+            let harnessBefore = WorkerProcess.harnessCPUTime
             let load = LoadGenerator(sandbox: sandbox, logger: logger)
             let sent = try await load.produce(count: options.purchases, rate: options.rate) { i in
                 (key: "u\(i)", value: DemoBatch.message("b\(i)", user: "u\(i)"), seq: "b\(i)")
@@ -93,6 +94,7 @@ public enum PipelineBenchmark {
                 try await Task.sleep(for: .milliseconds(killed || !options.killRestart ? 100 : 10))
             }
             let cpu = (worker.cpuTime ?? .zero) - (killed ? .zero : cpuBefore) + (killed ? cpuAtKill - cpuBefore : .zero)
+            let harnessCPU = WorkerProcess.harnessCPUTime - harnessBefore
             let memory = worker.memory
             let status = await worker.terminate()
 
@@ -115,12 +117,19 @@ public enum PipelineBenchmark {
                 endToEndMs: .init(
                     p50: Double(histogram.valueAtPercentile(50)) / 1000, p90: Double(histogram.valueAtPercentile(90)) / 1000,
                     p99: Double(histogram.valueAtPercentile(99)) / 1000, max: Double(histogram.max) / 1000),
-                workerCPUMicrosecondsPerPurchase: Double(cpu.components.seconds) * 1e6 / Double(options.purchases)
-                    + Double(cpu.components.attoseconds) / 1e12 / Double(options.purchases),
+                workerCPUMicrosecondsPerPurchase: microseconds(cpu) / Double(options.purchases),
+                harnessCPUMicrosecondsPerPurchase: microseconds(harnessCPU) / Double(options.purchases),
+                cores: ProcessInfo.processInfo.activeProcessorCount,
+                cpuCeiling: Double(ProcessInfo.processInfo.activeProcessorCount) * 1e6
+                    / max((microseconds(cpu) + microseconds(harnessCPU)) / Double(options.purchases), 1),
                 peakRSSMiB: Double(memory?.peak ?? rssSamples.max() ?? 0) / 1_048_576,
                 rssGrowthPercent: growth(rssSamples), recoverySeconds: recovery.map { Double($0.components.attoseconds) / 1e18 + Double($0.components.seconds) },
                 consumedTwice: duplicates, workerExitStatus: status.map(Int.init))
         }
+    }
+
+    static func microseconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12
     }
 
     /// RSS growth from the end of the first tenth of the run to its end, in percent.

@@ -38,6 +38,14 @@ final class WorkerProcess: @unchecked Sendable {
         return .milliseconds((user + system) * 1000 / max(ticks, 1))
     }
 
+    /// CPU time (user and system) of this process, the bench harness, from `getrusage`.
+    static var harnessCPUTime: Duration {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        func duration(_ time: timeval) -> Duration { .seconds(Int64(time.tv_sec)) + .microseconds(Int64(time.tv_usec)) }
+        return duration(usage.ru_utime) + duration(usage.ru_stime)
+    }
+
     /// Resident memory now (`VmRSS`) and at its peak (`VmHWM`), in bytes.
     var memory: (resident: Int, peak: Int)? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
