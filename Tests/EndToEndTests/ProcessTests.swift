@@ -152,7 +152,10 @@ struct ProcessTests {
         }
         #expect(kills == 6, "every round killed a running worker")
         let last = try cluster.worker("worker-final", environment)
-        try await cluster.waitUntilAllConsumed(within: 150, workers: [last], ledgerURL: ledgerURL)
+        // Usually done within a minute. The bound is the designed worst case: a grant whose Consume stayed
+        // pending is the sweeper's after its 30 s grace, and a sweeper claim left by a killed worker holds for
+        // its 60 s lease — twice, should the first retry fail as well.
+        try await cluster.waitUntilAllConsumed(within: 300, workers: [last], ledgerURL: ledgerURL)
         #expect(try await last.terminate() == 0)
         try await cluster.expectInvariants(ledgerURL: ledgerURL)
     }

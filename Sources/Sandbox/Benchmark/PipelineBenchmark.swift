@@ -7,6 +7,7 @@ import Kafka
 import Logging
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// `iap-worker bench`: the whole pipeline under load — producer, librdkafka's mock broker, the worker as a
 /// separate `iap-worker run` process, the Gamebase simulator with a set latency, and a ledger.
@@ -56,13 +57,23 @@ public enum PipelineBenchmark {
             try await waitUntilReady(worker, within: .seconds(60))
             say("worker ready (pid \(worker.pid)); producing \(options.purchases) purchases…")
 
+            // Resident memory of whichever worker runs, sampled through the whole run (production included).
+            let sampled = Mutex<(worker: WorkerProcess, samples: [Int])>((worker, []))
+            let sampler = Task {
+                while !Task.isCancelled {
+                    sampled.withLock { state in
+                        if let memory = state.worker.memory { state.samples.append(memory.resident) }
+                    }
+                    try? await Task.sleep(for: .milliseconds(200))
+                }
+            }
+            defer { sampler.cancel() }
             let cpuBefore = worker.cpuTime ?? .zero
             let harnessBefore = WorkerProcess.harnessCPUTime
             let load = LoadGenerator(sandbox: sandbox, logger: logger)
             let sent = try await load.produce(count: options.purchases, rate: options.rate) { i in
                 (key: "u\(i)", value: DemoBatch.message("b\(i)", user: "u\(i)"), seq: "b\(i)")
             }
-            var rssSamples: [Int] = []
             var recovery: Duration?
             var killed = false
             var cpuAtKill: Duration = .zero
@@ -71,7 +82,6 @@ public enum PipelineBenchmark {
                 guard ContinuousClock.now < deadline else {
                     throw Failure(description: "only \(sandbox.simulator.state.consumedCount) of \(options.purchases) consumed in time")
                 }
-                if let memory = worker.memory { rssSamples.append(memory.resident) }
                 if options.killRestart, !killed, sandbox.simulator.state.consumedCount * 2 >= options.purchases {
                     killed = true
                     cpuAtKill = worker.cpuTime ?? .zero
@@ -84,6 +94,7 @@ public enum PipelineBenchmark {
                     worker = try WorkerProcess(
                         executable: options.workerExecutable, environment: environment,
                         logPath: sandbox.folder.appendingPathComponent("worker-2.log").path)
+                    sampled.withLock { $0.worker = worker }
                     say("killed the worker at \(before) consumed; restarted it (pid \(worker.pid))")
                     while sandbox.simulator.state.consumedCount == before {
                         guard ContinuousClock.now < deadline else { throw Failure(description: "the restarted worker never resumed") }
@@ -96,6 +107,8 @@ public enum PipelineBenchmark {
             let cpu = (worker.cpuTime ?? .zero) - (killed ? .zero : cpuBefore) + (killed ? cpuAtKill - cpuBefore : .zero)
             let harnessCPU = WorkerProcess.harnessCPUTime - harnessBefore
             let memory = worker.memory
+            sampler.cancel()
+            let rssSamples = sampled.withLock { $0.samples }
             let status = await worker.terminate()
 
             let consumedAt = sandbox.simulator.state.firstConsumedAt
