@@ -29,6 +29,8 @@ struct BenchPipelineCommand: AsyncParsableCommand {
     @Option(help: "worker.max_in_flight of the worker.") var maxInFlight = 512
     @Option(help: "Purchases per second to offer (default: all at once).") var rate: Double?
     @Flag(help: "One purchase in flight: the baseline.") var sequential = false
+    @Option(help: "Purchases run before the measured ones and not counted (default 100, or 10 with --sequential).")
+    var warmup: Int?
     @Option(help: "ledger.url for the worker (default: SQLite in a temporary folder).") var ledgerURL: String?
     @Flag(help: "kill -9 the worker half way, restart it, and time until it resumes.") var killRestart = false
     @Option(help: "kafka.librdkafka.session.timeout.ms of the worker (default: the worker's own).") var sessionTimeoutMs: Int?
@@ -38,6 +40,7 @@ struct BenchPipelineCommand: AsyncParsableCommand {
     func validate() throws {
         if let purchases, purchases < 1 { throw ValidationError("--purchases must be positive") }
         if let rate, rate <= 0 { throw ValidationError("--rate must be positive") }
+        if let warmup, warmup < 0 { throw ValidationError("--warmup must not be negative") }
         guard maxInFlight >= 1 else { throw ValidationError("--max-in-flight must be positive") }
     }
 
@@ -54,6 +57,7 @@ struct BenchPipelineCommand: AsyncParsableCommand {
         options.ledgerURL = ledgerURL
         options.killRestart = killRestart
         options.sessionTimeoutMs = sessionTimeoutMs
+        options.warmup = warmup ?? (sequential ? 10 : 100)
         let json = self.json
         let result = try await PipelineBenchmark.run(options, logger: logger) { line in
             if !json { print(line) }

@@ -10,6 +10,8 @@ public struct BenchmarkResult: Codable, Sendable {
     }
 
     public var purchases: Int
+    /// Purchases run before the measured ones, not counted.
+    public var warmupPurchases: Int
     public var gamebaseLatencyMs: Int
     public var maxInFlight: Int
     public var offeredRate: Double?
@@ -37,7 +39,7 @@ public struct BenchmarkResult: Codable, Sendable {
 
     public var table: String {
         var rows: [(String, String)] = [
-            ("purchases", "\(purchases)"),
+            ("purchases", "\(purchases) (after \(warmupPurchases) not counted)"),
             ("Gamebase latency", "\(gamebaseLatencyMs) ms"),
             ("max_in_flight", "\(maxInFlight)"),
             ("offered rate", offeredRate.map { String(format: "%.0f /s", $0) } ?? "all at once"),

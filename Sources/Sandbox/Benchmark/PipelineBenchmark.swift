@@ -24,6 +24,9 @@ public enum PipelineBenchmark {
         public var killRestart = false
         /// librdkafka `session.timeout.ms` of the worker; nil keeps the worker's default.
         public var sessionTimeoutMs: Int?
+        /// Purchases run through the worker before the measured ones, not counted: they open its connections
+        /// and start its fetching, which a long-running worker has long done.
+        public var warmup = 100
         /// The `iap-worker` executable to run as the worker.
         public var workerExecutable: String
 
@@ -40,6 +43,7 @@ public enum PipelineBenchmark {
         _ options: Options, logger: Logger, say: @escaping @Sendable (String) -> Void
     ) async throws -> BenchmarkResult {
         let payments = (0..<options.purchases).map { DemoBatch.payment("b\($0)", user: "u\($0)") }
+            + (0..<options.warmup).map { DemoBatch.payment("w\($0)", user: "w\($0)") }
         let faults = SimulatorFaults(latencyMs: options.latencyMs, unknownFieldRate: 0)
         return try await Sandbox.with(brokers: 1, payments: payments, faults: faults, logger: logger) { sandbox in
             let ledgerURL = options.ledgerURL ?? sandbox.ledgerURL
@@ -50,12 +54,30 @@ public enum PipelineBenchmark {
                 "SERVER_PORT": "0", "WORKER_MAX_IN_FLIGHT": String(options.maxInFlight),
                 "GAMEBASE_MAX_CONNECTIONS": String(min(max(options.maxInFlight, 8), 1024)),
             ]
+            // librdkafka's mock broker answers a fetch with nothing new only when its wait ends (a real broker
+            // answers as soon as data arrives); a short wait keeps that out of the latency measured.
+            environment["KAFKA_LIBRDKAFKA_FETCH_WAIT_MAX_MS"] =
+                ProcessInfo.processInfo.environment["KAFKA_LIBRDKAFKA_FETCH_WAIT_MAX_MS"] ?? "10"
             if let timeout = options.sessionTimeoutMs { environment["KAFKA_LIBRDKAFKA_SESSION_TIMEOUT_MS"] = String(timeout) }
             var worker = try WorkerProcess(
                 executable: options.workerExecutable, environment: environment,
                 logPath: sandbox.folder.appendingPathComponent("worker-1.log").path)
             try await waitUntilReady(worker, within: .seconds(60))
-            say("worker ready (pid \(worker.pid)); producing \(options.purchases) purchases…")
+            let load = LoadGenerator(sandbox: sandbox, logger: logger)
+            if options.warmup > 0 {
+                say("worker ready (pid \(worker.pid)); warming up with \(options.warmup) purchases…")
+                _ = try await load.produce(count: options.warmup, rate: nil) { i in
+                    (key: "w\(i)", value: DemoBatch.message("w\(i)", user: "w\(i)"), seq: "w\(i)")
+                }
+                let warmDeadline = ContinuousClock.now + .seconds(60)
+                while sandbox.simulator.state.consumedCount < options.warmup {
+                    guard ContinuousClock.now < warmDeadline else { throw Failure(description: "the warm-up purchases were not consumed in time") }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+            }
+            let warmup = options.warmup
+            let measuredConsumed: @Sendable () -> Int = { sandbox.simulator.state.consumedCount - warmup }
+            say("producing \(options.purchases) purchases…")
 
             // Resident memory of whichever worker runs, sampled through the whole run (production included).
             let sampled = Mutex<(worker: WorkerProcess, samples: [Int])>((worker, []))
@@ -70,7 +92,6 @@ public enum PipelineBenchmark {
             defer { sampler.cancel() }
             let cpuBefore = worker.cpuTime ?? .zero
             let harnessBefore = WorkerProcess.harnessCPUTime
-            let load = LoadGenerator(sandbox: sandbox, logger: logger)
             let sent = try await load.produce(count: options.purchases, rate: options.rate) { i in
                 (key: "u\(i)", value: DemoBatch.message("b\(i)", user: "u\(i)"), seq: "b\(i)")
             }
@@ -78,11 +99,11 @@ public enum PipelineBenchmark {
             var killed = false
             var cpuAtKill: Duration = .zero
             let deadline = ContinuousClock.now + .seconds(120 + options.purchases / 20)
-            while sandbox.simulator.state.consumedCount < options.purchases {
+            while measuredConsumed() < options.purchases {
                 guard ContinuousClock.now < deadline else {
-                    throw Failure(description: "only \(sandbox.simulator.state.consumedCount) of \(options.purchases) consumed in time")
+                    throw Failure(description: "only \(measuredConsumed()) of \(options.purchases) consumed in time")
                 }
-                if options.killRestart, !killed, sandbox.simulator.state.consumedCount * 2 >= options.purchases {
+                if options.killRestart, !killed, measuredConsumed() * 2 >= options.purchases {
                     killed = true
                     cpuAtKill = worker.cpuTime ?? .zero
                     worker.kill9()
@@ -124,7 +145,7 @@ public enum PipelineBenchmark {
             let seconds = last.timeIntervalSince(first)
             let duplicates = sandbox.simulator.state.consumes.values.filter { $0 > 1 }.count
             return BenchmarkResult(
-                purchases: options.purchases, gamebaseLatencyMs: options.latencyMs, maxInFlight: options.maxInFlight, offeredRate: options.rate,
+                purchases: options.purchases, warmupPurchases: options.warmup, gamebaseLatencyMs: options.latencyMs, maxInFlight: options.maxInFlight, offeredRate: options.rate,
                 ledger: ledgerURL.hasPrefix("postgres") ? "postgresql" : "sqlite", seconds: seconds,
                 throughput: Double(options.purchases) / seconds,
                 endToEndMs: .init(
