@@ -40,6 +40,18 @@ import Worker
         #expect(configuration.logFormat == .text)
     }
 
+    @Test func gamebaseConnectionsFollowPurchasesInFlightUnlessSet() async throws {
+        let followed = try await WorkerConfiguration.load(
+            configFile: try Self.file(Self.minimal), environment: ["WORKER_MAX_IN_FLIGHT": "200"])
+        #expect(followed.gamebaseMaxConnections == 200, "one connection per purchase in flight: no call waits in the pool")
+        let capped = try await WorkerConfiguration.load(
+            configFile: try Self.file(Self.minimal), environment: ["WORKER_MAX_IN_FLIGHT": "5000"])
+        #expect(capped.gamebaseMaxConnections == 1_024)
+        let set = try await WorkerConfiguration.load(
+            configFile: try Self.file(Self.minimal), environment: ["GAMEBASE_MAX_CONNECTIONS": "32"])
+        #expect(set.gamebaseMaxConnections == 32)
+    }
+
     @Test func theConfigFileCanComeFromTheEnvironment() async throws {
         let path = try Self.file(Self.minimal + "\nserver:\n  port: 9191\n")
         let configuration = try await WorkerConfiguration.load(environment: ["IAP_WORKER_CONFIG": path])

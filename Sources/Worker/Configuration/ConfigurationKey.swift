@@ -42,7 +42,9 @@ public struct ConfigurationKey: Sendable, Hashable {
         ConfigurationKey("gamebase.secret_key", default: nil, "Gamebase secret key (or use gamebase.secret_key_file)", secret: true),
         ConfigurationKey("gamebase.secret_key_file", default: nil, "File holding the secret key (e.g. a mounted Kubernetes secret)"),
         ConfigurationKey("gamebase.timeout_ms", default: "10000", "Timeout of each Gamebase call (Consume never below 10000)"),
-        ConfigurationKey("gamebase.max_connections", default: "64", "Connections kept to Gamebase at most"),
+        ConfigurationKey(
+            "gamebase.max_connections", default: "worker.max_in_flight, at most 1024",
+            "Connections kept to Gamebase at most (fewer than purchases in flight queues calls)"),
         ConfigurationKey(
             "ledger.url", default: "sqlite:///var/lib/iap-worker/ledger.sqlite",
             "sqlite:///path (one instance) or postgres://user:pass@host:5432/db (shared)", secret: true),

@@ -70,11 +70,14 @@ extension WorkerConfiguration {
             throw ConfigurationError(key: "gamebase.secret_key", problem: "required (or gamebase.secret_key_file)")
         }
         gamebaseTimeoutMilliseconds = try values.int("gamebase.timeout_ms", default: gamebaseTimeoutMilliseconds, in: 100...600_000)
-        gamebaseMaxConnections = try values.int("gamebase.max_connections", default: gamebaseMaxConnections, in: 1...4_096)
 
         ledgerURL = try values.string("ledger.url", default: ledgerURL, secret: true)
 
         maxInFlight = try values.int("worker.max_in_flight", default: maxInFlight, in: 1...65_536)
+        // Each purchase in flight makes one Gamebase call at a time: fewer connections would queue calls in
+        // the pool, where their timeout runs too.
+        gamebaseMaxConnections = try values.int(
+            "gamebase.max_connections", default: min(maxInFlight, Self.defaultMaxConnectionsLimit), in: 1...4_096)
         maxMessageBytes = try values.int("worker.max_message_bytes", default: maxMessageBytes, in: 256...10_000_000)
         let attempts = try values.int("worker.retry.max_attempts", default: 4, in: 1...100)
         let initial = try values.int("worker.retry.initial_backoff_ms", default: 200, in: 0...600_000)

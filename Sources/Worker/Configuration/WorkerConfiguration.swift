@@ -25,7 +25,9 @@ public struct WorkerConfiguration: Sendable {
     public var gamebaseAppID = ""
     public var gamebaseSecretKey = Secret("")
     public var gamebaseTimeoutMilliseconds = 10_000
-    public var gamebaseMaxConnections = 64
+    /// Defaults to `worker.max_in_flight`, at most `defaultMaxConnectionsLimit`.
+    public var gamebaseMaxConnections = 512
+    static let defaultMaxConnectionsLimit = 1_024
 
     public var ledgerURL = "sqlite:///var/lib/iap-worker/ledger.sqlite"
 
