@@ -198,9 +198,22 @@ public final class GamebaseClient: GamebaseAPI {
     }
 
     /// Percent-encodes everything but RFC 3986's unreserved characters, so `/`, `+` and `=` survive the trip.
+    /// Written over the UTF-8 bytes: it runs for every Get Payment Transaction call.
     static func percentEncoded(_ value: String) -> String {
-        var allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-        allowed.insert(charactersIn: "-._~")
-        return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
+        let hex = Array("0123456789ABCDEF".utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(value.utf8.count)
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                bytes.append(byte)
+            default:
+                bytes.append(UInt8(ascii: "%"))
+                bytes.append(hex[Int(byte >> 4)])
+                bytes.append(hex[Int(byte & 0x0F)])
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
