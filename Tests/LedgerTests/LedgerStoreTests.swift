@@ -16,7 +16,10 @@ struct LedgerStoreTests {
     static func event(_ id: String, seq: String?, at date: Date = Date()) -> OutboxEvent {
         OutboxEvent(
             id: id, paymentSeq: seq, topic: "iap.item-granted", key: Array("user-1".utf8),
-            headers: [EventHeader(name: "content-type", value: "application/cloudevents+json")],
+            headers: [
+                EventHeader(name: "content-type", value: "application/cloudevents+json"),
+                EventHeader(name: "ce_id", value: "\(id) \"quoted\" back\\slash\nnew line \u{1} é 🎮"),
+            ],
             payload: Array(#"{"id":"\#(id)"}"#.utf8), createdAt: date)
     }
 
@@ -97,7 +100,7 @@ struct LedgerStoreTests {
             #expect(try await store.event(id: "400:item-granted")?.publishedAt != nil)
             #expect(try await store.grant(paymentSeq: "400")?.eventPublishedAt != nil)
             let event = try #require(try await store.event(id: "400:item-granted"))
-            #expect(event.headers == [EventHeader(name: "content-type", value: "application/cloudevents+json")])
+            #expect(event.headers == Self.event("400:item-granted", seq: "400").headers)
             #expect(event.key == Array("user-1".utf8))
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Fulfilment
+import Ledger
 import Logging
 
 #if canImport(Glibc)
@@ -66,20 +67,6 @@ public struct JSONLogHandler: LogHandler {
 
     /// A JSON string literal (RFC 8259 escaping).
     static func appendString(_ value: String, to line: inout String) {
-        line += "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": line += "\\\""
-            case "\\": line += "\\\\"
-            case "\n": line += "\\n"
-            case "\r": line += "\\r"
-            case "\t": line += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                line += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: line.unicodeScalars.append(scalar)
-            }
-        }
-        line += "\""
+        JSONText.appendString(value, to: &line)
     }
 }

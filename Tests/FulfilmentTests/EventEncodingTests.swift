@@ -1,0 +1,72 @@
+import Foundation
+import Fulfilment
+import Ledger
+import Testing
+
+/// The events are written by hand for speed; their `Codable` form is the reference they must match.
+@Suite("Event encoding")
+struct EventEncodingTests {
+    struct Envelope<Payload: Decodable>: Decodable {
+        var specversion: String
+        var id: String
+        var source: String
+        var type: String
+        var subject: String?
+        var time: String
+        var datacontenttype: String
+        var data: Payload
+    }
+
+    let factory = EventFactory(groupID: "g/1", itemGrantedTopic: "granted", consumeFailedTopic: "failed")
+    let awkward = "quote \" backslash \\ slash / newline \n tab \t control \u{1} accents é 漢字 emoji 🎮 combining e\u{301}\""
+
+    @Test func anItemGrantedEventDecodesToExactlyWhatWasGranted() throws {
+        let grant = GrantRecord(
+            paymentSeq: "2024051310001234", userId: awkward, gamebaseProductId: "gems_500", purchaseToken: "secret-token",
+            productSeq: 1001, marketId: "GG", productType: "CONSUMABLE", price: "1234.5678", currency: "KRW",
+            paymentId: "GPA.1", isTestPurchase: true, purchaseTime: "2026-11-22T10:20:30+09:00", payload: "{\"a\":[1,2]}",
+            grantedAt: Date(timeIntervalSince1970: 1_700_000_000.123))
+        let event = factory.itemGranted(grant)
+        let decoded = try JSONDecoder().decode(Envelope<ItemGrantedData>.self, from: Data(event.payload))
+
+        #expect(decoded.specversion == "1.0")
+        #expect(decoded.id == "2024051310001234:item-granted")
+        #expect(decoded.source == "/iap-worker/g/1")
+        #expect(decoded.type == EventFactory.itemGrantedType)
+        #expect(decoded.subject == "2024051310001234")
+        #expect(decoded.datacontenttype == "application/json")
+        #expect(decoded.data.userId == awkward)
+        #expect(decoded.data.productSeq == 1001)
+        #expect(decoded.data.price == Decimal(string: "1234.5678"))
+        #expect(decoded.data.payload == "{\"a\":[1,2]}")
+        #expect(decoded.data.isTestPurchase)
+        #expect(decoded.data.grantedAt == decoded.time)
+        #expect(!String(decoding: event.payload, as: UTF8.self).contains("secret-token"))
+    }
+
+    @Test func absentOptionalFieldsAreLeftOutNotWrittenAsNull() throws {
+        let grant = GrantRecord(
+            paymentSeq: "7", userId: "u", gamebaseProductId: "p", purchaseToken: "t", grantedAt: Date(timeIntervalSince1970: 0))
+        let payload = factory.itemGranted(grant).payload
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
+        let data = try #require(object["data"] as? [String: Any])
+        #expect(Set(data.keys) == ["userId", "paymentSeq", "gamebaseProductId", "isTestPurchase", "grantedAt"])
+        #expect(!String(decoding: payload, as: UTF8.self).contains("null"))
+    }
+
+    @Test func aConsumeFailedEventDecodesToItsReasonAndDetail() throws {
+        let event = factory.consumeFailed(
+            id: "9:consume-failed:abc", userId: nil, paymentSeq: "9", reason: .userMismatch, resultCode: -4000102,
+            resultMessage: awkward, attempts: 3, detail: awkward, key: Array("k".utf8), at: Date(timeIntervalSince1970: 5))
+        let decoded = try JSONDecoder().decode(Envelope<ConsumeFailedData>.self, from: Data(event.payload))
+        #expect(decoded.type == EventFactory.consumeFailedType)
+        #expect(decoded.data.userId == nil)
+        #expect(decoded.data.reason == "user_mismatch")
+        #expect(decoded.data.retryable == false)
+        #expect(decoded.data.resultCode == -4000102)
+        #expect(decoded.data.resultMessage == awkward)
+        #expect(decoded.data.attempts == 3)
+        #expect(decoded.data.detail == awkward)
+        #expect(event.key == Array("k".utf8))
+    }
+}
