@@ -7,12 +7,11 @@ enum LedgerCoding {
     static func encodeHeaders(_ headers: [EventHeader]) -> String {
         var text = "["
         for (index, header) in headers.enumerated() {
-            text += index == 0 ? "{" : ",{"
-            JSONText.appendKey("name", to: &text, first: true)
-            JSONText.appendString(header.name, to: &text)
-            JSONText.appendKey("value", to: &text)
-            JSONText.appendString(header.value, to: &text)
-            text += "}"
+            if index > 0 { text += "," }
+            JSONText.appendObject(to: &text) { object in
+                object.string("name", header.name)
+                object.string("value", header.value)
+            }
         }
         return text + "]"
     }

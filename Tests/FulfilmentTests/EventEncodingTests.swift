@@ -6,7 +6,8 @@ import Testing
 /// The events are written by hand for speed; their `Codable` form is the reference they must match.
 @Suite("Event encoding")
 struct EventEncodingTests {
-    struct Envelope<Payload: Decodable>: Decodable {
+    /// The CloudEvents envelope.
+    struct Envelope<Payload: Codable>: Codable {
         var specversion: String
         var id: String
         var source: String
@@ -18,7 +19,16 @@ struct EventEncodingTests {
     }
 
     let factory = EventFactory(groupID: "g/1", itemGrantedTopic: "granted", consumeFailedTopic: "failed")
-    let awkward = "quote \" backslash \\ slash / newline \n tab \t control \u{1} accents é 漢字 emoji 🎮 combining e\u{301}\""
+    let awkward = "quote \" backslash \\ slash / newline \n tab \t carriage return \r control \u{1} \u{1f} delete \u{7f} accents é 漢字 emoji 🎮 combining e\u{301}\""
+
+    /// Whether the event and what `JSONEncoder` writes for its decoded form are the same JSON value: no member
+    /// missing, added or of another type.
+    func matchesCodableForm<Payload: Codable>(_ payload: [UInt8], _: Payload.Type) throws -> Bool {
+        let decoded = try JSONDecoder().decode(Envelope<Payload>.self, from: Data(payload))
+        let reference = try JSONEncoder().encode(decoded)
+        let written = try #require(try JSONSerialization.jsonObject(with: Data(payload)) as? NSDictionary)
+        return written == (try JSONSerialization.jsonObject(with: reference) as? NSDictionary)
+    }
 
     @Test func anItemGrantedEventDecodesToExactlyWhatWasGranted() throws {
         let grant = GrantRecord(
@@ -42,6 +52,7 @@ struct EventEncodingTests {
         #expect(decoded.data.isTestPurchase)
         #expect(decoded.data.grantedAt == decoded.time)
         #expect(!String(decoding: event.payload, as: UTF8.self).contains("secret-token"))
+        #expect(try matchesCodableForm(event.payload, ItemGrantedData.self))
     }
 
     @Test func absentOptionalFieldsAreLeftOutNotWrittenAsNull() throws {
@@ -52,6 +63,7 @@ struct EventEncodingTests {
         let data = try #require(object["data"] as? [String: Any])
         #expect(Set(data.keys) == ["userId", "paymentSeq", "gamebaseProductId", "isTestPurchase", "grantedAt"])
         #expect(!String(decoding: payload, as: UTF8.self).contains("null"))
+        #expect(try matchesCodableForm(payload, ItemGrantedData.self))
     }
 
     @Test func aConsumeFailedEventDecodesToItsReasonAndDetail() throws {
@@ -68,5 +80,6 @@ struct EventEncodingTests {
         #expect(decoded.data.attempts == 3)
         #expect(decoded.data.detail == awkward)
         #expect(event.key == Array("k".utf8))
+        #expect(try matchesCodableForm(event.payload, ConsumeFailedData.self))
     }
 }

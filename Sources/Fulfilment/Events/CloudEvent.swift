@@ -2,7 +2,7 @@ import Foundation
 import Ledger
 
 /// A CloudEvents 1.0 event in structured mode (`content-type: application/cloudevents+json`).
-struct CloudEvent<Payload: EventData>: Encodable {
+struct CloudEvent<Payload: EventData> {
     var specversion = "1.0"
     var id: String
     var source: String
@@ -14,72 +14,27 @@ struct CloudEvent<Payload: EventData>: Encodable {
 
     static var contentType: String { "application/cloudevents+json" }
 
-    /// The event's JSON, keys in declaration order: what `JSONEncoder` would write (without escaped slashes),
-    /// written by hand because it runs for every purchase.
+    /// The event's JSON, members in declaration order, written by hand because it runs for every purchase.
     func encoded() -> [UInt8] {
         var text = ""
         text.reserveCapacity(640)
-        text += "{"
-        JSONText.appendKey("specversion", to: &text, first: true)
-        JSONText.appendString(specversion, to: &text)
-        JSONText.appendKey("id", to: &text)
-        JSONText.appendString(id, to: &text)
-        JSONText.appendKey("source", to: &text)
-        JSONText.appendString(source, to: &text)
-        JSONText.appendKey("type", to: &text)
-        JSONText.appendString(type, to: &text)
-        if let subject {
-            JSONText.appendKey("subject", to: &text)
-            JSONText.appendString(subject, to: &text)
+        JSONText.appendObject(to: &text) { object in
+            object.string("specversion", specversion)
+            object.string("id", id)
+            object.string("source", source)
+            object.string("type", type)
+            object.string("subject", subject)
+            object.string("time", time)
+            object.string("datacontenttype", datacontenttype)
+            object.object("data", data.writeMembers)
         }
-        JSONText.appendKey("time", to: &text)
-        JSONText.appendString(time, to: &text)
-        JSONText.appendKey("datacontenttype", to: &text)
-        JSONText.appendString(datacontenttype, to: &text)
-        JSONText.appendKey("data", to: &text)
-        data.appendJSON(to: &text)
-        text += "}"
         return Array(text.utf8)
     }
 }
 
-/// An event's `data`, which writes itself as a JSON object (its `Codable` form, absent optionals omitted).
-protocol EventData: Encodable {
-    func appendJSON(to text: inout String)
-}
-
-/// Appends `"key":value` for the optional fields of event data.
-private struct JSONObjectWriter {
-    var text: String
-    var first = true
-
-    mutating func key(_ key: StaticString) {
-        JSONText.appendKey(key, to: &text, first: first)
-        first = false
-    }
-
-    mutating func string(_ key: StaticString, _ value: String?) {
-        guard let value else { return }
-        self.key(key)
-        JSONText.appendString(value, to: &text)
-    }
-
-    mutating func number(_ key: StaticString, _ value: (some BinaryInteger)?) {
-        guard let value else { return }
-        self.key(key)
-        text += String(value)
-    }
-
-    mutating func decimal(_ key: StaticString, _ value: Decimal?) {
-        guard let value, value.isFinite else { return }
-        self.key(key)
-        text += value.description
-    }
-
-    mutating func bool(_ key: StaticString, _ value: Bool) {
-        self.key(key)
-        text += value ? "true" : "false"
-    }
+/// An event's `data`: writes its members as its `Codable` form would, in declaration order.
+protocol EventData {
+    func writeMembers(to object: inout JSONObject)
 }
 
 /// `data` of an item-granted event.
@@ -112,12 +67,11 @@ public struct ConsumeFailedData: Codable, Sendable, Hashable, EventData {
 }
 
 extension ItemGrantedData {
-    func appendJSON(to text: inout String) {
-        var object = JSONObjectWriter(text: "{")
+    func writeMembers(to object: inout JSONObject) {
         object.string("userId", userId)
         object.string("paymentSeq", paymentSeq)
         object.string("gamebaseProductId", gamebaseProductId)
-        object.number("productSeq", productSeq)
+        object.integer("productSeq", productSeq)
         object.string("marketId", marketId)
         object.string("productType", productType)
         object.decimal("price", price)
@@ -127,23 +81,18 @@ extension ItemGrantedData {
         object.string("payload", payload)
         object.bool("isTestPurchase", isTestPurchase)
         object.string("grantedAt", grantedAt)
-        text += object.text
-        text += "}"
     }
 }
 
 extension ConsumeFailedData {
-    func appendJSON(to text: inout String) {
-        var object = JSONObjectWriter(text: "{")
+    func writeMembers(to object: inout JSONObject) {
         object.string("userId", userId)
         object.string("paymentSeq", paymentSeq)
         object.string("reason", reason)
         object.bool("retryable", retryable)
-        object.number("resultCode", resultCode)
+        object.integer("resultCode", resultCode)
         object.string("resultMessage", resultMessage)
-        object.number("attempts", attempts)
+        object.integer("attempts", attempts)
         object.string("detail", detail)
-        text += object.text
-        text += "}"
     }
 }

@@ -197,10 +197,11 @@ public final class GamebaseClient: GamebaseAPI {
         return "\(type(of: error)).\(text[..<cut])"
     }
 
+    private static let hexDigits = Array("0123456789ABCDEF".utf8)
+
     /// Percent-encodes everything but RFC 3986's unreserved characters, so `/`, `+` and `=` survive the trip.
     /// Written over the UTF-8 bytes: it runs for every Get Payment Transaction call.
     static func percentEncoded(_ value: String) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(value.utf8.count)
         for byte in value.utf8 {
@@ -210,8 +211,8 @@ public final class GamebaseClient: GamebaseAPI {
                 bytes.append(byte)
             default:
                 bytes.append(UInt8(ascii: "%"))
-                bytes.append(hex[Int(byte >> 4)])
-                bytes.append(hex[Int(byte & 0x0F)])
+                bytes.append(hexDigits[Int(byte >> 4)])
+                bytes.append(hexDigits[Int(byte & 0x0F)])
             }
         }
         return String(decoding: bytes, as: UTF8.self)

@@ -47,26 +47,21 @@ public struct JSONLogHandler: LogHandler {
         line += #"","level":""#
         line += event.level.rawValue
         line += #"","logger":"#
-        Self.appendString(label, to: &line)
+        JSONText.appendString(label, to: &line)
         line += #","msg":"#
-        Self.appendString("\(event.message)", to: &line)
+        JSONText.appendString("\(event.message)", to: &line)
         let merged = (event.metadata?.isEmpty ?? true) ? metadata : metadata.merging(event.metadata!) { $1 }
         for key in merged.keys.sorted() {
             line += ","
-            Self.appendString(key, to: &line)
+            JSONText.appendString(key, to: &line)
             line += ":"
-            Self.appendString("\(merged[key]!)", to: &line)
+            JSONText.appendString("\(merged[key]!)", to: &line)
         }
         if !event.source.isEmpty {
             line += #","source":"#
-            Self.appendString(event.source, to: &line)
+            JSONText.appendString(event.source, to: &line)
         }
         line += "}\n"
         return line
-    }
-
-    /// A JSON string literal (RFC 8259 escaping).
-    static func appendString(_ value: String, to line: inout String) {
-        JSONText.appendString(value, to: &line)
     }
 }
