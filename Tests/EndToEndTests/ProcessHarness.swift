@@ -61,6 +61,15 @@ final class ChildProcess: @unchecked Sendable {
         [stdoutPath, stderrPath].map { (try? String(contentsOfFile: $0, encoding: .utf8)) ?? "" }.joined(separator: "\n")
     }
 
+    /// What explains a failure: every line but the routine per-purchase ones (rebalances, circuit, sweeps,
+    /// warnings, errors), then the last lines as they came.
+    var diagnosticOutput: String {
+        let lines = output.split(separator: "\n")
+        let unusual = lines.filter { !$0.contains(#""msg":"purchase granted""#) && !$0.contains(#""msg":"purchase duplicate""#) }
+        return "\(name), \(lines.count) lines; all but per-purchase lines (last 60):\n"
+            + unusual.suffix(60).joined(separator: "\n") + "\n\(name), last lines:\n" + lines.suffix(15).joined(separator: "\n")
+    }
+
     func kill9() {
         kill(pid, SIGKILL)
         process.waitUntilExit()

@@ -78,17 +78,43 @@ struct ProcessTests {
             var ledger: LedgerStats?
             while Date() < deadline {
                 if let exited = workers.first(where: { !$0.isRunning }) {
-                    throw ProcessTestError("\(exited.name) exited early:\n\(exited.output.suffix(2_000))")
+                    throw ProcessTestError("\(exited.name) exited early:\n\(exited.diagnosticOutput)")
                 }
                 simulatorCount = (try? await simulatorConsumes(simulatorURL).count) ?? simulatorCount
                 ledger = try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) { try await $0.stats() }
                 if simulatorCount == purchases, ledger?.consumed == purchases { return }
                 try await Task.sleep(for: .milliseconds(250))
             }
-            let tails = workers.map { "\($0.name):\n\($0.output.suffix(3_000))" }.joined(separator: "\n")
             throw ProcessTestError(
                 "not every purchase was consumed within \(seconds) s: Gamebase consumed \(simulatorCount) of \(purchases), "
-                    + "ledger \(ledger.map { "\($0)" } ?? "unread")\n\(tails)")
+                    + "ledger \(ledger.map { "\($0)" } ?? "unread")\n"
+                    + (try await unfinishedPurchases(ledgerURL: ledgerURL)) + "\n"
+                    + workers.map(\.diagnosticOutput).joined(separator: "\n"))
+        }
+
+        /// The purchases not consumed at Gamebase or not recorded as consumed, with their ledger rows: what a
+        /// timeout needs explained.
+        func unfinishedPurchases(ledgerURL: String) async throws -> String {
+            let consumed = (try? await simulatorConsumes(simulatorURL)) ?? [:]
+            let rows = try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) { store in
+                var rows: [(String, GrantRecord?)] = []
+                for paymentSeq in (0..<purchases).map({ "p\($0)" }) {
+                    let grant = try await store.grant(paymentSeq: paymentSeq)
+                    if consumed[paymentSeq] == nil || grant?.state != .consumed { rows.append((paymentSeq, grant)) }
+                }
+                return rows
+            }
+            let described = rows.prefix(10).map { paymentSeq, grant in
+                "  \(paymentSeq): Gamebase consumes \(consumed[paymentSeq] ?? 0), ledger "
+                    + (grant.map { Self.describe($0) } ?? "no grant")
+            }
+            return (["unfinished purchases: \(rows.count)"] + described).joined(separator: "\n")
+        }
+
+        static func describe(_ grant: GrantRecord) -> String {
+            let lastCode = grant.lastResultCode.map(String.init) ?? "-"
+            let source = grant.source.map { "\($0)" } ?? "-"
+            return "\(grant.state) since \(grant.grantedAt), \(grant.consumeAttempts) failed consumes (last code \(lastCode)), from \(source)"
         }
 
         /// The money invariants: each purchase consumed once at Gamebase, granted once, one item-granted id.
@@ -134,8 +160,12 @@ struct ProcessTests {
                 "--latency-ms", "15", "--fault-rate", "0.15", "--slow-consume-rate", "0.05", "--slow-consume-delay-ms", "2500",
             ])
         let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
-        let environment = cluster.workerEnvironment(
+        var environment = cluster.workerEnvironment(
             ledgerURL: ledgerURL, group: "kill-\(UUID().uuidString.prefix(6))", maxInFlight: 8)
+        // This test is about kills, not the dead-letter path: with 15 % faults, four attempts fail together for
+        // one verification in 2,000 (about one run in five would dead-letter a purchase, by design); eight make
+        // it one in 40 million.
+        environment["WORKER_RETRY_MAX_ATTEMPTS"] = "8"
         try await cluster.producePurchases()
         var generator = SystemRandomNumberGenerator()
         var kills = 0
@@ -189,16 +219,20 @@ struct ProcessTests {
         try await Task.sleep(for: .seconds(4))
         try await cluster.producePurchases()
         var generator = SystemRandomNumberGenerator()
-        var killedWhileWorking = 0
         for round in 0..<3 {
             try await Task.sleep(for: .milliseconds(Int.random(in: 500...2_000, using: &generator)))
-            let victim = Int.random(in: 0..<3, using: &generator)
-            if workers[victim].output.contains("iap.outcome") { killedWhileWorking += 1 }
+            // The victim is an instance that is processing (a fresh replacement may still be joining the group).
+            let deadline = Date().addingTimeInterval(30)
+            var working: [Int] = []
+            while working.isEmpty, Date() < deadline {
+                working = workers.indices.filter { workers[$0].output.contains("iap.outcome") }
+                if working.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            let victim = try #require(working.randomElement(using: &generator), "no instance processed anything within 30 s")
             workers[victim].kill9()
             workers[victim] = try cluster.worker("worker-\(victim)-r\(round)", environment)
         }
         try await cluster.waitUntilAllConsumed(within: 180, workers: workers, ledgerURL: ledgerURL)
-        #expect(killedWhileWorking > 0, "at least one instance was killed after it had started processing")
         for worker in workers { #expect(try await worker.terminate() == 0) }
         try await cluster.expectInvariants(ledgerURL: ledgerURL)
     }

@@ -13,24 +13,27 @@ public struct CircuitBreaker: Sendable {
         /// How long it stays open before one probe may go through; doubles after a failed probe.
         public var openDuration: Duration
         public var maxOpenDuration: Duration
+        /// A probe that reports nothing for this long (its task ended some other way) lets another probe go.
+        public var probeTimeout: Duration
 
         public init(
             failureRatio: Double = 0.5, minimumSamples: Int = 10, window: Duration = .seconds(30),
-            openDuration: Duration = .seconds(2), maxOpenDuration: Duration = .seconds(30)
+            openDuration: Duration = .seconds(2), maxOpenDuration: Duration = .seconds(30), probeTimeout: Duration = .seconds(30)
         ) {
             self.failureRatio = failureRatio
             self.minimumSamples = minimumSamples
             self.window = window
             self.openDuration = openDuration
             self.maxOpenDuration = maxOpenDuration
+            self.probeTimeout = probeTimeout
         }
     }
 
     public enum State: Sendable, Hashable {
         case closed
         case open(until: ContinuousClock.Instant, nextOpenDuration: Duration)
-        /// One probe is under way.
-        case halfOpen(nextOpenDuration: Duration)
+        /// One probe is under way, until `probeDeadline` at the latest.
+        case halfOpen(probeDeadline: ContinuousClock.Instant, nextOpenDuration: Duration)
     }
 
     public enum Transition: Sendable, Hashable {
@@ -59,7 +62,7 @@ public struct CircuitBreaker: Sendable {
             }
             state = .open(until: now + configuration.openDuration, nextOpenDuration: doubled(configuration.openDuration))
             return .opened
-        case .halfOpen(let next):
+        case .halfOpen(_, let next):
             if failed {
                 state = .open(until: now + next, nextOpenDuration: doubled(next))
                 return nil
@@ -74,18 +77,34 @@ public struct CircuitBreaker: Sendable {
     }
 
     /// Whether a held purchase may try Gamebase now. When the open period is over, the first caller becomes
-    /// the probe.
+    /// the probe; so does the next caller once a probe has been silent for `probeTimeout`.
     public mutating func allowAttempt(now: ContinuousClock.Instant) -> Bool {
         switch state {
         case .closed:
             return true
         case .open(let until, let next):
             guard now >= until else { return false }
-            state = .halfOpen(nextOpenDuration: next)
+            state = .halfOpen(probeDeadline: now + configuration.probeTimeout, nextOpenDuration: next)
             return true
-        case .halfOpen:
-            return false
+        case .halfOpen(let deadline, let next):
+            guard now >= deadline else { return false }
+            state = .halfOpen(probeDeadline: now + configuration.probeTimeout, nextOpenDuration: next)
+            return true
         }
+    }
+
+    /// Whether a probe is under way: the caller that was just allowed through is it.
+    public var isProbing: Bool {
+        if case .halfOpen = state { return true }
+        return false
+    }
+
+    /// The probe ended without a verdict on Gamebase: its purchase needed no call (a duplicate, a malformed
+    /// message), its partition moved, or the ledger failed. The next held purchase probes at once; without
+    /// this the circuit would stay half-open and the partitions paused.
+    public mutating func probeEndedWithoutVerdict(now: ContinuousClock.Instant) {
+        guard case .halfOpen(_, let next) = state else { return }
+        state = .open(until: now, nextOpenDuration: next)
     }
 
     /// Whether a purchase that kept failing should be dead-lettered: only when Gamebase is otherwise healthy

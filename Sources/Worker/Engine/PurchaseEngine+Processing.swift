@@ -12,13 +12,21 @@ extension PurchaseEngine {
     func run(_ work: Work) async -> Bool {
         var infrastructureFailures = 0
         var generator = SystemRandomNumberGenerator()
+        // Whether this purchase is the circuit's probe: an outcome that says nothing about Gamebase hands the
+        // probe on, or the circuit would stay half-open with the partitions paused.
+        var probing = false
+        defer { if probing { breaker.withLock { $0.probeEndedWithoutVerdict(now: .now) } } }
         while !Task.isCancelled {
             guard owns(work) else { return false }
             do {
+                // Admitted while the circuit is open (a partition resumed with nothing left to probe): wait like
+                // the purchases already held.
+                if !probing, breaker.withLock({ $0.isOpen }) { probing = try await hold(work) }
                 let outcome = try await processor.process(work.input, parsed: work.parsed)
                 switch outcome {
                 case .granted, .rejected:
                     recordGamebase(failed: false)
+                    probing = false
                     finish(work, outcome: outcome)
                     return true
                 case .duplicate, .malformed:
@@ -26,6 +34,7 @@ extension PurchaseEngine {
                     return true
                 case .gamebaseUnavailable(let error, let attempts):
                     recordGamebase(failed: true)
+                    probing = false
                     if breaker.withLock({ $0.shouldDeadLetter(now: .now) }) {
                         try await processor.deadLetter(
                             work.input, reason: .gamebaseUnavailable, error: error.description, attempts: attempts)
@@ -33,7 +42,7 @@ extension PurchaseEngine {
                         return true
                     }
                     // Gamebase is failing as a whole (or it is too early to tell): hold, never flood the dead-letter topic.
-                    try await hold(work)
+                    probing = try await hold(work)
                 case .stop(let error, let durable):
                     stop(because: error)
                     return durable
@@ -42,6 +51,10 @@ extension PurchaseEngine {
                 return false
             } catch {
                 // The ledger or Kafka failed: nothing was decided, so trying again is safe.
+                if probing {
+                    breaker.withLock { $0.probeEndedWithoutVerdict(now: .now) }
+                    probing = false
+                }
                 infrastructureFailures += 1
                 let policy = configuration.infrastructureRetry
                 logger.error(
@@ -65,14 +78,15 @@ extension PurchaseEngine {
         return false
     }
 
-    /// Waits until the circuit lets this purchase try Gamebase again.
-    func hold(_ work: Work) async throws {
+    /// Waits until the circuit lets this purchase try Gamebase again; returns whether it goes as the probe.
+    func hold(_ work: Work) async throws -> Bool {
         var generator = SystemRandomNumberGenerator()
         while true {
             let jitter = Double.random(in: 0.5...1.5, using: &generator)
             try await Task.sleep(for: configuration.holdInterval * jitter)
             guard owns(work), state.withLock({ $0.stoppedBy == nil }) else { throw CancellationError() }
-            if breaker.withLock({ $0.allowAttempt(now: .now) }) { return }
+            let allowed = breaker.withLock { breaker -> Bool? in breaker.allowAttempt(now: .now) ? breaker.isProbing : nil }
+            if let probing = allowed { return probing }
         }
     }
 

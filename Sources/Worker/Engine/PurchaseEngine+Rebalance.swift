@@ -11,14 +11,15 @@ extension PurchaseEngine {
         switch event {
         case .assigned(let partitions):
             health.markSubscribed()
-            let pauseThem = state.withLock { state -> Bool in
+            let (stopped, busy) = state.withLock { state -> (Bool, Bool) in
                 for partition in partitions {
                     state.nextGeneration += 1
                     state.partitions[partition] = EngineState.Partition(generation: state.nextGeneration)
                 }
-                return state.stoppedBy != nil
+                return (state.stoppedBy != nil, state.totalInFlight > 0)
             }
-            if pauseThem || breaker.withLock({ $0.isOpen }) { consumer.pause(partitions) }
+            // With the circuit open, new partitions wait too, as long as a held purchase is left to probe.
+            if stopped || (busy && breaker.withLock({ $0.isOpen })) { consumer.pause(partitions) }
 
         case .revoking(let partitions):
             state.withLock { state in

@@ -180,14 +180,21 @@ public final class PurchaseEngine: Service {
                 logger.debug("offset not stored", metadata: ["kafka.partition": "\(work.partition)", "kafka.error": "\(error)"])
             }
         }
-        state.withLock { state in
+        let (remaining, stopped) = state.withLock { state in
             if var partitionState = state.partitions[work.partition], partitionState.generation == work.generation {
                 partitionState.inFlight -= 1
                 state.partitions[work.partition] = partitionState
             }
             state.totalInFlight -= 1
+            return (state.totalInFlight, state.stoppedBy != nil)
         }
-        metrics.inFlight.set(to: Double(state.withLock { $0.totalInFlight }))
+        metrics.inFlight.set(to: Double(remaining))
+        if remaining == 0, !stopped, breaker.withLock({ $0.isOpen }) {
+            // The circuit is open but no held purchase is left to probe it (their partitions moved away): let
+            // messages in again; they wait for the circuit like held ones, and one of them probes.
+            logger.notice("circuit open with no purchase left to probe; partitions resumed so the next message probes")
+            consumer.resume(Array(consumer.assignment))
+        }
         return next
     }
 
