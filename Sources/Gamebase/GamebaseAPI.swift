@@ -21,6 +21,6 @@ public struct GamebaseTransactionID: Hashable, Sendable, CustomStringConvertible
     public let value: String
     public init(_ value: String) { self.value = value }
     /// A fresh random id.
-    public init() { self.value = UUIDString.random() }
+    public init() { self.value = RandomUUID.string() }
     public var description: String { value }
 }

@@ -31,6 +31,9 @@ public final class GamebaseClient: GamebaseAPI {
         httpConfiguration.connectionPool = .init(
             idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, configuration.maxConnections))
         httpConfiguration.timeout = .init(connect: .seconds(5))
+        // The worker bootstraps no tracer, yet the default (the global no-op tracer) still makes the client build
+        // a span and its attributes for every request: 2.3 % of the worker's CPU in a profile.
+        httpConfiguration.tracing.tracer = nil
         self.http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
         self.configuration = configuration
         self.logger = logger

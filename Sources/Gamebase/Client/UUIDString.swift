@@ -1,5 +1,0 @@
-import Foundation
-
-enum UUIDString {
-    static func random() -> String { UUID().uuidString.lowercased() }
-}

@@ -1,0 +1,36 @@
+import Foundation
+import Gamebase
+import Testing
+
+@Suite struct GamebaseTransactionIDTests {
+    @Test func freshIDsAreDistinctLowerCaseVersion4UUIDs() throws {
+        let ids = (0..<2_000).map { _ in GamebaseTransactionID().value }
+        #expect(Set(ids).count == ids.count)
+        for id in ids {
+            let uuid = try #require(UUID(uuidString: id), "\(id) is not a UUID")
+            #expect(uuid.uuidString.lowercased() == id, "lower case, canonical form")
+            let bytes = withUnsafeBytes(of: uuid.uuid) { Array($0) }
+            #expect(bytes[6] >> 4 == 4, "version 4 in \(id)")
+            #expect(bytes[8] >> 6 == 0b10, "RFC 4122 variant in \(id)")
+        }
+    }
+
+    @Test func everyRandomBitVaries() {
+        // 122 random bits: across many ids each one is seen both set and clear.
+        var seenSet = [UInt8](repeating: 0, count: 16)
+        var seenClear = [UInt8](repeating: 0, count: 16)
+        for _ in 0..<500 {
+            let uuid = UUID(uuidString: GamebaseTransactionID().value)!
+            withUnsafeBytes(of: uuid.uuid) { bytes in
+                for i in 0..<16 {
+                    seenSet[i] |= bytes[i]
+                    seenClear[i] |= ~bytes[i]
+                }
+            }
+        }
+        for i in 0..<16 {
+            let fixed: UInt8 = i == 6 ? 0xF0 : i == 8 ? 0xC0 : 0
+            #expect(seenSet[i] & seenClear[i] == ~fixed, "byte \(i)")
+        }
+    }
+}
