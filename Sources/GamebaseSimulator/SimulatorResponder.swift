@@ -133,20 +133,13 @@ struct SimulatorResponder: Sendable {
 
     /// The caller's transaction id when it is a plausible id, else a fresh one.
     static func transactionID(_ header: String?) -> String {
-        if let header, !header.isEmpty, header.utf8.count <= 128, header.utf8.allSatisfy(isTransactionIDByte) {
+        if let header, !header.isEmpty, header.utf8.count <= 128,
+            header.utf8.allSatisfy({ $0.isASCIIAlphanumeric || transactionIDMarks.contains($0) })
+        {
             return header
         }
         return GamebaseTransactionID().value
     }
 
-    /// ASCII letters and digits and `-_.:`.
-    static func isTransactionIDByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-            UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: ":"):
-            true
-        default:
-            false
-        }
-    }
+    private static let transactionIDMarks = Array("-_.:".utf8)
 }

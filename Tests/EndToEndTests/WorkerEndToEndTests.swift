@@ -97,6 +97,38 @@ struct WorkerEndToEndTests {
         }
     }
 
+    @Test func aProbeThatNeedsNoGamebaseCallDoesNotLeaveTheCircuitStuck() async throws {
+        // One purchase is held by an open circuit; meanwhile another instance grants and consumes it, so when it
+        // goes as the probe it is a duplicate and says nothing about Gamebase. The circuit must still recover, and
+        // with no held purchase left the partitions must resume for the purchases that come later.
+        let payments = [System.payment("held", user: "u-held")] + (0..<5).map { System.payment("later\($0)", user: "u\($0)") }
+        try await System.run(payments: payments, faults: SimulatorFaults(unknownFieldRate: 0, outage: true)) { system in
+            try await system.produce([("u-held", System.message("held", user: "u-held"))])
+            try await system.withWorker(system.configuration(maxInFlight: 1)) { parts in
+                try await system.eventually("the circuit opens") { parts.health.ready.detail.contains("circuit") }
+                try await LedgerStores.withStore(url: system.ledgerURL, logger: System.logger) { ledger in
+                    let grant = GrantRecord(
+                        paymentSeq: "held", userId: "u-held", gamebaseProductId: "gem_pack_100", purchaseToken: "tok-held",
+                        grantedAt: Date())
+                    let event = OutboxEvent(
+                        id: "held:item-granted", paymentSeq: "held", topic: "iap.item-granted", key: Array("u-held".utf8),
+                        headers: [], payload: Array("{}".utf8), createdAt: Date(), publishedAt: Date())
+                    let inserted = try await ledger.insertGrant(grant, event: event)
+                    let consumed = try await ledger.markConsumed(paymentSeq: "held", resultCode: 0, at: Date(), publishedEventID: nil)
+                    #expect(inserted == .inserted && consumed)
+                }
+                system.simulator.state.faults = SimulatorFaults(unknownFieldRate: 0)
+                try await system.produce((0..<5).map { ("u\($0)", System.message("later\($0)", user: "u\($0)")) })
+                try await system.eventually("the later purchases are consumed", within: 60) {
+                    system.simulator.state.consumes.count == 5
+                }
+                try await system.eventually("the circuit closes") { parts.health.ready.ok }
+            }
+            #expect(system.simulator.state.consumes["held"] == nil, "the held purchase was another instance's to consume")
+            #expect(try await system.read("purchase.completed.dlq").isEmpty)
+        }
+    }
+
     @Test func aWrongSecretKeyStopsEverythingUntilARestartWithTheRightOne() async throws {
         let payments = (0..<5).map { System.payment("k\($0)", user: "u\($0)") }
         try await System.run(payments: payments) { system in

@@ -90,6 +90,19 @@ struct SimulatorConformanceTests {
             let id = try #require(generated.transactionHeader)
             #expect(!id.isEmpty)
             #expect(generated.header?["transactionId"] as? String == id)
+
+            func answered(to transactionID: String) async throws -> String? {
+                try await Self.request(
+                    target,
+                    headers: [("Content-Type", "application/json"), ("X-Secret-Key", Support.secretKey), ("X-TCGB-Transaction-Id", transactionID)]
+                ).transactionHeader
+            }
+            let longest = "a-b_c.d:" + String(repeating: "7", count: 120)
+            #expect(try await answered(to: longest) == longest, "128 characters of letters, digits and -_.: are echoed")
+            for implausible in ["has spaces", "slash/es", "quote\"", longest + "8"] {
+                let replaced = try #require(try await answered(to: implausible))
+                #expect(replaced != implausible && UUID(uuidString: replaced) != nil, "\(implausible) is replaced by a fresh id")
+            }
         }
     }
 

@@ -201,6 +201,7 @@ public final class GamebaseClient: GamebaseAPI {
     }
 
     private static let hexDigits = Array("0123456789ABCDEF".utf8)
+    private static let unreservedMarks = Array("-._~".utf8)
 
     /// Percent-encodes everything but RFC 3986's unreserved characters, so `/`, `+` and `=` survive the trip.
     /// Written over the UTF-8 bytes: it runs for every Get Payment Transaction call.
@@ -208,11 +209,9 @@ public final class GamebaseClient: GamebaseAPI {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(value.utf8.count)
         for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            if byte.isASCIIAlphanumeric || Self.unreservedMarks.contains(byte) {
                 bytes.append(byte)
-            default:
+            } else {
                 bytes.append(UInt8(ascii: "%"))
                 bytes.append(hexDigits[Int(byte >> 4)])
                 bytes.append(hexDigits[Int(byte & 0x0F)])

@@ -15,7 +15,7 @@ extension PurchaseEngine {
         // Whether this purchase is the circuit's probe: an outcome that says nothing about Gamebase hands the
         // probe on, or the circuit would stay half-open with the partitions paused.
         var probing = false
-        defer { if probing { breaker.withLock { $0.probeEndedWithoutVerdict(now: .now) } } }
+        defer { handOnProbe(&probing) }
         while !Task.isCancelled {
             guard owns(work) else { return false }
             do {
@@ -51,10 +51,7 @@ extension PurchaseEngine {
                 return false
             } catch {
                 // The ledger or Kafka failed: nothing was decided, so trying again is safe.
-                if probing {
-                    breaker.withLock { $0.probeEndedWithoutVerdict(now: .now) }
-                    probing = false
-                }
+                handOnProbe(&probing)
                 infrastructureFailures += 1
                 let policy = configuration.infrastructureRetry
                 logger.error(
@@ -76,6 +73,13 @@ extension PurchaseEngine {
             }
         }
         return false
+    }
+
+    /// Ends this purchase's turn as the circuit's probe, if it has it, without a verdict on Gamebase.
+    func handOnProbe(_ probing: inout Bool) {
+        guard probing else { return }
+        breaker.withLock { $0.probeEndedWithoutVerdict(now: .now) }
+        probing = false
     }
 
     /// Waits until the circuit lets this purchase try Gamebase again; returns whether it goes as the probe.
