@@ -6,8 +6,8 @@ import Sandbox
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Benchmarks: the whole pipeline (default), or the ledger's grant transaction.",
-        subcommands: [BenchPipelineCommand.self, BenchLedgerCommand.self],
+        abstract: "Benchmarks: the whole pipeline (default), the ledger's grant transaction, or the Gamebase client.",
+        subcommands: [BenchPipelineCommand.self, BenchLedgerCommand.self, BenchClientCommand.self],
         defaultSubcommand: BenchPipelineCommand.self
     )
 }

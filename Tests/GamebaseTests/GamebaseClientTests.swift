@@ -169,6 +169,57 @@ struct GamebaseClientTests {
         #expect(error?.isRetryable == true)
     }
 
+    /// The error of one Get Payment Transaction call to `server` (nil if it succeeded, which is recorded as a
+    /// failure); closes the server.
+    private func paymentTransactionFailure(from server: FixedAnswerServer) async throws -> GamebaseError? {
+        let client = Support.client("http://127.0.0.1:\(server.port)")
+        let error = await #expect(throws: GamebaseError.self) {
+            try await client.paymentTransaction(accessToken: "tok", transactionID: .init())
+        }
+        try await client.shutdown()
+        await server.close()
+        return error
+    }
+
+    @Test func aRedirectIsNotFollowedSoTheSecretKeyGoesNowhereElse() async throws {
+        let server = try await FixedAnswerServer(
+            answer: "HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nContent-Length: 0\r\n\r\n")
+        let error = try await paymentTransactionFailure(from: server)
+        #expect(error?.code == .httpStatus)
+        #expect(error?.httpStatus == 302)
+        #expect(server.requests.map(\.uri).allSatisfy { !$0.hasPrefix("/elsewhere") })
+        #expect(server.requests.count == 1)
+    }
+
+    @Test(arguments: [
+        "<html><body>502 Bad Gateway</body></html>", #"{"header":{"isSuccessful":true}}"#, #"{"header":{"isSuccessful":true,"resultCode":0}"#,
+        #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"userId":"u"}}"#,
+    ])
+    func aSuccessfulStatusWithABodyThatIsNotTheEnvelopeIsATransientInvalidResponse(_ body: String) async throws {
+        let error = try await paymentTransactionFailure(from: FixedAnswerServer(answer: FixedAnswerServer.ok(body)))
+        #expect(error?.code == .invalidResponse)
+        #expect(error?.isRetryable == true)
+    }
+
+    @Test func cancellingTheCallerEndsACallThatIsWaitingForItsAnswer() async throws {
+        // The first request is never answered and the client would wait 50 s for it: only cancellation can end
+        // the call within the suite's one-minute limit.
+        let answer = #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":"1","userId":"user-1"}}"#
+        let server = try await FixedAnswerServer(answer: FixedAnswerServer.ok(answer), unanswered: 1)
+        let client = Support.client("http://127.0.0.1:\(server.port)", timeoutMilliseconds: 50_000)
+        let call = Task { try await client.paymentTransaction(accessToken: "tok-1", transactionID: .init()) }
+        while server.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        call.cancel()
+        let error = await #expect(throws: GamebaseError.self) { try await call.value }
+        #expect(error?.code == .connection)
+        // The client still works: the cancelled call gave its place back, and the next call is answered.
+        let payment = try await client.paymentTransaction(accessToken: "tok-1", transactionID: .init())
+        #expect(payment.paymentSeq == "1")
+        #expect(server.requests.count == 2)
+        try await client.shutdown()
+        await server.close()
+    }
+
     @Test func aSlowAnswerTimesOut() async throws {
         try await Support.withSimulator(payments: [Support.payment("1")], faults: SimulatorFaults(latencyMs: 800, unknownFieldRate: 0)) { _, url in
             let client = Support.client(url, timeoutMilliseconds: 200)

@@ -66,6 +66,7 @@ import Worker
         ("log:\n  level: loud", "log.level"),
         ("log:\n  format: xml", "log.format"),
         ("gamebase:\n  base_url: ftp://x", "gamebase.base_url"),
+        ("gamebase:\n  base_url: https://", "gamebase.base_url"),
         ("worker:\n  retry:\n    initial_backoff_ms: 900\n    max_backoff_ms: 100", "worker.retry.max_backoff_ms"),
     ])
     func anInvalidValueFailsNamingTheKey(yaml: String, key: String) async throws {

@@ -1,15 +1,14 @@
-import AsyncHTTPClient
 import Foundation
 import Logging
 import NIOCore
-import NIOFoundationCompat
 import NIOHTTP1
+import NIOSSL
 
 /// Called after every Gamebase request: the API, its outcome (`success`, `already_consumed`, `permanent`,
 /// `configuration` or `transient`) and how long it took.
 public typealias GamebaseRequestObserver = @Sendable (_ api: String, _ outcome: String, _ seconds: Double) -> Void
 
-/// The Gamebase server API over HTTP (async-http-client), as the contract in `gamebase-server-api.md` says.
+/// The Gamebase server API over HTTP/1.1 (``HTTP1ConnectionPool``), as the contract in `gamebase-server-api.md` says.
 ///
 /// Every answer is judged by `header.isSuccessful`, never by the HTTP status alone; non-200 answers, bodies that
 /// are not the JSON envelope, connection errors and timeouts are transient ``GamebaseError``s. The secret key and
@@ -19,31 +18,45 @@ public final class GamebaseClient: GamebaseAPI {
     public static let consumeAPI = "consume"
     public static let consumableAPI = "consumable"
 
-    private let http: HTTPClient
+    /// Nil when the base URL has no http(s) scheme or no host (the worker's configuration refuses such a URL at
+    /// startup); every call then fails with a connection error.
+    private let pool: HTTP1ConnectionPool?
     private let configuration: GamebaseConfiguration
     private let logger: Logger
     private let observer: GamebaseRequestObserver?
+    /// The base URL's path (usually empty) and the app's prefix.
     private let appPath: String
     private static let maxResponseBytes = 4 << 20
 
-    public init(configuration: GamebaseConfiguration, logger: Logger, observer: GamebaseRequestObserver? = nil) {
-        var httpConfiguration = HTTPClient.Configuration()
-        httpConfiguration.connectionPool = .init(
-            idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, configuration.maxConnections))
-        httpConfiguration.timeout = .init(connect: .seconds(5))
-        // The worker bootstraps no tracer, yet the default (the global no-op tracer) still makes the client build
-        // a span and its attributes for every request: 2.3 % of the worker's CPU in a profile.
-        httpConfiguration.tracing.tracer = nil
-        self.http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
+    public convenience init(configuration: GamebaseConfiguration, logger: Logger, observer: GamebaseRequestObserver? = nil) {
+        self.init(configuration: configuration, logger: logger, observer: observer, tls: nil)
+    }
+
+    /// - Parameter tls: for `https` base URLs; the default verifies the server against the system's trust roots.
+    package init(configuration: GamebaseConfiguration, logger: Logger, observer: GamebaseRequestObserver?, tls: TLSConfiguration?) {
         self.configuration = configuration
         self.logger = logger
         self.observer = observer
-        self.appPath = "/tcgb-inapp/v1.3/apps/\(Self.percentEncoded(configuration.appID))"
+        let base = URLComponents(string: configuration.baseURL)
+        let scheme = base?.scheme?.lowercased()
+        if let base, scheme == "http" || scheme == "https", let host = base.host, !host.isEmpty {
+            let tlsOn = scheme == "https"
+            // Redirects are never followed (one would carry X-Secret-Key to wherever it points): a 3xx is an error
+            // like any other non-200 answer.
+            pool = HTTP1ConnectionPool(
+                origin: .init(tls: tlsOn, host: host, port: base.port ?? (tlsOn ? 443 : 80)),
+                maxConnections: configuration.maxConnections, connectTimeout: .seconds(5), maxBodyBytes: Self.maxResponseBytes,
+                tls: tls)
+        } else {
+            pool = nil
+        }
+        let basePath = base?.percentEncodedPath ?? ""
+        appPath = "\(basePath.hasSuffix("/") ? String(basePath.dropLast()) : basePath)/tcgb-inapp/v1.3/apps/\(Self.percentEncoded(configuration.appID))"
     }
 
-    /// Closes the connection pool. Call once, when the client is no longer used.
+    /// Closes the idle connections; calls under way finish. Call once, when the client is no longer used.
     public func shutdown() async throws {
-        try await http.shutdown()
+        pool?.shutdown()
     }
 
     public func paymentTransaction(accessToken: String, transactionID: GamebaseTransactionID) async throws(GamebaseError)
@@ -53,10 +66,10 @@ public final class GamebaseClient: GamebaseAPI {
         guard !accessToken.isEmpty else {
             throw GamebaseError(code: .invalidRequest, api: api, transactionID: transactionID.value, message: "empty access token")
         }
-        let url = "\(configuration.baseURL)\(appPath)/payment/transaction?accessToken=\(Self.percentEncoded(accessToken))"
-        let envelope: GamebaseEnvelope<PaymentTransaction> = try await call(
+        let url = "\(appPath)/payment/transaction?accessToken=\(Self.percentEncoded(accessToken))"
+        let envelope = try await call(
             api: api, method: .GET, url: url, body: nil, timeoutMilliseconds: configuration.timeoutMilliseconds,
-            transactionID: transactionID)
+            transactionID: transactionID, result: PaymentTransaction.read)
         guard let result = envelope.result else {
             throw failure(api, .invalidResponse, transactionID, "successful answer without a result")
         }
@@ -73,9 +86,10 @@ public final class GamebaseClient: GamebaseAPI {
         }
         let body = try? JSONEncoder().encode(["paymentSeq": paymentSeq, "accessToken": accessToken])
         do {
-            let envelope: GamebaseEnvelope<ConsumeResult> = try await call(
-                api: api, method: .POST, url: "\(configuration.baseURL)\(appPath)/consume", body: body,
-                timeoutMilliseconds: configuration.consumeTimeoutMilliseconds, transactionID: transactionID)
+            let envelope = try await call(
+                api: api, method: .POST, url: "\(appPath)/consume", body: body,
+                timeoutMilliseconds: configuration.consumeTimeoutMilliseconds, transactionID: transactionID,
+                result: ConsumeResult.read)
             return .consumed(envelope.result ?? ConsumeResult())
         } catch where error.resultCode == .alreadyConsumed {
             return .alreadyConsumed
@@ -90,23 +104,23 @@ public final class GamebaseClient: GamebaseAPI {
             var marketIds: [String]?
         }
         let body = try? JSONEncoder().encode(Body(userId: userId, marketIds: marketIds))
-        let envelope: GamebaseEnvelope<[ConsumableItem]> = try await call(
-            api: Self.consumableAPI, method: .POST, url: "\(configuration.baseURL)\(appPath)/consumable", body: body,
-            timeoutMilliseconds: configuration.timeoutMilliseconds, transactionID: transactionID)
+        let envelope = try await call(
+            api: Self.consumableAPI, method: .POST, url: "\(appPath)/consumable", body: body,
+            timeoutMilliseconds: configuration.timeoutMilliseconds, transactionID: transactionID, result: ConsumableItem.readList)
         return envelope.result ?? []
     }
 
     // MARK: Transport
 
-    private func call<Result: Decodable>(
+    private func call<Result>(
         api: String, method: HTTPMethod, url: String, body: Data?, timeoutMilliseconds: Int,
-        transactionID: GamebaseTransactionID
+        transactionID: GamebaseTransactionID, result: (inout JSONReader) throws(JSONReader.Failure) -> Result
     ) async throws(GamebaseError) -> GamebaseEnvelope<Result> {
         let started = ContinuousClock.now
         do {
-            let envelope: GamebaseEnvelope<Result> = try await send(
+            let envelope = try await send(
                 api: api, method: method, url: url, body: body, timeoutMilliseconds: timeoutMilliseconds,
-                transactionID: transactionID)
+                transactionID: transactionID, result: result)
             record(api, outcome: "success", since: started, transactionID: transactionID, resultCode: envelope.header.resultCode)
             return envelope
         } catch {
@@ -117,30 +131,32 @@ public final class GamebaseClient: GamebaseAPI {
         }
     }
 
-    private func send<Result: Decodable>(
+    private func send<Result>(
         api: String, method: HTTPMethod, url: String, body: Data?, timeoutMilliseconds: Int,
-        transactionID: GamebaseTransactionID
+        transactionID: GamebaseTransactionID, result: (inout JSONReader) throws(JSONReader.Failure) -> Result
     ) async throws(GamebaseError) -> GamebaseEnvelope<Result> {
-        var request = HTTPClientRequest(url: url)
-        request.method = method
+        guard let pool else {
+            // The worker's configuration refuses such a URL at startup; a caller that skipped it gets no answer.
+            throw failure(api, .connection, transactionID, "the base URL is not an http:// or https:// URL with a host")
+        }
+        var head = HTTPRequestHead(version: .http1_1, method: method, uri: url)
         // The docs require the JSON content type on every call, GET included (contract §3.1).
-        request.headers.add(name: "Content-Type", value: "application/json; charset=UTF-8")
-        request.headers.add(name: "X-Secret-Key", value: configuration.secretKey.revealed)
-        request.headers.add(name: "X-TCGB-Transaction-Id", value: transactionID.value)
-        if let body { request.body = .bytes(ByteBuffer(data: body)) }
+        head.headers.add(name: "Content-Type", value: "application/json; charset=UTF-8")
+        head.headers.add(name: "X-Secret-Key", value: configuration.secretKey.revealed)
+        head.headers.add(name: "X-TCGB-Transaction-Id", value: transactionID.value)
 
-        let response: HTTPClientResponse
-        let bytes: ByteBuffer
+        let response: HTTP1Connection.Response
         do {
-            response = try await http.execute(request, timeout: .milliseconds(Int64(timeoutMilliseconds)), logger: logger)
-            bytes = try await response.body.collect(upTo: Self.maxResponseBytes)
-        } catch let error as HTTPClientError {
-            switch error {
-            case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout:
-                throw failure(api, .timeout, transactionID, "no answer within \(timeoutMilliseconds) ms")
-            default:
-                throw failure(api, .connection, transactionID, "request failed: \(Self.describe(error))")
-            }
+            response = try await pool.execute(
+                head, body: body.map { ByteBuffer(bytes: $0) }, timeout: .milliseconds(Int64(timeoutMilliseconds)))
+        } catch HTTP1ConnectionPool.Failure.timeout {
+            throw failure(api, .timeout, transactionID, "no answer within \(timeoutMilliseconds) ms")
+        } catch ChannelError.connectTimeout {
+            throw failure(api, .timeout, transactionID, "could not connect within 5 s")
+        } catch HTTP1ConnectionPool.Failure.tooLarge {
+            throw failure(api, .invalidResponse, transactionID, "the answer is larger than \(Self.maxResponseBytes) bytes")
+        } catch let failure as HTTP1ConnectionPool.Failure {
+            throw self.failure(api, .connection, transactionID, "request failed: \(failure)")
         } catch {
             throw failure(api, .connection, transactionID, "request failed: \(Self.describe(error))")
         }
@@ -149,11 +165,13 @@ public final class GamebaseClient: GamebaseAPI {
                 code: .httpStatus, api: api, httpStatus: Int(response.status.code), transactionID: transactionID.value,
                 message: "HTTP \(response.status.code) instead of 200")
         }
+        let bytes = response.body
         let envelope: GamebaseEnvelope<Result>
         do {
-            envelope = try JSONDecoder().decode(GamebaseEnvelope<Result>.self, from: bytes)
+            envelope = try GamebaseEnvelope.read(Array(bytes.readableBytesView), result: result)
         } catch {
-            throw failure(api, .invalidResponse, transactionID, "the body is not the Gamebase JSON envelope")
+            // The problem names a position and a kind of error, never the body's text (it may hold a token).
+            throw failure(api, .invalidResponse, transactionID, "the body is not the Gamebase JSON envelope (\(error))")
         }
         let header = envelope.header
         if header.isSuccessful != (header.resultCode == 0) {

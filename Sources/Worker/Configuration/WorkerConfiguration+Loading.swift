@@ -56,6 +56,9 @@ extension WorkerConfiguration {
         guard gamebaseBaseURL.hasPrefix("http://") || gamebaseBaseURL.hasPrefix("https://") else {
             throw ConfigurationError(key: "gamebase.base_url", problem: "must start with http:// or https://")
         }
+        guard let host = URLComponents(string: gamebaseBaseURL)?.host, !host.isEmpty else {
+            throw ConfigurationError(key: "gamebase.base_url", problem: "must name a host, as in https://api-gamebase.nhncloudservice.com")
+        }
         gamebaseAppID = try values.required("gamebase.app_id")
         if let key = try values.optionalString("gamebase.secret_key", secret: true) {
             gamebaseSecretKey = Secret(key)
