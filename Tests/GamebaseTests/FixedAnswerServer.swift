@@ -14,12 +14,15 @@ final class FixedAnswerServer: Sendable {
 
     private final class Recorder: Sendable {
         let requests = Mutex<[Request]>([])
+        let connections = Mutex(0)
     }
 
     private let channel: any Channel
     private let recorder = Recorder()
     var port: Int { channel.localAddress?.port ?? 0 }
     var requests: [Request] { recorder.requests.withLock { $0 } }
+    /// Connections accepted so far.
+    var connections: Int { recorder.connections.withLock { $0 } }
 
     private final class Handler: ChannelInboundHandler, @unchecked Sendable {
         // @unchecked: `answering` is used on the channel's event loop only.
@@ -55,7 +58,8 @@ final class FixedAnswerServer: Sendable {
         let recorder = self.recorder
         channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                recorder.connections.withLock { $0 += 1 }
+                return channel.eventLoop.makeCompletedFuture {
                     if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
                     // Only the request decoder: the answer is written as raw bytes.
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder()))

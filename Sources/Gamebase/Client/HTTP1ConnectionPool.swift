@@ -49,8 +49,14 @@ final class HTTP1ConnectionPool: Sendable {
         case open
     }
 
+    private struct Idle {
+        var connection: HTTP1Connection
+        var since: NIODeadline
+    }
+
     private struct State {
-        var idle: [HTTP1Connection] = []
+        /// Most recently used last.
+        var idle: [Idle] = []
         var open = 0
         var waiters = Deque<CheckedContinuation<Lease, any Error>>()
         var shutDown = false
@@ -60,11 +66,18 @@ final class HTTP1ConnectionPool: Sendable {
     private let maxConnections: Int
     private let connectTimeout: TimeAmount
     private let maxBodyBytes: Int
+    private let idleTimeout: TimeAmount
     private let sslContext: Result<NIOSSLContext, Failure>?
     private let state = Mutex(State())
 
-    init(origin: Origin, maxConnections: Int, connectTimeout: TimeAmount, maxBodyBytes: Int, tls: TLSConfiguration? = nil) {
+    /// - Parameter idleTimeout: a connection idle for longer is closed rather than reused, so that a request does
+    ///   not race a server (or load balancer) closing it; 50 s is below the usual 60 s of load balancers.
+    init(
+        origin: Origin, maxConnections: Int, connectTimeout: TimeAmount, maxBodyBytes: Int, idleTimeout: TimeAmount = .seconds(50),
+        tls: TLSConfiguration? = nil
+    ) {
         self.origin = origin
+        self.idleTimeout = idleTimeout
         self.maxConnections = max(1, maxConnections)
         self.connectTimeout = connectTimeout
         self.maxBodyBytes = maxBodyBytes
@@ -113,7 +126,7 @@ final class HTTP1ConnectionPool: Sendable {
             }
             return (state.idle, state.waiters)
         }
-        for connection in idle { connection.close() }
+        for entry in idle { entry.connection.close() }
         for waiter in waiters { waiter.resume(throwing: Failure.shutDown) }
     }
 
@@ -148,9 +161,10 @@ final class HTTP1ConnectionPool: Sendable {
     /// An idle connection, or a place to open one; nil when every place is taken.
     private func take(_ state: inout State, stale: inout [HTTP1Connection]) throws -> Lease? {
         guard !state.shutDown else { throw Failure.shutDown }
-        while let connection = state.idle.popLast() {
-            if connection.isActive { return .connection(connection) }
-            stale.append(connection)
+        let now = NIODeadline.now()
+        while let entry = state.idle.popLast() {
+            if entry.connection.isActive, now - entry.since < idleTimeout { return .connection(entry.connection) }
+            stale.append(entry.connection)
             state.open -= 1
         }
         guard state.open < maxConnections else { return nil }
@@ -164,7 +178,7 @@ final class HTTP1ConnectionPool: Sendable {
         let (waiter, close): (CheckedContinuation<Lease, any Error>?, Bool) = state.withLock { state in
             if keep, !state.shutDown {
                 if let waiter = state.waiters.popFirst() { return (waiter, false) }
-                state.idle.append(connection)
+                state.idle.append(Idle(connection: connection, since: .now()))
                 return (nil, false)
             }
             // Its place is free: a waiting request may open a new connection in it.

@@ -1,0 +1,72 @@
+import NIOCore
+import NIOHTTP1
+import Testing
+
+@testable import Gamebase
+
+@Suite("HTTP/1.1 connection pool", .timeLimit(.minutes(1)))
+struct HTTP1ConnectionPoolTests {
+    private func pool(_ server: FixedAnswerServer, maxConnections: Int = 4, idleTimeout: TimeAmount = .seconds(50))
+        -> HTTP1ConnectionPool
+    {
+        HTTP1ConnectionPool(
+            origin: .init(tls: false, host: "127.0.0.1", port: server.port), maxConnections: maxConnections,
+            connectTimeout: .seconds(5), maxBodyBytes: 1 << 20, idleTimeout: idleTimeout)
+    }
+
+    private func get(_ pool: HTTP1ConnectionPool) async throws -> HTTP1Connection.Response {
+        try await pool.execute(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"), body: nil, timeout: .seconds(5))
+    }
+
+    @Test func aConnectionIsKeptAliveAndReused() async throws {
+        let server = try await FixedAnswerServer(answer: FixedAnswerServer.ok("{}"))
+        let pool = pool(server)
+        for _ in 0..<5 { #expect(try await get(pool).status == .ok) }
+        pool.shutdown()
+        #expect(server.connections == 1)
+        await server.close()
+    }
+
+    @Test func aConnectionIdleLongerThanTheIdleTimeoutIsReplaced() async throws {
+        let server = try await FixedAnswerServer(answer: FixedAnswerServer.ok("{}"))
+        let pool = pool(server, idleTimeout: .milliseconds(100))
+        _ = try await get(pool)
+        try await Task.sleep(for: .milliseconds(300))
+        _ = try await get(pool)
+        pool.shutdown()
+        #expect(server.connections == 2)
+        await server.close()
+    }
+
+    @Test func anAnswerWithConnectionCloseIsNotReused() async throws {
+        let server = try await FixedAnswerServer(
+            answer: "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")
+        let pool = pool(server)
+        for _ in 0..<3 { #expect(try await get(pool).body == ByteBuffer(string: "{}")) }
+        pool.shutdown()
+        #expect(server.connections == 3)
+        await server.close()
+    }
+
+    @Test func callsBeyondMaxConnectionsWaitForAFreeConnectionAndAllFinish() async throws {
+        let server = try await FixedAnswerServer(answer: FixedAnswerServer.ok("{}"))
+        let pool = pool(server, maxConnections: 2)
+        let statuses = try await withThrowingTaskGroup(of: HTTPResponseStatus.self) { group in
+            for _ in 0..<40 { group.addTask { try await get(pool).status } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        pool.shutdown()
+        #expect(statuses.count == 40)
+        #expect(statuses.allSatisfy { $0 == .ok })
+        #expect(server.connections <= 2)
+        await server.close()
+    }
+
+    @Test func aCallAfterShutdownIsRefused() async throws {
+        let server = try await FixedAnswerServer(answer: FixedAnswerServer.ok("{}"))
+        let pool = pool(server)
+        pool.shutdown()
+        await #expect(throws: HTTP1ConnectionPool.Failure.self) { try await get(pool) }
+        await server.close()
+    }
+}
