@@ -6,12 +6,12 @@ import Testing
 
 @Suite("HTTP/1.1 connection pool", .timeLimit(.minutes(1)))
 struct HTTP1ConnectionPoolTests {
-    private func pool(_ server: FixedAnswerServer, maxConnections: Int = 4, idleTimeout: TimeAmount = .seconds(50))
-        -> HTTP1ConnectionPool
-    {
+    private func pool(
+        _ server: FixedAnswerServer, maxConnections: Int = 4, maxBodyBytes: Int = 1 << 20, idleTimeout: TimeAmount = .seconds(50)
+    ) -> HTTP1ConnectionPool {
         HTTP1ConnectionPool(
             origin: .init(tls: false, host: "127.0.0.1", port: server.port), maxConnections: maxConnections,
-            connectTimeout: .seconds(5), maxBodyBytes: 1 << 20, idleTimeout: idleTimeout)
+            connectTimeout: .seconds(5), maxBodyBytes: maxBodyBytes, idleTimeout: idleTimeout)
     }
 
     private func get(_ pool: HTTP1ConnectionPool) async throws -> HTTP1Connection.Response {
@@ -59,6 +59,28 @@ struct HTTP1ConnectionPoolTests {
         #expect(statuses.count == 40)
         #expect(statuses.allSatisfy { $0 == .ok })
         #expect(server.connections <= 2)
+        await server.close()
+    }
+
+    @Test func aChunkedAnswerIsCollectedWhole() async throws {
+        let server = try await FixedAnswerServer(
+            answer: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{\"a\r\n4\r\n\":1}\r\n0\r\n\r\n")
+        let pool = pool(server)
+        #expect(try await get(pool).body == ByteBuffer(string: #"{"a":1}"#))
+        #expect(try await get(pool).body == ByteBuffer(string: #"{"a":1}"#))
+        pool.shutdown()
+        #expect(server.connections == 1)
+        await server.close()
+    }
+
+    @Test func anAnswerLargerThanTheLimitFailsAndItsConnectionIsNotReused() async throws {
+        let body = String(repeating: "x", count: 100)
+        let server = try await FixedAnswerServer(answer: "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n\(body)")
+        let pool = pool(server, maxBodyBytes: 64)
+        await #expect(throws: HTTP1ConnectionPool.Failure.self) { try await get(pool) }
+        await #expect(throws: HTTP1ConnectionPool.Failure.self) { try await get(pool) }
+        pool.shutdown()
+        #expect(server.connections == 2)
         await server.close()
     }
 

@@ -49,11 +49,17 @@ enum SHA256 {
         return h.flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(24 - $0 * 8)) } }
     }
 
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// The digest in lower-case hex. Written over bytes: it runs for every purchase message (token hashes).
     static func hex(_ text: String) -> String {
-        hash(Array(text.utf8)).map { byte in
-            let digits = Array("0123456789abcdef")
-            return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0f)]])
-        }.joined()
+        var digits: [UInt8] = []
+        digits.reserveCapacity(64)
+        for byte in hash(Array(text.utf8)) {
+            digits.append(hexDigits[Int(byte >> 4)])
+            digits.append(hexDigits[Int(byte & 0x0f)])
+        }
+        return String(decoding: digits, as: UTF8.self)
     }
 
     private static func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 { (x >> n) | (x << (32 - n)) }

@@ -1,0 +1,28 @@
+import Foundation
+import Testing
+
+/// The benchmark commands measure; these tests only check that they run and report what they promise.
+@Suite("iap-worker bench as a process", .timeLimit(.minutes(5)))
+struct BenchCommandTests {
+    @Test func theGamebaseClientBenchmarkReportsBothClientsForEveryRound() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-bench-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let bench = try ChildProcess(
+            "bench", ["bench", "gamebase-client", "--requests", "400", "--concurrency", "4", "--runs", "2", "--json"], folder: folder)
+        bench.process.waitUntilExit()
+        #expect(bench.process.terminationStatus == 0, "\(bench.output)")
+        let text = try String(contentsOfFile: bench.stdoutPath, encoding: .utf8)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        let runs = try #require(object["runs"] as? [[String: Any]])
+        #expect(runs.compactMap { $0["client"] as? String } == ["gamebase", "bare", "gamebase", "bare"])
+        for run in runs {
+            #expect((run["cpuMicrosecondsPerRequest"] as? Double ?? 0) > 0)
+            #expect((run["requestsPerSecond"] as? Double ?? 0) > 0)
+        }
+        let medians = try #require(object["medianCPUMicrosecondsPerRequest"] as? [String: Double])
+        #expect(Set(medians.keys) == ["gamebase", "bare"])
+        // The simulator it started is gone with it.
+        #expect(!bench.output.contains("Fatal error"))
+    }
+}
