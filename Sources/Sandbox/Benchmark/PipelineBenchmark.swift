@@ -63,7 +63,7 @@ public enum PipelineBenchmark {
                 executable: options.workerExecutable, environment: environment,
                 logPath: sandbox.folder.appendingPathComponent("worker-1.log").path)
             try await waitUntilReady(worker, within: .seconds(60))
-            let load = LoadGenerator(sandbox: sandbox, logger: logger)
+            let load = try LoadGenerator(sandbox: sandbox, logger: logger)
             if options.warmup > 0 {
                 say("worker ready (pid \(worker.pid)); warming up with \(options.warmup) purchases…")
                 _ = try await load.produce(count: options.warmup, rate: nil) { i in
@@ -131,6 +131,7 @@ public enum PipelineBenchmark {
             sampler.cancel()
             let rssSamples = sampled.withLock { $0.samples }
             let status = await worker.terminate()
+            await load.close()
 
             let consumedAt = sandbox.simulator.state.firstConsumedAt
             var histogram = Histogram<UInt64>(highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
