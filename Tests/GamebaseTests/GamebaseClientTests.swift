@@ -181,6 +181,16 @@ struct GamebaseClientTests {
         return error
     }
 
+    @Test func aBaseURLWithAPathPrefixesEveryCall() async throws {
+        let answer = #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":"1","userId":"user-1"}}"#
+        let server = try await FixedAnswerServer(answer: FixedAnswerServer.ok(answer))
+        let client = Support.client("http://127.0.0.1:\(server.port)/gateway/")
+        _ = try await client.paymentTransaction(accessToken: "tok/1", transactionID: .init())
+        try await client.shutdown()
+        await server.close()
+        #expect(server.requests.map(\.uri) == ["/gateway/tcgb-inapp/v1.3/apps/\(Support.appID)/payment/transaction?accessToken=tok%2F1"])
+    }
+
     @Test func aRedirectIsNotFollowedSoTheSecretKeyGoesNowhereElse() async throws {
         let server = try await FixedAnswerServer(
             answer: "HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nContent-Length: 0\r\n\r\n")

@@ -77,10 +77,26 @@ struct HTTP1ConnectionPoolTests {
         let body = String(repeating: "x", count: 100)
         let server = try await FixedAnswerServer(answer: "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n\(body)")
         let pool = pool(server, maxBodyBytes: 64)
-        await #expect(throws: HTTP1ConnectionPool.Failure.self) { try await get(pool) }
-        await #expect(throws: HTTP1ConnectionPool.Failure.self) { try await get(pool) }
+        await #expect(throws: HTTP1ConnectionPool.Failure.tooLarge) { try await get(pool) }
+        await #expect(throws: HTTP1ConnectionPool.Failure.tooLarge) { try await get(pool) }
         pool.shutdown()
         #expect(server.connections == 2)
+        await server.close()
+    }
+
+    @Test func shutdownRefusesACallWaitingForAConnectionAndCancellingEndsTheOneUnderWay() async throws {
+        let server = try await FixedAnswerServer(answer: FixedAnswerServer.ok("{}"), unanswered: 1)
+        let pool = pool(server, maxConnections: 1)
+        let underWay = Task { try await pool.execute(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"), body: nil, timeout: .seconds(50)) }
+        while server.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        // The only connection is busy: this call waits for it.
+        let waiting = Task { try await get(pool) }
+        try await Task.sleep(for: .milliseconds(100))
+        pool.shutdown()
+        await #expect(throws: HTTP1ConnectionPool.Failure.shutDown) { try await waiting.value }
+        underWay.cancel()
+        await #expect(throws: HTTP1ConnectionPool.Failure.closed) { try await underWay.value }
+        #expect(server.requests.count == 1)
         await server.close()
     }
 
@@ -88,7 +104,7 @@ struct HTTP1ConnectionPoolTests {
         let server = try await FixedAnswerServer(answer: FixedAnswerServer.ok("{}"))
         let pool = pool(server)
         pool.shutdown()
-        await #expect(throws: HTTP1ConnectionPool.Failure.self) { try await get(pool) }
+        await #expect(throws: HTTP1ConnectionPool.Failure.shutDown) { try await get(pool) }
         await server.close()
     }
 }

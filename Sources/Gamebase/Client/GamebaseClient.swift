@@ -50,8 +50,8 @@ public final class GamebaseClient: GamebaseAPI {
         } else {
             pool = nil
         }
-        let basePath = base?.percentEncodedPath ?? ""
-        appPath = "\(basePath.hasSuffix("/") ? String(basePath.dropLast()) : basePath)/tcgb-inapp/v1.3/apps/\(Self.percentEncoded(configuration.appID))"
+        // GamebaseConfiguration drops a trailing slash, so a base path (a gateway prefix) is "" or "/prefix".
+        appPath = "\(base?.percentEncodedPath ?? "")/tcgb-inapp/v1.3/apps/\(Self.percentEncoded(configuration.appID))"
     }
 
     /// Closes the idle connections; calls under way finish. Call once, when the client is no longer used.
@@ -165,10 +165,9 @@ public final class GamebaseClient: GamebaseAPI {
                 code: .httpStatus, api: api, httpStatus: Int(response.status.code), transactionID: transactionID.value,
                 message: "HTTP \(response.status.code) instead of 200")
         }
-        let bytes = response.body
         let envelope: GamebaseEnvelope<Result>
         do {
-            envelope = try GamebaseEnvelope.read(Array(bytes.readableBytesView), result: result)
+            envelope = try GamebaseEnvelope.read(Array(response.body.readableBytesView), result: result)
         } catch {
             // The problem names a position and a kind of error, never the body's text (it may hold a token).
             throw failure(api, .invalidResponse, transactionID, "the body is not the Gamebase JSON envelope (\(error))")

@@ -16,12 +16,8 @@ final class HTTP1Connection: ChannelInboundHandler, @unchecked Sendable {
         var keepAlive: Bool
     }
 
-    enum Failure: Error {
-        case timeout
-        case closed
-        case tooLarge
-        case busy
-    }
+    /// The pool's failures: a connection fails its call with `.timeout`, `.tooLarge` or `.closed`.
+    typealias Failure = HTTP1ConnectionPool.Failure
 
     private struct Exchange {
         var promise: EventLoopPromise<Response>
@@ -62,8 +58,8 @@ final class HTTP1Connection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     private func start(_ head: HTTPRequestHead, body: ByteBuffer?, timeout: TimeAmount, promise: EventLoopPromise<Response>) {
-        guard let context, active else { return promise.fail(Failure.closed) }
-        guard exchange == nil else { return promise.fail(Failure.busy) }
+        // The pool hands a connection to one call at a time; one that is closing takes none.
+        guard let context, active, exchange == nil else { return promise.fail(Failure.closed) }
         let scheduled = context.eventLoop.scheduleTask(in: timeout) { [self] in
             self.finish(.failure(Failure.timeout))
             self.context?.close(promise: nil)

@@ -13,7 +13,7 @@ import Synchronization
 /// need: no redirects, no proxies, no compression, no streaming; a request waits for a free connection when all
 /// are busy, and its timeout runs from when it is written.
 final class HTTP1ConnectionPool: Sendable {
-    struct Origin: Sendable, Equatable {
+    struct Origin: Sendable {
         var tls: Bool
         var host: String
         var port: Int
@@ -25,7 +25,8 @@ final class HTTP1ConnectionPool: Sendable {
         }
     }
 
-    enum Failure: Error, CustomStringConvertible {
+    /// Why a call failed in the pool or on its connection (anything else comes from NIO or NIOSSL as it is).
+    enum Failure: Error, Equatable, CustomStringConvertible {
         case timeout
         case closed
         case tooLarge
@@ -63,6 +64,7 @@ final class HTTP1ConnectionPool: Sendable {
     }
 
     let origin: Origin
+    private let hostHeader: String
     private let maxConnections: Int
     private let connectTimeout: TimeAmount
     private let maxBodyBytes: Int
@@ -77,6 +79,7 @@ final class HTTP1ConnectionPool: Sendable {
         tls: TLSConfiguration? = nil
     ) {
         self.origin = origin
+        self.hostHeader = origin.hostHeader
         self.idleTimeout = idleTimeout
         self.maxConnections = max(1, maxConnections)
         self.connectTimeout = connectTimeout
@@ -95,21 +98,14 @@ final class HTTP1ConnectionPool: Sendable {
     /// Sends one request and returns its whole answer.
     func execute(_ head: HTTPRequestHead, body: ByteBuffer?, timeout: TimeAmount) async throws -> HTTP1Connection.Response {
         var head = head
-        head.headers.replaceOrAdd(name: "Host", value: origin.hostHeader)
-        if let body { head.headers.replaceOrAdd(name: "Content-Length", value: String(body.readableBytes)) }
+        head.headers.add(name: "Host", value: hostHeader)
+        if let body { head.headers.add(name: "Content-Length", value: String(body.readableBytes)) }
         try Task.checkCancellation()
         let connection = try await lease()
         do {
             let response = try await connection.send(head, body: body, timeout: timeout)
             release(connection, reusable: response.keepAlive)
             return response
-        } catch let failure as HTTP1Connection.Failure {
-            release(connection, reusable: false)
-            switch failure {
-            case .timeout: throw Failure.timeout
-            case .tooLarge: throw Failure.tooLarge
-            case .closed, .busy: throw Failure.closed
-            }
         } catch {
             release(connection, reusable: false)
             throw error
