@@ -22,7 +22,19 @@ struct BenchCommandTests {
         }
         let medians = try #require(object["medianCPUMicrosecondsPerRequest"] as? [String: Double])
         #expect(Set(medians.keys) == ["gamebase", "bare"])
-        // The simulator it started is gone with it.
-        #expect(!bench.output.contains("Fatal error"))
+        // The simulator it started (its payments file lies in an `iap-bench-client-` folder) ended with it.
+        #expect(Self.processes(withArgumentContaining: "iap-bench-client-").isEmpty)
+    }
+
+    /// Pids of running processes with an argument containing `text`, from `/proc/PID/cmdline`.
+    static func processes(withArgumentContaining text: String) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { entry in
+            guard let pid = Int32(entry),
+                let cmdline = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline"),
+                String(decoding: cmdline, as: UTF8.self).contains(text)
+            else { return nil }
+            return pid
+        }
     }
 }

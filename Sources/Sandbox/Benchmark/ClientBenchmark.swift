@@ -60,15 +60,39 @@ public enum ClientBenchmark {
     static let appID = "bench-app"
     static let secretKey = "bench-secret"
     static let token = "bench-token"
+    static let payment = PaymentTransaction(
+        paymentSeq: "2024051310001234", userId: "bench-user", productSeq: 1_000_123, currency: "EUR",
+        price: Decimal(string: "2.29"), marketId: "GG", accessToken: token, paymentId: "GPA.1234-5678",
+        productType: GamebaseProductType.consumable, gamebaseProductId: "gem_pack_100",
+        purchaseTime: "2024-05-13T10:20:30+09:00", payload: "{\"c\":1}", isTestPurchase: false, isConsumable: true)
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
 
     /// Runs each client `runs` times, alternating, against one simulator process.
     public static func run(_ options: Options, logger: Logger) async throws -> Result {
-        let simulator = try SimulatorProcess(executable: options.simulatorExecutable, appID: appID, secretKey: secretKey, token: token)
-        defer { simulator.stop() }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-bench-client-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let payments = folder.appendingPathComponent("payments.json")
+        try JSONEncoder().encode([payment]).write(to: payments)
+        let simulator = try MeasuredProcess(
+            executable: options.simulatorExecutable,
+            arguments: [
+                "gamebase-sim", "--port", "0", "--app-id", appID, "--secret-key", secretKey, "--payments", payments.path,
+                "--unknown-field-rate", "0",
+            ],
+            logPath: folder.appendingPathComponent("simulator.log").path)
+        defer { simulator.kill9() }
+        guard let baseURL = try await simulator.line(startingWith: "http://", within: .seconds(30)) else {
+            let log = (try? String(contentsOfFile: simulator.logPath, encoding: .utf8)) ?? ""
+            throw Failure(description: "the simulator did not start:\n\(log.suffix(2_000))")
+        }
         var runs: [Run] = []
         for _ in 0..<options.runs {
             for client in Client.allCases {
-                runs.append(try await measure(client, baseURL: simulator.baseURL, options: options, logger: logger))
+                runs.append(try await measure(client, baseURL: baseURL, options: options, logger: logger))
             }
         }
         var medians: [String: Double] = [:]
@@ -82,7 +106,7 @@ public enum ClientBenchmark {
     private static func measure(_ client: Client, baseURL: String, options: Options, logger: Logger) async throws -> Run {
         let perTask = max(1, options.requests / options.concurrency)
         let requests = perTask * options.concurrency
-        let cpuBefore = WorkerProcess.harnessCPUTime
+        let cpuBefore = MeasuredProcess.harnessCPUTime
         let started = ContinuousClock.now
         switch client {
         case .gamebase:
@@ -127,7 +151,7 @@ public enum ClientBenchmark {
             }
         }
         let seconds = (ContinuousClock.now - started) / .seconds(1)
-        let cpu = (WorkerProcess.harnessCPUTime - cpuBefore) / .microseconds(1)
+        let cpu = (MeasuredProcess.harnessCPUTime - cpuBefore) / .microseconds(1)
         return Run(client: client, requestsPerSecond: Double(requests) / seconds, cpuMicrosecondsPerRequest: cpu / Double(requests))
     }
 }
@@ -193,56 +217,5 @@ private final class BareHTTPExchange: ChannelInboundHandler, @unchecked Sendable
 
     func close() {
         channel?.close(promise: nil)
-    }
-}
-
-/// `iap-worker gamebase-sim` as a separate process, with one payment.
-private final class SimulatorProcess: @unchecked Sendable {
-    // @unchecked: `process` is used through Foundation's thread-safe Process API only.
-    private let process: Process
-    private let folder: URL
-    let baseURL: String
-
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-    }
-
-    init(executable: String, appID: String, secretKey: String, token: String) throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-bench-client-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let payments = folder.appendingPathComponent("payments.json")
-        let payment = PaymentTransaction(
-            paymentSeq: "2024051310001234", userId: "bench-user", productSeq: 1_000_123, currency: "EUR",
-            price: Decimal(string: "2.29"), marketId: "GG", accessToken: token, paymentId: "GPA.1234-5678",
-            productType: GamebaseProductType.consumable, gamebaseProductId: "gem_pack_100",
-            purchaseTime: "2024-05-13T10:20:30+09:00", payload: "{\"c\":1}", isTestPurchase: false, isConsumable: true)
-        try JSONEncoder().encode([payment]).write(to: payments)
-        let output = Pipe()
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = [
-            "gamebase-sim", "--port", "0", "--app-id", appID, "--secret-key", secretKey, "--payments", payments.path,
-            "--unknown-field-rate", "0",
-        ]
-        process.standardOutput = output
-        try process.run()
-        // The first line it prints is its base URL.
-        var line = Data()
-        while let byte = try output.fileHandleForReading.read(upToCount: 1), let first = byte.first, first != 0x0A {
-            line.append(first)
-        }
-        baseURL = String(decoding: line, as: UTF8.self)
-        guard baseURL.hasPrefix("http://") else {
-            stop()
-            throw Failure(description: "the simulator did not start (it printed \(baseURL.debugDescription))")
-        }
-    }
-
-    func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
-        try? FileManager.default.removeItem(at: folder)
     }
 }

@@ -59,8 +59,8 @@ public enum PipelineBenchmark {
             environment["KAFKA_LIBRDKAFKA_FETCH_WAIT_MAX_MS"] =
                 ProcessInfo.processInfo.environment["KAFKA_LIBRDKAFKA_FETCH_WAIT_MAX_MS"] ?? "10"
             if let timeout = options.sessionTimeoutMs { environment["KAFKA_LIBRDKAFKA_SESSION_TIMEOUT_MS"] = String(timeout) }
-            var worker = try WorkerProcess(
-                executable: options.workerExecutable, environment: environment,
+            var worker = try MeasuredProcess(
+                executable: options.workerExecutable, arguments: ["run"], environment: environment,
                 logPath: sandbox.folder.appendingPathComponent("worker-1.log").path)
             try await waitUntilReady(worker, within: .seconds(60))
             let load = try LoadGenerator(sandbox: sandbox, logger: logger)
@@ -80,7 +80,7 @@ public enum PipelineBenchmark {
             say("producing \(options.purchases) purchases…")
 
             // Resident memory of whichever worker runs, sampled through the whole run (production included).
-            let sampled = Mutex<(worker: WorkerProcess, samples: [Int])>((worker, []))
+            let sampled = Mutex<(worker: MeasuredProcess, samples: [Int])>((worker, []))
             let sampler = Task {
                 while !Task.isCancelled {
                     sampled.withLock { state in
@@ -91,7 +91,7 @@ public enum PipelineBenchmark {
             }
             defer { sampler.cancel() }
             let cpuBefore = worker.cpuTime ?? .zero
-            let harnessBefore = WorkerProcess.harnessCPUTime
+            let harnessBefore = MeasuredProcess.harnessCPUTime
             let sent = try await load.produce(count: options.purchases, rate: options.rate) { i in
                 (key: "u\(i)", value: DemoBatch.message("b\(i)", user: "u\(i)"), seq: "b\(i)")
             }
@@ -112,8 +112,8 @@ public enum PipelineBenchmark {
                     try await Task.sleep(for: .milliseconds(2 * options.latencyMs + 200))
                     let before = sandbox.simulator.state.consumedCount
                     let restarted = ContinuousClock.now
-                    worker = try WorkerProcess(
-                        executable: options.workerExecutable, environment: environment,
+                    worker = try MeasuredProcess(
+                        executable: options.workerExecutable, arguments: ["run"], environment: environment,
                         logPath: sandbox.folder.appendingPathComponent("worker-2.log").path)
                     sampled.withLock { $0.worker = worker }
                     say("killed the worker at \(before) consumed; restarted it (pid \(worker.pid))")
@@ -126,7 +126,7 @@ public enum PipelineBenchmark {
                 try await Task.sleep(for: .milliseconds(killed || !options.killRestart ? 100 : 10))
             }
             let cpu = (worker.cpuTime ?? .zero) - (killed ? .zero : cpuBefore) + (killed ? cpuAtKill - cpuBefore : .zero)
-            let harnessCPU = WorkerProcess.harnessCPUTime - harnessBefore
+            let harnessCPU = MeasuredProcess.harnessCPUTime - harnessBefore
             let memory = worker.memory
             sampler.cancel()
             let rssSamples = sampled.withLock { $0.samples }
@@ -174,7 +174,7 @@ public enum PipelineBenchmark {
         return Double(last - early) * 100 / Double(max(early, 1))
     }
 
-    static func waitUntilReady(_ worker: WorkerProcess, within limit: Duration) async throws {
+    static func waitUntilReady(_ worker: MeasuredProcess, within limit: Duration) async throws {
         let deadline = ContinuousClock.now + limit
         while ContinuousClock.now < deadline {
             guard worker.isRunning else {

@@ -4,19 +4,20 @@ import Foundation
 import Glibc
 #endif
 
-/// `iap-worker run` as a separate process, as deployed, with its CPU time and memory read from `/proc`.
-final class WorkerProcess: @unchecked Sendable {
+/// A separate `iap-worker` process — the worker as deployed, or the simulator — with its CPU time and memory
+/// read from `/proc`; its stdout and stderr go to one log file.
+final class MeasuredProcess: @unchecked Sendable {
     // @unchecked: `process` is only used through Foundation's thread-safe Process API after `run()`.
     private let process: Process
     let logPath: String
 
-    init(executable: String, environment: [String: String], logPath: String) throws {
+    init(executable: String, arguments: [String], environment: [String: String] = [:], logPath: String) throws {
         self.logPath = logPath
         FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["run"]
+        process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = log
         process.standardError = log
@@ -57,7 +58,21 @@ final class WorkerProcess: @unchecked Sendable {
         return (resident * 1024, peak * 1024)
     }
 
-    /// The port of its HTTP endpoints, from its "HTTP endpoints listening" log line.
+    /// The first line of its output that starts with `prefix` (the simulator's base URL, say).
+    func line(startingWith prefix: String, within limit: Duration) async throws -> String? {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline, isRunning {
+            if let log = try? String(contentsOfFile: logPath, encoding: .utf8),
+                let line = log.split(separator: "\n").first(where: { $0.hasPrefix(prefix) })
+            {
+                return String(line)
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+
+    /// The port of the worker's HTTP endpoints, from its "HTTP endpoints listening" log line.
     var httpPort: Int? {
         guard let log = try? String(contentsOfFile: logPath, encoding: .utf8),
             let range = log.range(of: #""http.port":""#)
