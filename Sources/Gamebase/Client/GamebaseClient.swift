@@ -27,6 +27,7 @@ public final class GamebaseClient: GamebaseAPI {
     /// The base URL's path (usually empty) and the app's prefix.
     private let appPath: String
     private static let maxResponseBytes = 4 << 20
+    private static let connectTimeoutSeconds: Int64 = 5
 
     public convenience init(configuration: GamebaseConfiguration, logger: Logger, observer: GamebaseRequestObserver? = nil) {
         self.init(configuration: configuration, logger: logger, observer: observer, tls: nil)
@@ -45,7 +46,7 @@ public final class GamebaseClient: GamebaseAPI {
             // like any other non-200 answer.
             pool = HTTP1ConnectionPool(
                 origin: .init(tls: tlsOn, host: host, port: base.port ?? (tlsOn ? 443 : 80)),
-                maxConnections: configuration.maxConnections, connectTimeout: .seconds(5), maxBodyBytes: Self.maxResponseBytes,
+                maxConnections: configuration.maxConnections, connectTimeout: .seconds(Self.connectTimeoutSeconds), maxBodyBytes: Self.maxResponseBytes,
                 tls: tls)
         } else {
             pool = nil
@@ -152,7 +153,7 @@ public final class GamebaseClient: GamebaseAPI {
         } catch HTTP1ConnectionPool.Failure.timeout {
             throw failure(api, .timeout, transactionID, "no answer within \(timeoutMilliseconds) ms")
         } catch ChannelError.connectTimeout {
-            throw failure(api, .timeout, transactionID, "could not connect within 5 s")
+            throw failure(api, .timeout, transactionID, "could not connect within \(Self.connectTimeoutSeconds) s")
         } catch HTTP1ConnectionPool.Failure.tooLarge {
             throw failure(api, .invalidResponse, transactionID, "the answer is larger than \(Self.maxResponseBytes) bytes")
         } catch let failure as HTTP1ConnectionPool.Failure {

@@ -45,7 +45,7 @@ extension GamebaseEnvelope.Header {
         try reader.readObject { reader, key throws(JSONReader.Failure) in
             switch key {
             case "transactionId": transactionId = try reader.readOptionalString()
-            case "isSuccessful": isSuccessful = try reader.readNull() ? nil : try reader.readBool()
+            case "isSuccessful": isSuccessful = try reader.readOptionalBool()
             case "resultCode": resultCode = try reader.readNull() ? nil : try reader.readInt()
             case "resultMessage": resultMessage = try reader.readOptionalString()
             default: try reader.skipValue()
