@@ -2,6 +2,7 @@
 # Starts (or stops) a throw-away PostgreSQL server on loopback for the test suite, and prints its URL.
 #   scripts/test-postgres.sh start   -> prints postgres://iap:iap@127.0.0.1:55432/iap_test
 #   scripts/test-postgres.sh stop
+#   scripts/test-postgres.sh crash | resume     (an immediate stop, and a start of the same folder: ledger outages)
 # Runs the server as the 'postgres' user when invoked as root (PostgreSQL refuses to run as root).
 set -euo pipefail
 
@@ -31,8 +32,17 @@ case "${1:-start}" in
   stop)
     as_owner "$BIN/pg_ctl" -D "$DIR" -m fast stop >/dev/null 2>&1 || true
     ;;
+  crash)
+    # An outage as a crash makes it: every server process killed at once, connections cut (tests of ledger outages).
+    as_owner "$BIN/pg_ctl" -D "$DIR" -m immediate stop >/dev/null
+    ;;
+  resume)
+    # Starts the server of an existing folder again (after crash).
+    as_owner "$BIN/pg_ctl" -D "$DIR" -w -l "$DIR/server.log" \
+      -o "-p $PORT -k $DIR -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off" start >/dev/null
+    ;;
   *)
-    echo "usage: $0 start|stop" >&2
+    echo "usage: $0 start|stop|crash|resume" >&2
     exit 2
     ;;
 esac

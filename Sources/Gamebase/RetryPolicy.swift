@@ -28,7 +28,8 @@ public struct RetryPolicy: Sendable, Hashable {
     }
 
     /// Runs `operation` until it succeeds, fails with an error `isRetryable` rejects, or attempts run out; then
-    /// rethrows the last error. Cancellation during a wait ends the retries with the last error.
+    /// rethrows the last error. Cancellation ends the retries with `CancellationError`: an attempt cut short by
+    /// it says nothing about the operation.
     ///
     /// - Parameter operation: receives the attempt number, from 1.
     public func run<T>(
@@ -42,10 +43,11 @@ public struct RetryPolicy: Sendable, Hashable {
             do {
                 return try await operation(attempt)
             } catch {
-                guard attempt < maxAttempts, isRetryable(error), !Task.isCancelled else { throw error }
+                try Task.checkCancellation()
+                guard attempt < maxAttempts, isRetryable(error) else { throw error }
                 let wait = backoff(afterAttempt: attempt, using: &generator)
                 onRetry(attempt, error, wait)
-                do { try await Task.sleep(for: wait) } catch { throw error }
+                try await Task.sleep(for: wait)
                 attempt += 1
             }
         }

@@ -14,10 +14,14 @@ public struct SimulatorFaults: Codable, Sendable, Hashable {
     public var outage: Bool
     /// The result code for an unknown access token (undocumented; 1100 by default).
     public var unknownTokenResultCode: Int
+    /// Tokens that Get Payment Transaction answers with a given failure code on every call (a token Gamebase
+    /// chokes on, e.g. 9999): a poison purchase.
+    public var tokenResultCodes: [String: Int]
 
     public init(
         latencyMs: Int = 0, faultRate: Double = 0, slowConsumeRate: Double = 0, slowConsumeDelayMs: Int = 12_000,
-        unknownFieldRate: Double = 0.1, outage: Bool = false, unknownTokenResultCode: Int = 1100
+        unknownFieldRate: Double = 0.1, outage: Bool = false, unknownTokenResultCode: Int = 1100,
+        tokenResultCodes: [String: Int] = [:]
     ) {
         self.latencyMs = latencyMs
         self.faultRate = faultRate
@@ -26,6 +30,7 @@ public struct SimulatorFaults: Codable, Sendable, Hashable {
         self.unknownFieldRate = unknownFieldRate
         self.outage = outage
         self.unknownTokenResultCode = unknownTokenResultCode
+        self.tokenResultCodes = tokenResultCodes
     }
 
     public init(from decoder: any Decoder) throws {
@@ -40,5 +45,6 @@ public struct SimulatorFaults: Codable, Sendable, Hashable {
         outage = try c.decodeIfPresent(Bool.self, forKey: .outage) ?? defaults.outage
         unknownTokenResultCode =
             try c.decodeIfPresent(Int.self, forKey: .unknownTokenResultCode) ?? defaults.unknownTokenResultCode
+        tokenResultCodes = try c.decodeIfPresent([String: Int].self, forKey: .tokenResultCodes) ?? defaults.tokenResultCodes
     }
 }

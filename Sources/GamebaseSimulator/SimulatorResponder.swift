@@ -52,6 +52,9 @@ struct SimulatorResponder: Sendable {
             guard let token = request.uri.queryParameters["accessToken"].map(String.init), !token.isEmpty else {
                 return reply.failure(.missingParameter, "accessToken is required")
             }
+            if let code = faults.tokenResultCodes[token] {
+                return reply.failure(GamebaseResultCode(code), "the token cannot be processed")
+            }
             guard let transaction = state.encodedTransaction(token: token) else {
                 return reply.failure(GamebaseResultCode(faults.unknownTokenResultCode), "invalid accessToken")
             }

@@ -43,18 +43,23 @@ public struct KafkaConsumerConfiguration: Sendable {
     public var groupInstanceID: String?
     /// How many fetched messages may wait in the consumer's buffer before it pauses fetching.
     public var maxBufferedMessages: Int
+    /// How many bytes of fetched messages (``KafkaMessage/byteCount``) may wait in the consumer's buffer before it
+    /// pauses fetching. One message larger than this is still delivered, alone.
+    public var maxBufferedBytes: Int
 
     public init(
         bootstrapServers: String,
         groupID: String,
         groupInstanceID: String? = nil,
         maxBufferedMessages: Int = 10_000,
+        maxBufferedBytes: Int = 64 << 20,
         properties: [String: String] = [:]
     ) {
         self.kafka = KafkaConfiguration(bootstrapServers: bootstrapServers, properties: properties)
         self.groupID = groupID
         self.groupInstanceID = groupInstanceID
         self.maxBufferedMessages = max(1, maxBufferedMessages)
+        self.maxBufferedBytes = max(1, maxBufferedBytes)
     }
 
     /// The librdkafka properties the consumer is created with: the caller's, plus the defaults this layer

@@ -124,6 +124,9 @@ public struct RDKafkaErrorCode: RawRepresentable, Hashable, Sendable, CustomStri
     public static let topicAuthorizationFailed = RDKafkaErrorCode(RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
     public static let state = RDKafkaErrorCode(RD_KAFKA_RESP_ERR__STATE)
     public static let fatal = RDKafkaErrorCode(RD_KAFKA_RESP_ERR__FATAL)
+    /// A record larger than the topic's `max.message.bytes` (the broker) or `message.max.bytes` (the producer).
+    public static let messageSizeTooLarge = RDKafkaErrorCode(RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE)
+    public static let recordListTooLarge = RDKafkaErrorCode(RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE)
 
     /// librdkafka's symbolic name, e.g. `_MSG_TIMED_OUT`.
     public var name: String { String(cString: rd_kafka_err2name(cValue)) }

@@ -33,10 +33,13 @@ public struct KafkaMessage: Sendable, Hashable {
     public var key: [UInt8]?
     public var value: [UInt8]
     public var headers: [KafkaHeader]
+    /// The assignment of its partition this message was fetched in (see ``KafkaConsumer/assignmentEpoch(for:)``):
+    /// a message fetched before a revoke never belongs to a later assignment of the same partition.
+    public var assignmentEpoch: UInt64
 
     public init(
         topic: String, partition: Int32, offset: Int64, timestampMilliseconds: Int64? = nil, key: [UInt8]? = nil,
-        value: [UInt8], headers: [KafkaHeader] = []
+        value: [UInt8], headers: [KafkaHeader] = [], assignmentEpoch: UInt64 = 0
     ) {
         self.topic = topic
         self.partition = partition
@@ -45,9 +48,17 @@ public struct KafkaMessage: Sendable, Hashable {
         self.key = key
         self.value = value
         self.headers = headers
+        self.assignmentEpoch = assignmentEpoch
     }
 
     public var topicPartition: TopicPartition { TopicPartition(topic, partition) }
+
+    /// The bytes this message holds in memory: value, key, header names and values.
+    public var byteCount: Int {
+        var count = value.count + (key?.count ?? 0)
+        for header in headers { count += header.name.utf8.count + (header.value?.count ?? 0) }
+        return count
+    }
 }
 
 /// A record to produce.

@@ -174,6 +174,10 @@ public struct LedgerStats: Sendable, Hashable, Codable {
 }
 
 extension Date {
-    var epochMilliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
+    /// Rounded, clamped to `Int64`.
+    var epochMilliseconds: Int64 {
+        let milliseconds = (timeIntervalSince1970 * 1000).rounded()
+        return Int64(exactly: milliseconds) ?? (milliseconds > 0 ? .max : .min)
+    }
     init(epochMilliseconds: Int64) { self.init(timeIntervalSince1970: Double(epochMilliseconds) / 1000) }
 }

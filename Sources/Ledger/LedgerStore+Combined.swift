@@ -1,14 +1,13 @@
 import Foundation
 
-/// Combined operations: one round trip where the flow needs two. Stores override them when they can do
-/// better than the defaults here, which call the single operations in turn.
+/// Combined operations: one round trip where the flow needs two. They are protocol requirements, so a store's
+/// own version is the one that runs through `any LedgerStore`; these defaults call the single operations in turn.
 extension LedgerStore {
     /// The grant of `paymentSeq` and the rejection of one message, read together.
     public func lookup(paymentSeq: String, rejection key: RejectionKey) async throws -> (
         grant: GrantRecord?, rejection: RejectionRecord?
     ) {
-        if let grant = try await grant(paymentSeq: paymentSeq) { return (grant, nil) }
-        return (nil, try await rejection(key))
+        (try await grant(paymentSeq: paymentSeq), try await rejection(key))
     }
 
     /// ``markConsumed(paymentSeq:resultCode:at:)``, first marking `publishedEventID` published when given.

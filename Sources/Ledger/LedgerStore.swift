@@ -12,6 +12,9 @@ public protocol LedgerStore: Sendable {
 
     func rejection(_ key: RejectionKey) async throws -> RejectionRecord?
 
+    /// The grant of `paymentSeq` and the rejection of one message (both may exist), read together.
+    func lookup(paymentSeq: String, rejection key: RejectionKey) async throws -> (grant: GrantRecord?, rejection: RejectionRecord?)
+
     /// Writes the grant row and its outbox event in one transaction. The unique `paymentSeq` settles races:
     /// the loser gets `.alreadyGranted` with the winner's row and writes nothing.
     func insertGrant(_ grant: GrantRecord, event: OutboxEvent) async throws -> GrantInsertResult
@@ -33,6 +36,14 @@ public protocol LedgerStore: Sendable {
     /// Counts a failed Consume attempt and keeps its result code (nil for a transport failure).
     func recordConsumeFailure(paymentSeq: String, resultCode: Int?) async throws
 
+    /// ``markConsumed(paymentSeq:resultCode:at:)``, first marking `publishedEventID` published when given (one
+    /// round trip where the store can).
+    @discardableResult
+    func markConsumed(paymentSeq: String, resultCode: Int, at date: Date, publishedEventID: String?) async throws -> Bool
+
+    /// ``recordConsumeFailure(paymentSeq:resultCode:)``, first marking `publishedEventID` published when given.
+    func recordConsumeFailure(paymentSeq: String, resultCode: Int?, at date: Date, publishedEventID: String?) async throws
+
     /// Claims up to `limit` grants still `granted` since before `grantedBefore`, leasing them until `now + lease` so
     /// other workers' sweepers skip them.
     func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [GrantRecord]
@@ -48,6 +59,9 @@ public protocol LedgerStore: Sendable {
 
     /// Grants still waiting for Consume (cheap: a partial index); also the readiness probe of the ledger.
     func countUnconsumed() async throws -> Int
+
+    /// When the oldest grant still waiting for Consume was granted; `nil` when none waits.
+    func oldestUnconsumedGrantedAt() async throws -> Date?
 
     /// Releases connections. The store must not be used afterwards.
     func close() async throws

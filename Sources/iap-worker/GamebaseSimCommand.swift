@@ -39,6 +39,24 @@ struct GamebaseSimCommand: AsyncParsableCommand {
     var unknownFieldRate: Double = 0.1
     @Option(name: .customLong("unknown-token-code"), help: "resultCode for an unknown access token.")
     var unknownTokenCode: Int = 1100
+    @Option(
+        name: .customLong("token-result-code"),
+        help: "TOKEN=CODE: Get Payment Transaction answers CODE for TOKEN on every call (a poison purchase); repeatable.")
+    var tokenResultCodes: [String] = []
+
+    /// `--token-result-code` values, parsed.
+    var parsedTokenResultCodes: [String: Int] {
+        get throws {
+            var codes: [String: Int] = [:]
+            for entry in tokenResultCodes {
+                guard let separator = entry.lastIndex(of: "="), let code = Int(entry[entry.index(after: separator)...]),
+                    separator != entry.startIndex
+                else { throw ValidationError("--token-result-code takes TOKEN=CODE, e.g. tok-1=9999") }
+                codes[String(entry[..<separator])] = code
+            }
+            return codes
+        }
+    }
 
     func validate() throws {
         for (name, rate) in [("--fault-rate", faultRate), ("--slow-consume-rate", slowConsumeRate), ("--unknown-field-rate", unknownFieldRate)]
@@ -47,6 +65,7 @@ struct GamebaseSimCommand: AsyncParsableCommand {
         }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard latencyMs >= 0, slowConsumeDelayMs >= 0 else { throw ValidationError("latencies must not be negative") }
+        _ = try parsedTokenResultCodes
     }
 
     func run() async throws {
@@ -65,7 +84,7 @@ struct GamebaseSimCommand: AsyncParsableCommand {
             faults: SimulatorFaults(
                 latencyMs: latencyMs, faultRate: faultRate, slowConsumeRate: slowConsumeRate,
                 slowConsumeDelayMs: slowConsumeDelayMs, unknownFieldRate: unknownFieldRate,
-                unknownTokenResultCode: unknownTokenCode))
+                unknownTokenResultCode: unknownTokenCode, tokenResultCodes: try parsedTokenResultCodes))
         let simulator = GamebaseSimulator(
             configuration: .init(host: host, port: port, appID: appID, secretKey: secretKey), state: state, logger: logger)
         let announcer = Announcer(simulator: simulator, payments: payments.count)

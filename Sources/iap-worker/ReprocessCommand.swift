@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import Fulfilment
 import Gamebase
-import Kafka
 import Ledger
 import Logging
 import Worker
@@ -10,12 +9,14 @@ import Worker
 struct ReprocessCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reprocess",
-        abstract: "Re-drives dead-lettered messages through the consume flow.",
+        abstract: "Re-drives dead-lettered messages through the consume flow, up to the topic's end when it started.",
         discussion: """
-            Reads the dead-letter topic with a consumer group of its own (<kafka.group_id>.reprocess, plus the \
-            reason when --reason is given, so each filter keeps its own progress) and runs every record through \
-            the flow, which is idempotent. A record that fails again goes back to the dead-letter topic with its \
-            attempt count raised. Stops when no record arrives for --idle-seconds, or after --limit records.
+            Takes the dead-letter topic's end offsets first and stops there, so it always ends: a record that fails \
+            again goes back to the dead-letter topic with its attempt count raised, for a later run. Reads with a \
+            consumer group of its own (<kafka.group_id>.reprocess, plus the reason when --reason is given, so each \
+            filter keeps its own progress); the flow is idempotent, so a record re-driven twice is granted once. \
+            Stops early, committing what it finished, if Gamebase rejects the configuration (exit 1) or does not \
+            answer (exit 0: run it again later). Prints what it did per dead-letter reason.
             """
     )
 
@@ -27,8 +28,8 @@ struct ReprocessCommand: AsyncParsableCommand {
     var limit: Int?
     @Flag(name: .customLong("dry-run"), help: "Show what would be re-driven; change and commit nothing.")
     var dryRun = false
-    @Option(name: .customLong("idle-seconds"), help: "Stop when no record arrives for this long.")
-    var idleSeconds: Int = 10
+    @Option(name: .customLong("idle-seconds"), help: "Give up waiting for records after this long without one.")
+    var idleSeconds: Int = 30
 
     func validate() throws {
         if let limit, limit <= 0 { throw ValidationError("--limit must be positive") }
@@ -40,103 +41,44 @@ struct ReprocessCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var loaded = try await WorkerConfiguration.load(configFile: configFile)
+        let configuration = try await WorkerConfiguration.load(configFile: configFile)
         LoggingSetup.bootstrap(format: .text, level: .warning)
         let logger = Logger(label: "iap-worker.reprocess")
-        loaded.groupID += ".reprocess" + (reason.map { ".\($0)" } ?? "")
-        loaded.topics.purchases = loaded.topics.deadLetter
-        let settings = (reason: reason, limit: limit, dryRun: dryRun, idle: Duration.seconds(idleSeconds))
-        let configuration = loaded
-        let counts = try await LedgerStores.withStore(url: configuration.ledgerURL, logger: logger) { ledger in
-            try await Reprocessor(configuration: configuration, ledger: ledger, logger: logger).run(
-                reason: settings.reason, limit: settings.limit, dryRun: settings.dryRun, idle: settings.idle)
-        }
-        print(dryRun ? "dry run: nothing changed, nothing committed" : "reprocessed")
-        for (outcome, count) in counts.sorted(by: { $0.key < $1.key }) {
-            print("  \(outcome.padding(toLength: 22, withPad: " ", startingAt: 0)) \(count)")
-        }
-        if counts["stopped"] != nil { throw ExitCode(1) }
-    }
-}
-
-/// The loop behind `iap-worker reprocess`.
-struct Reprocessor {
-    let configuration: WorkerConfiguration
-    let ledger: any LedgerStore
-    let logger: Logger
-
-    func run(reason: String?, limit: Int?, dryRun: Bool, idle: Duration) async throws -> [String: Int] {
-        let consumer = try KafkaConsumer(configuration: configuration.consumerConfiguration, logger: logger)
-        let producer = try KafkaProducer(configuration: configuration.producerConfiguration, logger: logger)
-        let gamebase = GamebaseClient(configuration: configuration.gamebaseConfiguration, logger: logger)
-        let processor = PurchaseProcessor(
-            gamebase: gamebase, ledger: ledger, publisher: KafkaEventPublisher(producer: producer),
-            configuration: FulfilmentConfiguration(
-                groupID: configuration.groupID, itemGrantedTopic: configuration.topics.itemGranted,
-                consumeFailedTopic: configuration.topics.consumeFailed, deadLetterTopic: configuration.topics.deadLetter,
-                workerName: "iap-worker reprocess", rejectTestPurchases: configuration.rejectTestPurchases,
-                maxMessageBytes: configuration.maxMessageBytes, verifyRetry: configuration.retry,
-                consumeRetry: configuration.retry),
-            logger: logger)
-        try consumer.subscribe(topics: [configuration.topics.deadLetter])
-        var counts: [String: Int] = [:]
-        var seen = 0
-        do {
-            while limit.map({ seen < $0 }) ?? true {
-                guard let message = try await Self.next(from: consumer, within: idle) else { break }
-                let input = PurchaseInput(
-                    key: message.key, value: message.value,
-                    headers: message.headers.map { RecordHeader(name: $0.name, value: $0.value) },
-                    source: MessageSource(topic: message.topic, partition: message.partition, offset: message.offset),
-                    timestamp: message.timestampMilliseconds.map { Date(timeIntervalSince1970: Double($0) / 1000) })
-                if let reason, input.deadLetterReason != reason {
-                    if !dryRun { try consumer.storeOffset(for: message) }
-                    continue
-                }
-                seen += 1
-                let origin = input.originalSource.map { "\($0.topic)[\($0.partition)]@\($0.offset)" } ?? "unknown origin"
-                if dryRun {
-                    let seq = (try? processor.parse(input).get().paymentSeq) ?? "(malformed)"
-                    print("would re-drive \(seq) from \(origin), dead-lettered for \(input.deadLetterReason ?? "?"), attempts \(input.previousAttempts)")
-                    counts["would_redrive", default: 0] += 1
-                    continue
-                }
-                let outcome = try await processor.process(input)
-                switch outcome {
-                case .gamebaseUnavailable(let error, let attempts):
-                    try await processor.deadLetter(input, reason: .gamebaseUnavailable, error: error.description, attempts: attempts)
-                    counts["dead_lettered_again", default: 0] += 1
-                case .stop(let error, _):
-                    print("stopped: Gamebase rejects the configuration (\(error.message)); nothing more was committed")
-                    counts["stopped", default: 0] += 1
-                    throw CancellationError()
-                default:
-                    counts[outcome.metricLabel, default: 0] += 1
-                }
-                try consumer.storeOffset(for: message)
+        let options = Reprocessor.Options(reason: reason, limit: limit, dryRun: dryRun, idle: .seconds(idleSeconds))
+        let report = try await LedgerStores.withStore(url: configuration.ledgerURL, logger: logger) { ledger in
+            let gamebase = GamebaseClient(configuration: configuration.gamebaseConfiguration, logger: logger)
+            let reprocessor = Reprocessor(configuration: configuration, ledger: ledger, gamebase: gamebase, logger: logger)
+            do {
+                let report = try await reprocessor.run(options)
+                try? await gamebase.shutdown()
+                return report
+            } catch {
+                try? await gamebase.shutdown()
+                throw error
             }
-        } catch is CancellationError {}
-        if !dryRun { try? await consumer.commit() }
-        await consumer.close()
-        await producer.close()
-        try? await gamebase.shutdown()
-        return counts
+        }
+        print(Self.describe(report, topic: configuration.topics.deadLetter, dryRun: dryRun))
+        if report.failed { throw ExitCode(1) }
     }
 
-    /// The next message, or `nil` after `idle` without one.
-    static func next(from consumer: KafkaConsumer, within idle: Duration) async throws -> KafkaMessage? {
-        try await withThrowingTaskGroup(of: KafkaMessage?.self) { group in
-            group.addTask {
-                var iterator = consumer.messages.makeAsyncIterator()
-                return try await iterator.next()
+    static func describe(_ report: Reprocessor.Report, topic: String, dryRun: Bool) -> String {
+        var lines: [String] = []
+        let ends = report.endOffsets.sorted { $0.key < $1.key }.map { "[\($0.key)]=\($0.value)" }.joined(separator: " ")
+        lines.append(
+            (dryRun ? "dry run: nothing changed, nothing committed; " : "")
+                + "\(report.handled) record(s) of \(topic) handled, up to the end offsets taken at the start (\(ends))")
+        if report.skipped > 0 { lines.append("\(report.skipped) record(s) skipped by --reason") }
+        if !report.outcomes.isEmpty {
+            lines.append("  " + "reason".padding(toLength: 24, withPad: " ", startingAt: 0) + "outcome".padding(toLength: 22, withPad: " ", startingAt: 0) + "count")
+            for (reason, outcomes) in report.outcomes.sorted(by: { $0.key < $1.key }) {
+                for (outcome, count) in outcomes.sorted(by: { $0.key < $1.key }) {
+                    lines.append(
+                        "  " + reason.padding(toLength: 24, withPad: " ", startingAt: 0)
+                            + outcome.padding(toLength: 22, withPad: " ", startingAt: 0) + "\(count)")
+                }
             }
-            group.addTask {
-                try await Task.sleep(for: idle)
-                return nil
-            }
-            let first = try await group.next() ?? nil
-            group.cancelAll()
-            return first
         }
+        if let stopped = report.stoppedEarly { lines.append("stopped early: \(stopped)") }
+        return lines.joined(separator: "\n")
     }
 }

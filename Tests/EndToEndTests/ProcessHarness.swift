@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import NIOCore
 import NIOFoundationCompat
+import NIOHTTP1
 
 #if canImport(Glibc)
 import Glibc
@@ -28,8 +29,8 @@ final class ChildProcess: @unchecked Sendable {
         let stem = folder.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(6))").path
         stdoutPath = stem + ".out"
         stderrPath = stem + ".err"
-        FileManager.default.createFile(atPath: stdoutPath, contents: nil)
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process = Process()
         process.executableURL = URL(fileURLWithPath: Self.executable)
         process.arguments = arguments
@@ -105,4 +106,52 @@ func simulatorConsumes(_ baseURL: String) async throws -> [String: Int] {
     let body = try await response.body.collect(upTo: 64 << 20)
     let object = try JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]
     return (object?["consumes"] as? [String: Int]) ?? [:]
+}
+
+extension ChildProcess {
+    /// The JSON log lines written so far, parsed (other lines are skipped).
+    var logLines: [[String: Any]] {
+        output.split(separator: "\n").compactMap { line in
+            guard line.first == "{" else { return nil }
+            return (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        }
+    }
+
+    /// Log lines whose message contains `text`.
+    func logLines(containing text: String) -> [[String: Any]] {
+        logLines.filter { ($0["msg"] as? String)?.contains(text) == true }
+    }
+
+    /// Waits until a log message contains `text`; fails when the process exits first or after `seconds`.
+    @discardableResult
+    func waitForLog(_ text: String, within seconds: Double = 60) async throws -> [String: Any] {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let line = logLines(containing: text).first { return line }
+            guard isRunning else { throw ProcessTestError("\(name) exited before logging \"\(text)\":\n\(diagnosticOutput)") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw ProcessTestError("\(name) did not log \"\(text)\" within \(seconds) s:\n\(diagnosticOutput)")
+    }
+
+    /// The port of its `/metrics`, `/healthz` and `/readyz`, once it listens.
+    func adminPort() async throws -> Int {
+        let line = try await waitForLog("HTTP endpoints listening")
+        guard let port = (line["http.port"] as? String).flatMap({ Int($0) }) else { throw ProcessTestError("no http.port in \(line)") }
+        return port
+    }
+
+    /// Outcomes logged so far (`iap.outcome`), counted.
+    var outcomeCounts: [String: Int] {
+        logLines.reduce(into: [:]) { counts, line in
+            if let outcome = line["iap.outcome"] as? String { counts[outcome, default: 0] += 1 }
+        }
+    }
+}
+
+/// GET `url`: the status and body.
+func httpGet(_ url: String) async throws -> (status: Int, body: String) {
+    let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(5))
+    let body = try await response.body.collect(upTo: 16 << 20)
+    return (Int(response.status.code), String(buffer: body))
 }

@@ -18,6 +18,8 @@ final class FakeGamebase: GamebaseAPI {
         var successfulConsumes: [String: Int] = [:]
     }
     let state = Mutex(State())
+    /// Runs inside every Get Payment Transaction call, before it answers (another worker acting meanwhile).
+    let verifyInterceptor = Mutex<(@Sendable (String) async -> Void)?>(nil)
 
     func add(_ transaction: PaymentTransaction, consumed: Bool = false) {
         state.withLock {
@@ -33,6 +35,7 @@ final class FakeGamebase: GamebaseAPI {
     func successfulConsumes(_ seq: String) -> Int { state.withLock { $0.successfulConsumes[seq] ?? 0 } }
 
     func paymentTransaction(accessToken: String, transactionID: GamebaseTransactionID) async throws(GamebaseError) -> PaymentTransaction {
+        if let interceptor = verifyInterceptor.withLock({ $0 }) { await interceptor(accessToken) }
         let result: Result<PaymentTransaction, GamebaseError> = state.withLock { state in
             state.verifyCalls += 1
             if !state.verifyFailures.isEmpty { return .failure(state.verifyFailures.removeFirst()) }
@@ -80,10 +83,15 @@ final class RecordingPublisher: EventPublisher {
     struct State {
         var records: [OutboundRecord] = []
         var failuresLeft = 0
+        /// Records larger than this (value, key and headers) are refused as too large, as a broker would.
+        var maxRecordBytes = Int.max
     }
     let state = Mutex(State())
 
     struct PublishFailed: Error {}
+    struct RecordTooLarge: Error {}
+
+    func isRecordTooLarge(_ error: any Error) -> Bool { error is RecordTooLarge }
 
     func failNext(_ count: Int) { state.withLock { $0.failuresLeft = count } }
 
@@ -93,6 +101,9 @@ final class RecordingPublisher: EventPublisher {
                 state.failuresLeft -= 1
                 throw PublishFailed()
             }
+            let size = record.value.count + (record.key?.count ?? 0)
+                + record.headers.reduce(0) { $0 + $1.name.utf8.count + ($1.value?.count ?? 0) }
+            if size > state.maxRecordBytes { throw RecordTooLarge() }
             state.records.append(record)
         }
     }
@@ -162,5 +173,6 @@ final class CrashingLedger: LedgerStore {
     func events(paymentSeq: String) async throws -> [OutboxEvent] { try await base.events(paymentSeq: paymentSeq) }
     func stats() async throws -> LedgerStats { try await base.stats() }
     func countUnconsumed() async throws -> Int { try await base.countUnconsumed() }
+    func oldestUnconsumedGrantedAt() async throws -> Date? { try await base.oldestUnconsumedGrantedAt() }
     func close() async throws { try await base.close() }
 }

@@ -228,10 +228,11 @@ struct PurchaseFlowTests {
             let event = try #require(h.publisher.events(on: h.topics.failed).first)
             #expect((event["data"] as? [String: Any])?["retryable"] as? Bool == true)
 
-            // Re-driven from the dead-letter topic and failing again: provenance stays, attempts add up.
+            // Re-driven from the dead-letter topic (whose provenance headers are the worker's own, so believed)
+            // and failing again: provenance stays, attempts add up.
             let redriven = PurchaseInput(
                 key: dead.key, value: dead.value, headers: dead.headers,
-                source: MessageSource(topic: "purchase.completed.dlq", partition: 0, offset: 99))
+                source: MessageSource(topic: "purchase.completed.dlq", partition: 0, offset: 99), provenanceTrusted: true)
             try await h.processor.deadLetter(redriven, reason: .gamebaseUnavailable, error: "still down", attempts: 2)
             let again = try #require(h.publisher.records(on: h.topics.dlq).last)
             let againHeaders = Dictionary(again.headers.map { ($0.name, $0.stringValue ?? "") }, uniquingKeysWith: { $1 })

@@ -37,6 +37,8 @@ struct GamebaseAnswerReadingTests {
         if let headerOnly = try? decoder.decode(ReferenceEnvelope<AnyJSON>.self, from: Data(text)) {
             if headerOnly.header.isSuccessful {
                 reference = try? decoder.decode(ReferenceEnvelope<Result>.self, from: Data(text))
+                // The client fails closed where the model is lenient: a payment without isConsumable is no answer.
+                if let payment = reference?.result as? PaymentTransaction, payment.isConsumable == nil { reference = nil }
             } else {
                 reference = ReferenceEnvelope(header: headerOnly.header, result: nil)
             }
@@ -187,8 +189,25 @@ struct GamebaseAnswerReadingTests {
         #expect(envelope.result == nil)
     }
 
+    @Test(arguments: [
+        #"{"paymentSeq":"1","userId":"u"}"#, #"{"paymentSeq":"1","userId":"u","isConsumable":null}"#,
+        #"{"userId":"u","isConsumable":true}"#, #"{"paymentSeq":"1","isConsumable":true}"#,
+        #"{"paymentSeq":null,"userId":"u","isConsumable":true}"#, #"{"paymentSeq":"1","userId":"u","isConsumable":"true"}"#,
+    ])
+    func aPaymentLackingWhatTheChecksNeedIsNoAnswer(result: String) {
+        let text = #"{"header":{"isSuccessful":true,"resultCode":0},"result":"# + result + "}"
+        #expect(throws: JSONReader.Failure.self) { try GamebaseEnvelope.read(Array(text.utf8), result: PaymentTransaction.read) }
+    }
+
+    @Test(arguments: ["1e400", "-1e400", "1e-400", "1" + String(repeating: "0", count: 80), "0." + String(repeating: "1", count: 80)])
+    func aPriceNoDecimalHoldsIsNoAnswer(price: String) {
+        let text = #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":"1","userId":"u","isConsumable":true,"price":"#
+            + price + "}}"
+        #expect(throws: JSONReader.Failure.self) { try GamebaseEnvelope.read(Array(text.utf8), result: PaymentTransaction.read) }
+    }
+
     @Test func aPriceIsReadWithoutBinaryFloatingPoint() throws {
-        let text = #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":"1","userId":"u","price":0.1}}"#
+        let text = #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":"1","userId":"u","price":0.1,"isConsumable":true}}"#
         let envelope = try GamebaseEnvelope.read(Array(text.utf8), result: PaymentTransaction.read)
         #expect(envelope.result?.price == Decimal(string: "0.1"))
         #expect("\(envelope.result!.price!)" == "0.1")

@@ -182,7 +182,7 @@ struct GamebaseClientTests {
     }
 
     @Test func aBaseURLWithAPathPrefixesEveryCall() async throws {
-        let answer = #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":"1","userId":"user-1"}}"#
+        let answer = #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":"1","userId":"user-1","isConsumable":true}}"#
         let server = try await FixedAnswerServer(answer: FixedAnswerServer.ok(answer))
         let client = Support.client("http://127.0.0.1:\(server.port)/gateway/")
         _ = try await client.paymentTransaction(accessToken: "tok/1", transactionID: .init())
@@ -204,6 +204,8 @@ struct GamebaseClientTests {
     @Test(arguments: [
         "<html><body>502 Bad Gateway</body></html>", #"{"header":{"isSuccessful":true}}"#, #"{"header":{"isSuccessful":true,"resultCode":0}"#,
         #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"userId":"u"}}"#,
+        // Fail closed: a payment that does not say whether it may be consumed is no answer, never a grant.
+        #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":"1","userId":"u","productType":"CONSUMABLE"}}"#,
     ])
     func aSuccessfulStatusWithABodyThatIsNotTheEnvelopeIsATransientInvalidResponse(_ body: String) async throws {
         let error = try await paymentTransactionFailure(from: FixedAnswerServer(answer: FixedAnswerServer.ok(body)))
@@ -214,7 +216,7 @@ struct GamebaseClientTests {
     @Test func cancellingTheCallerEndsACallThatIsWaitingForItsAnswer() async throws {
         // The first request is never answered and the client would wait 50 s for it: only cancellation can end
         // the call within the suite's one-minute limit.
-        let answer = #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":"1","userId":"user-1"}}"#
+        let answer = #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":"1","userId":"user-1","isConsumable":true}}"#
         let server = try await FixedAnswerServer(answer: FixedAnswerServer.ok(answer), unanswered: 1)
         let client = Support.client("http://127.0.0.1:\(server.port)", timeoutMilliseconds: 50_000)
         let call = Task { try await client.paymentTransaction(accessToken: "tok-1", transactionID: .init()) }

@@ -183,7 +183,7 @@ struct KafkaGroupTests {
         let b = try member("b")
         try a.subscribe(topics: ["single"])
         try b.subscribe(topics: ["single"])
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { for try await _ in a.messages {} }
             group.addTask { for try await _ in b.messages {} }
             #expect(
@@ -205,7 +205,7 @@ struct KafkaGroupTests {
         let b = try KafkaTestSupport.consumer(cluster, group: groupID, sessionTimeoutMilliseconds: 6_000)
         try a.subscribe(topics: ["handover"])
         try b.subscribe(topics: ["handover"])
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { for try await _ in a.messages {} }
             group.addTask { for try await _ in b.messages {} }
             #expect(

@@ -58,11 +58,9 @@ public struct EventFactory: Sendable {
             headers: Self.headers(id: id, type: Self.consumeFailedType), payload: event.encoded(), createdAt: date)
     }
 
+    /// Structured mode: the content type and nothing in the `ce_` namespace — the Kafka binding's SDKs read any
+    /// `ce_` header as binary mode, and then refuse the event for lacking `ce_source`.
     static func headers(id: String, type: String) -> [EventHeader] {
-        [
-            EventHeader(name: "content-type", value: CloudEvent<ItemGrantedData>.contentType),
-            EventHeader(name: "ce_id", value: id),
-            EventHeader(name: "ce_type", value: type),
-        ]
+        [EventHeader(name: "content-type", value: CloudEvent<ItemGrantedData>.contentType)]
     }
 }

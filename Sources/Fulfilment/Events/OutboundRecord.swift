@@ -31,14 +31,24 @@ public struct OutboundRecord: Sendable, Hashable {
         self.headers = headers
     }
 
+    /// The record of an outbox event. `ce_` headers, which outbox rows written by versions before 0.2 carry, are
+    /// left out: the events are structured-mode CloudEvents (see ``EventFactory``).
     public init(_ event: OutboxEvent) {
         self.init(
             topic: event.topic, key: event.key, value: event.payload,
-            headers: event.headers.map { RecordHeader(name: $0.name, string: $0.value) })
+            headers: event.headers.filter { !$0.name.lowercased().hasPrefix("ce_") }.map { RecordHeader(name: $0.name, string: $0.value) })
     }
 }
 
 /// Publishes records durably: returns once the broker acknowledged the record, or throws.
 public protocol EventPublisher: Sendable {
     func publish(_ record: OutboundRecord) async throws
+
+    /// Whether `error`, thrown by ``publish(_:)``, says the record is larger than the producer or the topic
+    /// accepts (sending it again can never work).
+    func isRecordTooLarge(_ error: any Error) -> Bool
+}
+
+extension EventPublisher {
+    public func isRecordTooLarge(_ error: any Error) -> Bool { false }
 }

@@ -33,11 +33,20 @@ public struct PurchaseProcessor: Sendable {
         PurchaseMessage.parse(input.value, maxBytes: configuration.maxMessageBytes)
     }
 
+    /// Waits, before each Gamebase call, until the caller lets the purchase call Gamebase (the worker holds purchases
+    /// while Gamebase is down or refuses its configuration). It throws `CancellationError` when the purchase should
+    /// be abandoned instead (its partition moved, the worker is stopping).
+    public typealias GamebaseGate = @Sendable () async throws -> Void
+
     /// Runs the flow for one record.
-    /// - Parameter parsed: the result of ``parse(_:)`` when the caller parsed it already.
-    public func process(_ input: PurchaseInput, parsed: Result<PurchaseMessage, MalformedMessage>? = nil) async throws
-        -> PurchaseOutcome
-    {
+    /// - Parameters:
+    ///   - parsed: the result of ``parse(_:)`` when the caller parsed it already.
+    ///   - gate: awaited before every Gamebase call.
+    /// - Throws: `CancellationError` when the task was cancelled (nothing was decided: the record is redelivered),
+    ///   or what the ledger or the publisher threw.
+    public func process(
+        _ input: PurchaseInput, parsed: Result<PurchaseMessage, MalformedMessage>? = nil, gate: GamebaseGate? = nil
+    ) async throws -> PurchaseOutcome {
         let message: PurchaseMessage
         switch parsed ?? parse(input) {
         case .failure(let malformed):
@@ -49,7 +58,9 @@ public struct PurchaseProcessor: Sendable {
 
         let key = RejectionKey(paymentSeq: message.paymentSeq, userId: message.userId, tokenHash: message.tokenHash)
         let known = try await ledger.lookup(paymentSeq: message.paymentSeq, rejection: key)
-        if let grant = known.grant { return try await resume(grant) }
+        if let grant = known.grant, known.rejection == nil || claimMatches(grant, message) {
+            return try await settle(message, input, against: grant, attempts: 0, gate: gate)
+        }
         if known.rejection != nil { return .duplicate(paymentSeq: message.paymentSeq) }
 
         // Verify with Gamebase.
@@ -59,27 +70,34 @@ public struct PurchaseProcessor: Sendable {
         do {
             transaction = try await configuration.verifyRetry.run { attempt in
                 attempts = attempt
+                try await gate?()
                 return try await gamebase.paymentTransaction(accessToken: message.purchaseToken, transactionID: transactionID)
             }
         } catch let error as GamebaseError {
+            // A call cut short by cancellation says nothing about the purchase or about Gamebase.
+            try Task.checkCancellation()
             switch error.kind {
             case .configuration:
                 return .stop(error, durable: false)
             case .transient:
                 return .gamebaseUnavailable(error, attempts: attempts)
             case .permanent, .alreadyConsumed:
+                // Another instance may have granted (and consumed) the payment meanwhile: the ledger decides first.
+                if let grant = try await ledger.grant(paymentSeq: message.paymentSeq) {
+                    return try await settle(message, input, against: grant, attempts: attempts, gate: gate)
+                }
                 return try await reject(
                     message, input, .invalidPurchase, detail: "Gamebase refused the purchase token", error: error,
                     attempts: attempts)
             }
         }
 
-        // Checks on the verified payment, each with its own reason.
-        if transaction.paymentSeq != message.paymentSeq {
+        // Checks on the verified payment, each with its own reason. Identifiers are compared byte for byte.
+        if !transaction.paymentSeq.hasSameBytes(as: message.paymentSeq) {
             return try await reject(
                 message, input, .paymentMismatch, detail: "the token belongs to another payment", attempts: attempts)
         }
-        if transaction.userId != message.userId {
+        if !transaction.userId.hasSameBytes(as: message.userId) {
             return try await reject(
                 message, input, .userMismatch, detail: "the payment belongs to another user", attempts: attempts)
         }
@@ -88,9 +106,11 @@ public struct PurchaseProcessor: Sendable {
                 message, input, .notConsumable, detail: "product type \(transaction.productType ?? "missing") is not consumable",
                 attempts: attempts)
         }
-        if transaction.isConsumable == false {
+        if transaction.isConsumable != true {
             // Another worker may have granted and consumed it meanwhile (grant always precedes Consume).
-            if let grant = try await ledger.grant(paymentSeq: message.paymentSeq) { return try await resume(grant) }
+            if let grant = try await ledger.grant(paymentSeq: message.paymentSeq) {
+                return try await settle(message, input, against: grant, attempts: attempts, gate: gate)
+            }
             return try await reject(
                 message, input, .consumedWithoutGrant, detail: "consumed at Gamebase with no grant in this ledger",
                 attempts: attempts)
@@ -113,13 +133,13 @@ public struct PurchaseProcessor: Sendable {
         let event = configuration.events.itemGranted(grant)
         switch try await ledger.insertGrant(grant, event: event) {
         case .alreadyGranted(let existing):
-            return try await resume(existing)
+            return try await settle(message, input, against: existing, attempts: attempts, gate: gate)
         case .inserted:
             logger.debug("granted", metadata: ["iap.payment_seq": "\(grant.paymentSeq)", "iap.user_id": "\(grant.userId)"])
             // The event is marked published together with the Consume outcome: one ledger write fewer per
             // purchase. Should the worker die in between, the sweeper re-sends it under the same id.
             try await publisher.publish(OutboundRecord(event))
-            switch try await consume(grant, publishedEventID: event.id) {
+            switch try await consume(grant, publishedEventID: event.id, gate: gate) {
             case .done: return .granted(paymentSeq: grant.paymentSeq, consumePending: false)
             case .pending: return .granted(paymentSeq: grant.paymentSeq, consumePending: true)
             case .stop(let error): return .stop(error, durable: true)
@@ -127,11 +147,33 @@ public struct PurchaseProcessor: Sendable {
         }
     }
 
+    /// Whether `message` claims what `grant` granted: the same userId and the same purchase token, byte for byte.
+    func claimMatches(_ grant: GrantRecord, _ message: PurchaseMessage) -> Bool {
+        grant.userId.hasSameBytes(as: message.userId) && grant.purchaseToken.hasSameBytes(as: message.purchaseToken)
+    }
+
+    /// A message for a paymentSeq that is granted: the owner's message (a duplicate, which finishes the grant if a
+    /// crash left it unfinished), or a conflicting claim — someone else's userId, or another token — which is
+    /// rejected under its own id without asking Gamebase: the grant already says whose payment it is.
+    func settle(
+        _ message: PurchaseMessage, _ input: PurchaseInput, against grant: GrantRecord, attempts: Int, gate: GamebaseGate?
+    ) async throws -> PurchaseOutcome {
+        if !grant.userId.hasSameBytes(as: message.userId) {
+            return try await reject(
+                message, input, .userMismatch, detail: "the payment was granted to another user", attempts: attempts)
+        }
+        if !grant.purchaseToken.hasSameBytes(as: message.purchaseToken) {
+            return try await reject(
+                message, input, .invalidPurchase, detail: "the purchase token is not the granted payment's", attempts: attempts)
+        }
+        return try await resume(grant, gate: gate)
+    }
+
     /// Finishes an existing grant: (re)publishes its event if a crash left it unpublished, and consumes it.
-    func resume(_ grant: GrantRecord) async throws -> PurchaseOutcome {
+    func resume(_ grant: GrantRecord, gate: GamebaseGate? = nil) async throws -> PurchaseOutcome {
         if grant.state == .consumed { return .duplicate(paymentSeq: grant.paymentSeq) }
         try await publishGrantEventIfNeeded(grant)
-        if case .stop(let error) = try await consume(grant) { return .stop(error, durable: true) }
+        if case .stop(let error) = try await consume(grant, gate: gate) { return .stop(error, durable: true) }
         return .duplicate(paymentSeq: grant.paymentSeq)
     }
 
@@ -152,9 +194,15 @@ public struct PurchaseProcessor: Sendable {
 
     /// Calls Consume (with retries) for a granted row and marks it consumed. Never undoes the grant.
     ///
-    /// - Parameter publishedEventID: an event published but not yet marked so; it is marked in the same write
-    ///   as the Consume outcome (or before the first retry, so a long retry does not look unpublished).
-    public func consume(_ grant: GrantRecord, publishedEventID: String? = nil) async throws -> ConsumeResult {
+    /// - Parameters:
+    ///   - publishedEventID: an event published but not yet marked so; it is marked in the same write as the
+    ///     Consume outcome (or before the first retry, so a long retry does not look unpublished).
+    ///   - gate: awaited before every Consume call.
+    /// - Throws: `CancellationError` when cancelled (the grant stays `granted`; a redelivery or the sweeper finishes
+    ///   it), or what the ledger or the publisher threw.
+    public func consume(_ grant: GrantRecord, publishedEventID: String? = nil, gate: GamebaseGate? = nil) async throws
+        -> ConsumeResult
+    {
         let transactionID = GamebaseTransactionID()
         var attempts = 0
         var unmarked = publishedEventID
@@ -165,6 +213,7 @@ public struct PurchaseProcessor: Sendable {
                     try await ledger.markPublished(eventID: id, at: now())
                     unmarked = nil
                 }
+                try await gate?()
                 return try await gamebase.consume(
                     paymentSeq: grant.paymentSeq, accessToken: grant.purchaseToken, transactionID: transactionID)
             }
@@ -172,6 +221,10 @@ public struct PurchaseProcessor: Sendable {
             try await ledger.markConsumed(paymentSeq: grant.paymentSeq, resultCode: code, at: now(), publishedEventID: unmarked)
             return .done
         } catch let error as GamebaseError {
+            if Task.isCancelled {
+                if let id = unmarked { try? await ledger.markPublished(eventID: id, at: now()) }
+                throw CancellationError()
+            }
             try await ledger.recordConsumeFailure(
                 paymentSeq: grant.paymentSeq, resultCode: error.resultCode?.rawValue, at: now(), publishedEventID: unmarked)
             logger.warning(
@@ -208,7 +261,7 @@ public struct PurchaseProcessor: Sendable {
         let event = configuration.events.consumeFailed(
             id: eventID, userId: message.userId, paymentSeq: message.paymentSeq, reason: reason,
             resultCode: error?.resultCode?.rawValue, resultMessage: error?.resultMessage, attempts: attempts, detail: detail,
-            key: input.key, at: date)
+            key: Self.eventKey(input.key), at: date)
         let rejection = RejectionRecord(
             key: RejectionKey(paymentSeq: message.paymentSeq, userId: message.userId, tokenHash: message.tokenHash),
             reason: reason.rawValue, resultCode: error?.resultCode?.rawValue, resultMessage: error?.resultMessage,
@@ -232,10 +285,30 @@ public struct PurchaseProcessor: Sendable {
         let id = "\(input.source.topic)/\(input.source.partition)/\(input.source.offset):consume-failed"
         let event = configuration.events.consumeFailed(
             id: id, userId: malformed.userId, paymentSeq: malformed.paymentSeq, reason: .malformedMessage, attempts: 0,
-            detail: malformed.problem, key: input.key, at: date)
+            detail: malformed.problem, key: Self.eventKey(input.key), at: date)
         try await publisher.publish(OutboundRecord(event))
-        try await publisher.publish(
+        try await publishDeadLetter(
             configuration.deadLetters.record(for: input, reason: .malformedMessage, error: malformed.problem, attempts: 1, at: date))
+    }
+
+    /// A consume-failed event's key when there is no userId: the original key, unless it is too large to be a
+    /// sensible partitioning key (a hostile producer's 1 MB key would make the event itself unsendable).
+    static func eventKey(_ key: [UInt8]?) -> [UInt8]? {
+        guard let key, key.count <= 1_024 else { return nil }
+        return key
+    }
+
+    /// Publishes a dead-letter record whole; when it is larger than the dead-letter topic (or the producer) accepts,
+    /// it publishes it without its value instead, so one record can never stall its partition.
+    public func publishDeadLetter(_ record: OutboundRecord) async throws {
+        do {
+            try await publisher.publish(record)
+        } catch where publisher.isRecordTooLarge(error) {
+            logger.error(
+                "dead-letter record too large for the dead-letter topic; published without its value",
+                metadata: ["iap.value_bytes": "\(record.value.count)", "kafka.topic": "\(record.topic)"])
+            try await publisher.publish(configuration.deadLetters.withoutValue(record))
+        }
     }
 
     /// Dead-letters a message the flow could not finish (Gamebase unavailable, or a worker failure), with a
@@ -243,13 +316,14 @@ public struct PurchaseProcessor: Sendable {
     public func deadLetter(_ input: PurchaseInput, reason: ConsumeFailureReason, error: String, attempts: Int) async throws {
         let date = now()
         if case .success(let message) = PurchaseMessage.parse(input.value, maxBytes: configuration.maxMessageBytes) {
+            let (total, overflow) = input.previousAttempts.addingReportingOverflow(max(0, attempts))
             let event = configuration.events.consumeFailed(
                 id: "\(EventFactory.rejectionID(message)):\(reason.rawValue)", userId: message.userId,
-                paymentSeq: message.paymentSeq, reason: reason, attempts: input.previousAttempts + attempts, detail: error,
-                key: input.key, at: date)
+                paymentSeq: message.paymentSeq, reason: reason, attempts: overflow ? Int.max : total, detail: error,
+                key: Self.eventKey(input.key), at: date)
             try await publisher.publish(OutboundRecord(event))
         }
-        try await publisher.publish(
+        try await publishDeadLetter(
             configuration.deadLetters.record(for: input, reason: reason, error: error, attempts: attempts, at: date))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Gamebase
 
 /// A purchase-completed message (DESIGN §2): what a game server publishes for one purchase.
 ///
@@ -33,7 +34,7 @@ public struct PurchaseMessage: Sendable, Hashable {
         public static let gamebaseProductId = 256
         public static let storeCode = 64
         public static let payload = 32_768
-        /// Deeper JSON is refused before it is parsed.
+        /// Deeper JSON is refused.
         public static let nesting = 32
     }
 
@@ -55,91 +56,100 @@ public struct MalformedMessage: Error, Sendable, Hashable, CustomStringConvertib
 }
 
 extension PurchaseMessage {
-    /// Parses and validates a message value.
+    /// The fields the flow reads, in the order their problems are reported.
+    private enum Field: String, CaseIterable {
+        case userId, paymentSeq, purchaseToken, gamebaseProductId, storeCode, payload
+
+        var limit: Int {
+            switch self {
+            case .userId: Limits.userId
+            case .paymentSeq: Limits.paymentSeq
+            case .purchaseToken: Limits.purchaseToken
+            case .gamebaseProductId: Limits.gamebaseProductId
+            case .storeCode: Limits.storeCode
+            case .payload: Limits.payload
+            }
+        }
+
+        var isRequired: Bool { self == .userId || self == .paymentSeq || self == .purchaseToken }
+    }
+
+    /// A field's value as read: a string, `null`, or some other JSON value.
+    private enum Value {
+        case string(String)
+        case null
+        case notString
+    }
+
+    /// Parses and validates a message value (with the project's JSON reader: strict RFC 8259, no Foundation
+    /// object graph).
     ///
     /// - Parameter maxBytes: `worker.max_message_bytes`.
     public static func parse(_ bytes: [UInt8], maxBytes: Int = 65_536) -> Result<PurchaseMessage, MalformedMessage> {
-        func malformed(_ problem: String, _ object: [String: Any]? = nil) -> Result<PurchaseMessage, MalformedMessage> {
-            .failure(
-                MalformedMessage(
-                    problem: problem, paymentSeq: (object?["paymentSeq"] as? String).flatMap(Self.plainIdentifier),
-                    userId: (object?["userId"] as? String).flatMap(Self.plainIdentifier)))
-        }
         guard bytes.count <= maxBytes else { return malformed("message is \(bytes.count) bytes, over the \(maxBytes)-byte limit") }
         guard !bytes.isEmpty else { return malformed("message is empty") }
         guard String(validating: bytes, as: UTF8.self) != nil else { return malformed("message is not valid UTF-8") }
-        guard nestingDepth(bytes) <= Limits.nesting else { return malformed("JSON nested deeper than \(Limits.nesting) levels") }
-        let parsed: Any
-        do {
-            parsed = try JSONSerialization.jsonObject(with: Data(bytes), options: [])
-        } catch {
-            return malformed("message is not JSON")
-        }
-        guard let object = parsed as? [String: Any] else { return malformed("message is not a JSON object") }
 
-        func required(_ name: String, limit: Int) -> Result<String, MalformedMessage> {
-            guard let raw = object[name], !(raw is NSNull) else {
-                return .failure(malformed("\(name) is missing", object).failureValue!)
-            }
-            guard let value = raw as? String, !(raw is NSNumber) else {
-                return .failure(malformed("\(name) is not a string", object).failureValue!)
-            }
-            guard !value.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
-                return .failure(malformed("\(name) is empty", object).failureValue!)
-            }
-            guard value.utf8.count <= limit else {
-                return .failure(malformed("\(name) is longer than \(limit) bytes", object).failureValue!)
-            }
-            guard !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-                return .failure(malformed("\(name) contains control characters", object).failureValue!)
-            }
-            return .success(value)
-        }
-        func optional(_ name: String, limit: Int) -> Result<String?, MalformedMessage> {
-            guard let raw = object[name], !(raw is NSNull) else { return .success(nil) }
-            guard let value = raw as? String, !(raw is NSNumber) else {
-                return .failure(malformed("\(name) is not a string", object).failureValue!)
-            }
-            guard value.utf8.count <= limit else {
-                return .failure(malformed("\(name) is longer than \(limit) bytes", object).failureValue!)
-            }
-            return .success(value.isEmpty ? nil : value)
-        }
+        var values: [Field: Value] = [:]
+        var duplicate: Field?
+        var reader = JSONReader(bytes, maxDepth: Limits.nesting)
         do {
-            return .success(
-                PurchaseMessage(
-                    userId: try required("userId", limit: Limits.userId).get(),
-                    paymentSeq: try required("paymentSeq", limit: Limits.paymentSeq).get(),
-                    purchaseToken: try required("purchaseToken", limit: Limits.purchaseToken).get(),
-                    gamebaseProductId: try optional("gamebaseProductId", limit: Limits.gamebaseProductId).get(),
-                    storeCode: try optional("storeCode", limit: Limits.storeCode).get(),
-                    payload: try optional("payload", limit: Limits.payload).get()))
+            try reader.readObject { reader, key throws(JSONReader.Failure) in
+                guard let field = Field(rawValue: key) else { return try reader.skipValue() }
+                let value: Value = try reader.readNull() ? .null : try reader.readStringOrSkip().map { .string($0) } ?? .notString
+                // A field given twice is refused: parsers disagree on which one counts, and a game server that
+                // checked the first must not see the worker act on the second.
+                if values[field] != nil, duplicate == nil { duplicate = field }
+                values[field] = value
+            }
+            try reader.finish()
         } catch {
-            return .failure(error)
+            var whole = JSONReader(bytes, maxDepth: Limits.nesting)
+            if (try? whole.skipValue()) != nil, (try? whole.finish()) != nil { return malformed("message is not a JSON object") }
+            return malformed(error.problem.hasPrefix("nested deeper") ? "JSON nested deeper than \(Limits.nesting) levels" : "message is not JSON")
         }
+
+        func plain(_ field: Field) -> String? {
+            if case .string(let value) = values[field] { return plainIdentifier(value) }
+            return nil
+        }
+        func failure(_ problem: String) -> Result<PurchaseMessage, MalformedMessage> {
+            .failure(MalformedMessage(problem: problem, paymentSeq: plain(.paymentSeq), userId: plain(.userId)))
+        }
+        if let duplicate { return failure("\(duplicate.rawValue) appears more than once") }
+        var strings: [Field: String] = [:]
+        for field in Field.allCases {
+            switch values[field] {
+            case nil, .null:
+                if field.isRequired { return failure("\(field.rawValue) is missing") }
+            case .notString:
+                return failure("\(field.rawValue) is not a string")
+            case .string(let value):
+                if field.isRequired {
+                    guard !value.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+                        return failure("\(field.rawValue) is empty")
+                    }
+                }
+                guard value.utf8.count <= field.limit else {
+                    return failure("\(field.rawValue) is longer than \(field.limit) bytes")
+                }
+                if field.isRequired, value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+                    return failure("\(field.rawValue) contains control characters")
+                }
+                if !value.isEmpty { strings[field] = value }
+            }
+        }
+        guard let userId = strings[.userId], let paymentSeq = strings[.paymentSeq], let token = strings[.purchaseToken] else {
+            return failure("a required field is missing")
+        }
+        return .success(
+            PurchaseMessage(
+                userId: userId, paymentSeq: paymentSeq, purchaseToken: token, gamebaseProductId: strings[.gamebaseProductId],
+                storeCode: strings[.storeCode], payload: strings[.payload]))
     }
 
-    /// The deepest nesting of arrays and objects, counted without parsing (strings are skipped).
-    static func nestingDepth(_ bytes: [UInt8]) -> Int {
-        var depth = 0
-        var deepest = 0
-        var inString = false
-        var escaped = false
-        for byte in bytes {
-            if inString {
-                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
-                continue
-            }
-            switch byte {
-            case UInt8(ascii: "\""): inString = true
-            case UInt8(ascii: "{"), UInt8(ascii: "["):
-                depth += 1
-                deepest = max(deepest, depth)
-            case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1
-            default: break
-            }
-        }
-        return deepest
+    private static func malformed(_ problem: String) -> Result<PurchaseMessage, MalformedMessage> {
+        .failure(MalformedMessage(problem: problem))
     }
 
     /// A value fit to name a message in events and logs: short, no control characters.
@@ -148,12 +158,5 @@ extension PurchaseMessage {
             !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else { return nil }
         return value
-    }
-}
-
-extension Result {
-    fileprivate var failureValue: Failure? {
-        if case .failure(let error) = self { return error }
-        return nil
     }
 }

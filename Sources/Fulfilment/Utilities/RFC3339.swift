@@ -8,11 +8,13 @@ import Glibc
 /// stamps every event and log line, and a date format style costs more than the rest of building them.
 public enum RFC3339 {
     public static func string(_ date: Date) -> String {
-        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-        return string(epochMilliseconds: milliseconds)
+        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded(.down)
+        return string(epochMilliseconds: Int64(exactly: milliseconds) ?? (milliseconds > 0 ? .max : .min))
     }
 
+    /// Years outside 0001…9999 are written as the nearest of the two, so the text is always RFC 3339.
     public static func string(epochMilliseconds: Int64) -> String {
+        let epochMilliseconds = min(max(epochMilliseconds, minimumMilliseconds), maximumMilliseconds)
         var seconds = time_t(epochMilliseconds.quotientFloor(1000))
         let millis = Int32(epochMilliseconds - Int64(seconds) * 1000)
         var parts = tm()
@@ -40,6 +42,12 @@ public enum RFC3339 {
         text += "Z"
         return text
     }
+}
+
+extension RFC3339 {
+    /// 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z.
+    static let minimumMilliseconds: Int64 = -62_135_596_800_000
+    static let maximumMilliseconds: Int64 = 253_402_300_799_999
 }
 
 extension Int64 {

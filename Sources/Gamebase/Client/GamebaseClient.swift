@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOSSL
+import Synchronization
 
 /// Called after every Gamebase request: the API, its outcome (`success`, `already_consumed`, `permanent`,
 /// `configuration` or `transient`) and how long it took.
@@ -17,11 +18,15 @@ public final class GamebaseClient: GamebaseAPI {
     public static let paymentTransactionAPI = "payment_transaction"
     public static let consumeAPI = "consume"
     public static let consumableAPI = "consumable"
+    /// The `api` of health probes (a Get Payment Transaction call for a token that cannot exist).
+    public static let healthProbeAPI = "health_probe"
 
     /// Nil when the base URL has no http(s) scheme or no host (the worker's configuration refuses such a URL at
     /// startup); every call then fails with a connection error.
     private let pool: HTTP1ConnectionPool?
     private let configuration: GamebaseConfiguration
+    /// The secret key sent with every call; replaced by ``updateSecretKey(_:)`` (a rotated key).
+    private let secretKey: Mutex<Secret>
     private let logger: Logger
     private let observer: GamebaseRequestObserver?
     /// The base URL's path (usually empty) and the app's prefix.
@@ -36,6 +41,7 @@ public final class GamebaseClient: GamebaseAPI {
     /// - Parameter tls: for `https` base URLs; the default verifies the server against the system's trust roots.
     package init(configuration: GamebaseConfiguration, logger: Logger, observer: GamebaseRequestObserver?, tls: TLSConfiguration?) {
         self.configuration = configuration
+        self.secretKey = Mutex(configuration.secretKey)
         self.logger = logger
         self.observer = observer
         let base = URLComponents(string: configuration.baseURL)
@@ -53,6 +59,31 @@ public final class GamebaseClient: GamebaseAPI {
         }
         // GamebaseConfiguration drops a trailing slash, so a base path (a gateway prefix) is "" or "/prefix".
         appPath = "\(base?.percentEncodedPath ?? "")/tcgb-inapp/v1.3/apps/\(Self.percentEncoded(configuration.appID))"
+    }
+
+    /// Sends `key` from the next call on (a key rotated at the console and then in the mounted secret).
+    public func updateSecretKey(_ key: Secret) {
+        secretKey.withLock { $0 = key }
+    }
+
+    /// The longest a health probe waits for its answer: a probe that hangs must not hold up the next one.
+    static let probeTimeoutMilliseconds = 2_000
+
+    public func probe(transactionID: GamebaseTransactionID) async -> GamebaseProbeVerdict {
+        let api = Self.healthProbeAPI
+        let url = "\(appPath)/payment/transaction?accessToken=\(Self.percentEncoded(GamebaseProbeVerdict.probeToken))"
+        do {
+            let envelope = try await call(
+                api: api, method: .GET, url: url, body: nil,
+                timeoutMilliseconds: min(configuration.timeoutMilliseconds, Self.probeTimeoutMilliseconds),
+                transactionID: transactionID, result: PaymentTransaction.read)
+            guard let result = envelope.result else {
+                return .unavailable(failure(api, .invalidResponse, transactionID, "successful answer without a result"))
+            }
+            return GamebaseProbeVerdict(.success(result))
+        } catch {
+            return GamebaseProbeVerdict(.failure(error))
+        }
     }
 
     /// Closes the idle connections; calls under way finish. Call once, when the client is no longer used.
@@ -143,7 +174,7 @@ public final class GamebaseClient: GamebaseAPI {
         var head = HTTPRequestHead(version: .http1_1, method: method, uri: url)
         // The docs require the JSON content type on every call, GET included (contract §3.1).
         head.headers.add(name: "Content-Type", value: "application/json; charset=UTF-8")
-        head.headers.add(name: "X-Secret-Key", value: configuration.secretKey.revealed)
+        head.headers.add(name: "X-Secret-Key", value: secretKey.withLock { $0.revealed })
         head.headers.add(name: "X-TCGB-Transaction-Id", value: transactionID.value)
 
         let response: HTTP1Connection.Response

@@ -6,31 +6,33 @@ import Foundation
 /// Gamebase answers are read with it instead of `JSONDecoder`, which cost about 40 µs of CPU per answer — a
 /// third of a Get Payment Transaction call. What it accepts and how it reads values is what `JSONDecoder`
 /// does for the same Swift types; a differential test holds it to that.
-struct JSONReader {
-    struct Failure: Error, CustomStringConvertible {
-        let offset: Int
-        let problem: String
-        var description: String { "invalid JSON at byte \(offset): \(problem)" }
+package struct JSONReader {
+    package struct Failure: Error, CustomStringConvertible {
+        package let offset: Int
+        package let problem: String
+        package var description: String { "invalid JSON at byte \(offset): \(problem)" }
     }
 
     private let bytes: ArraySlice<UInt8>
     private var index: Int
     private var depth = 0
-    private static let maxDepth = 512
+    private let maxDepth: Int
 
-    init(_ bytes: ArraySlice<UInt8>) {
+    /// - Parameter maxDepth: objects and arrays nested deeper are refused.
+    package init(_ bytes: ArraySlice<UInt8>, maxDepth: Int = 512) {
         self.bytes = bytes
         self.index = bytes.startIndex
+        self.maxDepth = maxDepth
     }
 
-    init(_ bytes: [UInt8]) {
-        self.init(bytes[...])
+    package init(_ bytes: [UInt8], maxDepth: Int = 512) {
+        self.init(bytes[...], maxDepth: maxDepth)
     }
 
     // MARK: Structure
 
     /// Reads an object, calling `member` with each key; `member` must read or skip that key's value.
-    mutating func readObject(_ member: (inout JSONReader, String) throws(Failure) -> Void) throws(Failure) {
+    package mutating func readObject(_ member: (inout JSONReader, String) throws(Failure) -> Void) throws(Failure) {
         try readContainer(UInt8(ascii: "{"), UInt8(ascii: "}"), "an object") { reader throws(Failure) in
             reader.skipWhitespace()
             guard reader.peek() == UInt8(ascii: "\"") else { throw reader.failure("a member name must be a string") }
@@ -42,7 +44,7 @@ struct JSONReader {
     }
 
     /// Reads an array, calling `element` once per element; `element` must read or skip it.
-    mutating func readArray(_ element: (inout JSONReader) throws(Failure) -> Void) throws(Failure) {
+    package mutating func readArray(_ element: (inout JSONReader) throws(Failure) -> Void) throws(Failure) {
         try readContainer(UInt8(ascii: "["), UInt8(ascii: "]"), "an array", element)
     }
 
@@ -69,7 +71,7 @@ struct JSONReader {
     }
 
     /// Validates and skips one value of any kind.
-    mutating func skipValue() throws(Failure) {
+    package mutating func skipValue() throws(Failure) {
         skipWhitespace()
         switch peek() {
         case UInt8(ascii: "{"): try readObject { reader, _ throws(Failure) in try reader.skipValue() }
@@ -82,7 +84,7 @@ struct JSONReader {
     }
 
     /// The bytes of the next value, validated and skipped; read them later with a reader of their own.
-    mutating func captureValue() throws(Failure) -> ArraySlice<UInt8> {
+    package mutating func captureValue() throws(Failure) -> ArraySlice<UInt8> {
         skipWhitespace()
         let start = index
         try skipValue()
@@ -90,7 +92,7 @@ struct JSONReader {
     }
 
     /// Fails unless only whitespace is left.
-    mutating func finish() throws(Failure) {
+    package mutating func finish() throws(Failure) {
         skipWhitespace()
         guard index == bytes.endIndex else { throw failure("unexpected data after the value") }
     }
@@ -98,20 +100,30 @@ struct JSONReader {
     // MARK: Values
 
     /// `true` when the next value is `null` (which it then consumes).
-    mutating func readNull() throws(Failure) -> Bool {
+    package mutating func readNull() throws(Failure) -> Bool {
         skipWhitespace()
         guard peek() == UInt8(ascii: "n") else { return false }
         try readLiteral("null")
         return true
     }
 
-    mutating func readString() throws(Failure) -> String {
+    package mutating func readString() throws(Failure) -> String {
         skipWhitespace()
         guard peek() == UInt8(ascii: "\"") else { throw failure("a string expected") }
         return try readStringLiteral()
     }
 
-    mutating func readBool() throws(Failure) -> Bool {
+    /// The next value when it is a string; any other value is validated, skipped, and `nil` returned.
+    package mutating func readStringOrSkip() throws(Failure) -> String? {
+        skipWhitespace()
+        guard peek() == UInt8(ascii: "\"") else {
+            try skipValue()
+            return nil
+        }
+        return try readStringLiteral()
+    }
+
+    package mutating func readBool() throws(Failure) -> Bool {
         skipWhitespace()
         switch peek() {
         case UInt8(ascii: "t"):
@@ -126,7 +138,7 @@ struct JSONReader {
     }
 
     /// An integer, as `JSONDecoder` reads one: plain digits, or a number whose value is a whole number in range.
-    mutating func readInt64() throws(Failure) -> Int64 {
+    package mutating func readInt64() throws(Failure) -> Int64 {
         let start = index
         let text = try readNumberText()
         if let value = Int64(text) { return value }
@@ -134,31 +146,35 @@ struct JSONReader {
         throw failure("a number that is not a 64-bit integer", at: start)
     }
 
-    mutating func readInt() throws(Failure) -> Int {
+    package mutating func readInt() throws(Failure) -> Int {
         let start = index
         guard let value = Int(exactly: try readInt64()) else { throw failure("integer out of range", at: start) }
         return value
     }
 
     /// A number read from its text, without going through binary floating point.
-    mutating func readDecimal() throws(Failure) -> Decimal {
+    package mutating func readDecimal() throws(Failure) -> Decimal {
         let start = index
         let text = try readNumberText()
-        guard let value = Decimal(string: text, locale: nil) else { throw failure("a number that is not a decimal", at: start) }
+        // Foundation's Decimal holds 38 digits and exponents of ±127; beyond that it gives NaN (which would be written
+        // into events as "NaN", not JSON) or loses the value. A price is nowhere near either.
+        guard text.utf8.count <= 64, let value = Decimal(string: text, locale: nil), !value.isNaN else {
+            throw failure("a number that is not a decimal", at: start)
+        }
         return value
     }
 
-    mutating func readOptionalString() throws(Failure) -> String? { try readNull() ? nil : try readString() }
-    mutating func readOptionalBool() throws(Failure) -> Bool? { try readNull() ? nil : try readBool() }
-    mutating func readOptionalInt64() throws(Failure) -> Int64? { try readNull() ? nil : try readInt64() }
-    mutating func readOptionalDecimal() throws(Failure) -> Decimal? { try readNull() ? nil : try readDecimal() }
+    package mutating func readOptionalString() throws(Failure) -> String? { try readNull() ? nil : try readString() }
+    package mutating func readOptionalBool() throws(Failure) -> Bool? { try readNull() ? nil : try readBool() }
+    package mutating func readOptionalInt64() throws(Failure) -> Int64? { try readNull() ? nil : try readInt64() }
+    package mutating func readOptionalDecimal() throws(Failure) -> Decimal? { try readNull() ? nil : try readDecimal() }
 
     // MARK: Lexing
 
     private mutating func enter(_ opening: UInt8, _ what: String) throws(Failure) {
         skipWhitespace()
         guard peek() == opening else { throw failure("\(what) expected") }
-        guard depth < Self.maxDepth else { throw failure("nested deeper than \(Self.maxDepth) levels") }
+        guard depth < maxDepth else { throw failure("nested deeper than \(maxDepth) levels") }
         depth += 1
         index += 1
     }

@@ -28,8 +28,12 @@ extension PaymentTransaction {
             default: try reader.skipValue()
             }
         }
+        // Fail closed: without these three the flow cannot tell whose payment it is, or whether it may be granted.
         guard let paymentSeq, let userId else {
             throw JSONReader.Failure(offset: 0, problem: "the payment lacks paymentSeq or userId")
+        }
+        guard transaction.isConsumable != nil else {
+            throw JSONReader.Failure(offset: 0, problem: "the payment lacks isConsumable")
         }
         transaction.paymentSeq = paymentSeq
         transaction.userId = userId

@@ -51,16 +51,30 @@ final class RDKafkaClient: @unchecked Sendable {
             // On failure the configuration is still ours.
             rd_kafka_conf_destroy(conf)
             Unmanaged<RDKafkaClientContext>.fromOpaque(pointer).release()
-            throw KafkaError(code: .clientCreation, message: String(cString: errstr))
+            throw KafkaError(code: .clientCreation, message: String(errorBuffer: errstr))
         }
         self.handle = handle
         self.context = context
         self.contextPointer = pointer
     }
 
+    /// Set by ``keepHandleAtDeinit()``.
+    private let keepHandle = Atomic<Bool>(false)
+
     deinit {
+        if keepHandle.load(ordering: .acquiring) {
+            // The handle and its context stay alive (and reachable, so leak checkers see no leak) until exit.
+            KeptHandles.keep(handle: handle, context: contextPointer)
+            return
+        }
         rd_kafka_destroy(handle)
         Unmanaged<RDKafkaClientContext>.fromOpaque(contextPointer).release()
+    }
+
+    /// Skips `rd_kafka_destroy` when this client goes away: for a closed consumer that a known librdkafka bug
+    /// would abort in it (see `ConsumerCore.assignorStateBugApplies`).
+    func keepHandleAtDeinit() {
+        keepHandle.store(true, ordering: .releasing)
     }
 
     /// The client's name as librdkafka reports it (e.g. `rdkafka#consumer-1`).
@@ -72,7 +86,7 @@ final class RDKafkaClient: @unchecked Sendable {
         let err = rd_kafka_fatal_error(handle, &errstr, errstr.count)
         guard err != RD_KAFKA_RESP_ERR_NO_ERROR else { return nil }
         return KafkaError(
-            code: .consume, rdKafkaCode: RDKafkaErrorCode(err), message: String(cString: errstr), isFatal: true,
+            code: .consume, rdKafkaCode: RDKafkaErrorCode(err), message: String(errorBuffer: errstr), isFatal: true,
             isRetryable: false)
     }
 
@@ -82,8 +96,22 @@ final class RDKafkaClient: @unchecked Sendable {
         // librdkafka quotes the rejected value; a secret's value must not reach logs, so its message is replaced.
         let message =
             KafkaConfiguration.isSecret(key)
-            ? "invalid value for configuration property \"\(key)\"" : String(cString: errstr)
+            ? "invalid value for configuration property \"\(key)\"" : String(errorBuffer: errstr)
         return KafkaError(code: .configuration, message: message)
+    }
+}
+
+/// Handles deliberately never destroyed, with their retained contexts: kept reachable until the process exits.
+enum KeptHandles {
+    private struct Kept: @unchecked Sendable {
+        // @unchecked: opaque librdkafka pointers that nothing uses again; they are only held.
+        let handle: OpaquePointer
+        let context: UnsafeMutableRawPointer
+    }
+    private static let kept = Mutex<[Kept]>([])
+
+    static func keep(handle: OpaquePointer, context: UnsafeMutableRawPointer) {
+        kept.withLock { $0.append(Kept(handle: handle, context: context)) }
     }
 }
 
@@ -131,5 +159,13 @@ final class RDKafkaClientContext: Sendable {
         }
         latestStatistics.withLock { $0 = statistics }
         onStatistics?(statistics)
+    }
+}
+
+extension String {
+    /// The text librdkafka wrote into an error buffer, up to its terminating NUL.
+    init(errorBuffer buffer: [CChar]) {
+        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        self = String(decoding: bytes, as: UTF8.self)
     }
 }

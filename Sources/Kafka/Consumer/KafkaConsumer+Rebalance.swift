@@ -26,7 +26,12 @@ extension ConsumerCore {
         switch err {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
             Self.applyAssignment(rk: client.handle, err: err, partitions: partitions)
-            control.withLock { $0.assignment.formUnion(changed) }
+            control.withLock { control in
+                control.assignment.formUnion(changed)
+                control.assignedOnce = true
+                control.lastEpoch += 1
+                for partition in changed { control.epochs[partition] = control.lastEpoch }
+            }
             logger.info("partitions assigned", metadata: ["kafka.partitions": "\(changed.sorted())"])
             handler?(.assigned(changed))
 
@@ -36,6 +41,7 @@ extension ConsumerCore {
             control.withLock { control in
                 control.assignment.subtract(revoked)
                 control.physicallyPaused.subtract(revoked)
+                for partition in revoked { control.epochs[partition] = nil }
             }
             // Nothing of these partitions may start once the handler has run.
             buffer.purge(revoked)
@@ -55,7 +61,10 @@ extension ConsumerCore {
 
         default:
             logger.error("rebalance error", metadata: ["kafka.error": "\(RDKafkaErrorCode(err).message)"])
-            control.withLock { $0.assignment.removeAll() }
+            control.withLock { control in
+                control.assignment.removeAll()
+                control.epochs.removeAll()
+            }
             buffer.purge(Set(changed))
             rd_kafka_assign(client.handle, nil)
         }

@@ -71,6 +71,50 @@ public final class KafkaConsumer: Sendable {
         try await core.committed(partitions, timeoutMilliseconds: timeoutMilliseconds)
     }
 
+    /// The partitions of `topic` with their low and high watermarks (the first offset, and the offset the next
+    /// record will get), as the brokers report them now.
+    public func watermarks(topic: String, timeoutMilliseconds: Int32 = 10_000) async throws(KafkaError) -> [Int32: (low: Int64, high: Int64)] {
+        let client = core.client
+        let result: Result<[Int32: (low: Int64, high: Int64)], KafkaError> = await ConsumerCore.offPool {
+            var pointer: UnsafePointer<rd_kafka_metadata>?
+            let err = rd_kafka_metadata(client.handle, 1, nil, &pointer, timeoutMilliseconds)
+            guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata = pointer else {
+                return .failure(KafkaError.from(err, code: .timeout, context: "metadata request"))
+            }
+            var partitions: [Int32] = []
+            for index in 0..<Int(metadata.pointee.topic_cnt) {
+                let entry = metadata.pointee.topics[index]
+                guard String(cString: entry.topic) == topic, entry.err == RD_KAFKA_RESP_ERR_NO_ERROR else { continue }
+                partitions = (0..<Int(entry.partition_cnt)).map { entry.partitions[$0].id }
+            }
+            rd_kafka_metadata_destroy(metadata)
+            guard !partitions.isEmpty else {
+                return .failure(KafkaError(code: .subscription, message: "topic \(topic) does not exist"))
+            }
+            var marks: [Int32: (low: Int64, high: Int64)] = [:]
+            for partition in partitions {
+                var low: Int64 = 0
+                var high: Int64 = 0
+                let err = rd_kafka_query_watermark_offsets(client.handle, topic, partition, &low, &high, timeoutMilliseconds)
+                guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                    return .failure(KafkaError.from(err, code: .timeout, context: "watermarks of \(topic)[\(partition)]"))
+                }
+                marks[partition] = (low, high)
+            }
+            return .success(marks)
+        }
+        return try result.get()
+    }
+
+    /// The next offset this consumer will fetch for each of `partitions` (`nil` where it has none yet).
+    public func positions(for partitions: [TopicPartition]) -> [TopicPartition: Int64?] {
+        let list = TopicPartitionList(partitions)
+        _ = rd_kafka_position(core.client.handle, list.pointer)
+        var positions: [TopicPartition: Int64?] = [:]
+        for (partition, offset) in list.offsets { positions[partition] = offset >= 0 ? offset : nil }
+        return positions
+    }
+
     /// Stops fetching from `partitions` until they are resumed. Messages already buffered are still delivered.
     public func pause(_ partitions: [TopicPartition]) {
         core.setPaused(partitions, paused: true)
@@ -83,6 +127,13 @@ public final class KafkaConsumer: Sendable {
 
     /// The partitions this member owns now.
     public var assignment: Set<TopicPartition> { core.assignment }
+
+    /// The assignment `partition` currently belongs to, `nil` when this member does not own it. Every assignment
+    /// of a partition gets a new, larger epoch; messages carry the epoch they were fetched in
+    /// (``KafkaMessage/assignmentEpoch``). Read it in the rebalance handler to learn a new assignment's epoch.
+    public func assignmentEpoch(for partition: TopicPartition) -> UInt64? {
+        core.control.withLock { $0.epochs[partition] }
+    }
 
     /// How many commits before a revocation the broker refused. Kafka 2.5+ accepts them during a cooperative
     /// rebalance; older brokers and librdkafka's mock cluster may answer REBALANCE_IN_PROGRESS, and then the
@@ -128,6 +179,11 @@ final class ConsumerCore: Sendable {
         var rebalanceHandler: KafkaRebalanceHandler?
         /// Commits before a revocation that the broker refused.
         var revokeCommitFailures = 0
+        /// The assignment each owned partition belongs to; a new one for every assignment of a partition.
+        var epochs: [TopicPartition: UInt64] = [:]
+        var lastEpoch: UInt64 = 0
+        /// An assignment (possibly empty) has reached the rebalance callback at least once.
+        var assignedOnce = false
     }
 
     let client: RDKafkaClient
@@ -140,6 +196,9 @@ final class ConsumerCore: Sendable {
     private let consumerQueue: RDKafkaQueue
     private let highWater: Int
     private let lowWater: Int
+    private let highWaterBytes: Int
+    private let lowWaterBytes: Int
+    private let cooperative: Bool
 
     init(
         configuration: KafkaConsumerConfiguration, logger: Logger, rebalanceHandler: KafkaRebalanceHandler?,
@@ -159,6 +218,9 @@ final class ConsumerCore: Sendable {
         self.control = Mutex(Control(rebalanceHandler: rebalanceHandler))
         self.highWater = configuration.maxBufferedMessages
         self.lowWater = max(0, configuration.maxBufferedMessages / 2)
+        self.highWaterBytes = configuration.maxBufferedBytes
+        self.lowWaterBytes = configuration.maxBufferedBytes / 2
+        self.cooperative = (configuration.effectiveProperties["partition.assignment.strategy"] ?? "").contains("cooperative")
         // Errors, statistics and rebalances are served by consumer_poll on the poll thread.
         rd_kafka_poll_set_consumer(client.handle)
         self.consumerQueue = RDKafkaQueue(pointer: rd_kafka_queue_get_consumer(client.handle))
@@ -205,14 +267,32 @@ final class ConsumerCore: Sendable {
         if err != RD_KAFKA_RESP_ERR_NO_ERROR {
             logger.warning("consumer close reported an error", metadata: ["kafka.error": "\(RDKafkaErrorCode(err).message)"])
         }
+        if Self.assignorStateBugApplies, cooperative, !control.withLock({ $0.assignedOnce }) {
+            // librdkafka before 2.3.0 (Debian ships 2.0.2) aborts in rd_kafka_destroy when the cooperative-sticky
+            // assignor was chosen by a JoinGroup but no assignment has arrived yet: its state is still NULL and
+            // rd_kafka_sticky_assignor_state_destroy asserts it is not (librdkafka #4312, fixed by #4381). That
+            // window is exactly "stopped during start-up". The consumer has closed (left the group, committed):
+            // only the handle's memory is left, so it is kept until the process exits instead of destroyed.
+            // Versions with the fix never take this branch.
+            client.keepHandleAtDeinit()
+            logger.debug("consumer closed before its first assignment; its handle is kept (librdkafka #4312)")
+        }
         buffer.finish()
     }
+
+    /// librdkafka versions that abort when a cooperative consumer is destroyed before its first assignment.
+    static let assignorStateBugApplies = rd_kafka_version() < 0x0203_00ff
 
     /// Copies a fetched message into the buffer; returns a fatal error if librdkafka raised one.
     private func handle(_ message: UnsafeMutablePointer<rd_kafka_message_t>) -> KafkaError? {
         let err = message.pointee.err
         if err == RD_KAFKA_RESP_ERR_NO_ERROR {
-            buffer.append(KafkaMessage(copying: message))
+            var copied = KafkaMessage(copying: message)
+            let epoch = control.withLock { $0.epochs[copied.topicPartition] }
+            // A message of a partition no longer assigned (a fetch that raced a revoke) is not delivered.
+            guard let epoch else { return nil }
+            copied.assignmentEpoch = epoch
+            buffer.append(copied)
             return nil
         }
         if err == RD_KAFKA_RESP_ERR__PARTITION_EOF { return nil }
@@ -226,9 +306,10 @@ final class ConsumerCore: Sendable {
     /// Brings librdkafka's paused set in line with what the application and the buffer ask for.
     private func reconcilePauses() {
         let count = buffer.count
+        let bytes = buffer.bytes
         let (toPause, toResume): (Set<TopicPartition>, Set<TopicPartition>) = control.withLock { control in
-            if !control.bufferFull && count >= highWater { control.bufferFull = true }
-            if control.bufferFull && count <= lowWater { control.bufferFull = false }
+            if !control.bufferFull && (count >= highWater || bytes >= highWaterBytes) { control.bufferFull = true }
+            if control.bufferFull && count <= lowWater && bytes <= lowWaterBytes { control.bufferFull = false }
             let wanted = control.bufferFull ? control.assignment : control.applicationPaused.intersection(control.assignment)
             let toPause = wanted.subtracting(control.physicallyPaused)
             let toResume = control.physicallyPaused.subtracting(wanted)

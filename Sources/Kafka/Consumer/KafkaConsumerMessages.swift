@@ -12,9 +12,29 @@ public struct KafkaConsumerMessages: AsyncSequence, Sendable {
         public mutating func next() async throws -> KafkaMessage? {
             try await buffer.next()
         }
+
+        /// The next message, waiting at most `timeout`. A timeout takes nothing: a message that arrives just
+        /// as the time runs out stays buffered for the next call.
+        public mutating func next(within timeout: Duration) async throws -> KafkaNextMessage {
+            switch await buffer.wait(timeout: timeout) {
+            case .message(let message): return .message(message)
+            case .timedOut: return .timedOut
+            case .finished: return .ended
+            case .failed(let error): throw error
+            }
+        }
     }
 
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(buffer: buffer)
     }
+}
+
+/// What ``KafkaConsumerMessages/AsyncIterator/next(within:)`` found.
+public enum KafkaNextMessage: Sendable, Hashable {
+    case message(KafkaMessage)
+    /// No message arrived in time.
+    case timedOut
+    /// The consumer was closed (or the waiting task cancelled).
+    case ended
 }

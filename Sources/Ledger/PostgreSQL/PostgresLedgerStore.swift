@@ -281,6 +281,17 @@ public final class PostgresLedgerStore: LedgerStore, Service {
         }
     }
 
+    public func oldestUnconsumedGrantedAt() async throws -> Date? {
+        try await wrap {
+            for try await oldest in try await client.query(
+                "SELECT MIN(granted_at_ms) FROM grants WHERE state = 'granted'", logger: logger
+            ).decode(Int64?.self) {
+                return oldest.map(Date.init(epochMilliseconds:))
+            }
+            return nil
+        }
+    }
+
     /// Nothing to do: the pool closes when ``run()``'s task ends.
     public func close() async throws {}
 

@@ -191,17 +191,14 @@ public final class SQLiteLedgerStore: LedgerStore {
         grant: GrantRecord?, rejection: RejectionRecord?
     ) {
         try await read { db in
-            if let row = try Row.fetchOne(
+            let grant = try Row.fetchOne(
                 db.cachedStatement(sql: "SELECT \(LedgerSchema.grantColumns) FROM grants WHERE payment_seq = ?"),
                 arguments: [paymentSeq])
-            {
-                return (Self.grant(from: row), nil)
-            }
             let rejection = try Row.fetchOne(
                 db.cachedStatement(
                     sql: "SELECT \(LedgerSchema.rejectionColumns) FROM rejections WHERE payment_seq = ? AND user_id = ? AND token_hash = ?"),
                 arguments: [key.paymentSeq, key.userId, key.tokenHash])
-            return (nil, rejection.map(Self.rejection(from:)))
+            return (grant.map(Self.grant(from:)), rejection.map(Self.rejection(from:)))
         }
     }
 
@@ -238,6 +235,13 @@ public final class SQLiteLedgerStore: LedgerStore {
 
     public func countUnconsumed() async throws -> Int {
         try await read { db in try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM grants WHERE state = 'granted'")) ?? 0 }
+    }
+
+    public func oldestUnconsumedGrantedAt() async throws -> Date? {
+        try await read { db in
+            try Int64.fetchOne(db.cachedStatement(sql: "SELECT MIN(granted_at_ms) FROM grants WHERE state = 'granted'"))
+                .map(Date.init(epochMilliseconds:))
+        }
     }
 
     public func close() async throws {

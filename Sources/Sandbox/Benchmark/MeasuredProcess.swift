@@ -13,7 +13,7 @@ final class MeasuredProcess: @unchecked Sendable {
 
     init(executable: String, arguments: [String], environment: [String: String] = [:], logPath: String) throws {
         self.logPath = logPath
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         process = Process()
         process.executableURL = URL(fileURLWithPath: executable)

@@ -71,6 +71,15 @@ public enum WorkerApplication {
         let producer = try KafkaProducer(configuration: configuration.producerConfiguration, logger: logger)
         health.setPollAgeSource { consumer.timeSinceLastPoll }
         let workerName = configuration.groupInstanceID ?? ProcessInfo.processInfo.hostName
+        // Every ledger call has a deadline: a database that stops answering is an outage, never a hung purchase.
+        let ledger = DeadlineLedgerStore(ledger, limit: configuration.ledgerCallTimeout)
+        let intake = IntakeSwitch(consumer: consumer)
+        let gamebaseMonitor = GamebaseMonitor(
+            gamebase: gamebase, configuration: configuration.breaker,
+            reloadSecretKey: secretKeyReloader(configuration: configuration, gamebase: gamebase, logger: logger),
+            metrics: metrics, health: health, logger: logger, onTransition: { intake.set(.gamebase, holding: $0) })
+        let ledgerMonitor = LedgerMonitor(
+            ledger: ledger, metrics: metrics, health: health, logger: logger, onTransition: { intake.set(.ledger, holding: $0) })
         let processor = PurchaseProcessor(
             gamebase: gamebase, ledger: ledger, publisher: KafkaEventPublisher(producer: producer),
             configuration: FulfilmentConfiguration(
@@ -84,11 +93,13 @@ public enum WorkerApplication {
             consumer: consumer, processor: processor,
             configuration: .init(
                 purchasesTopic: configuration.topics.purchases, maxInFlight: configuration.maxInFlight,
-                shutdownTimeout: .milliseconds(configuration.shutdownTimeoutMilliseconds)),
-            metrics: metrics, health: health, logger: logger)
+                maxInFlightBytes: configuration.maxInFlightBytes,
+                shutdownTimeout: .milliseconds(configuration.shutdownTimeoutMilliseconds), breaker: configuration.breaker),
+            gamebaseMonitor: gamebaseMonitor, ledgerMonitor: ledgerMonitor, intake: intake, metrics: metrics, health: health,
+            logger: logger)
         let sweeper = Sweeper(
             processor: processor, interval: configuration.sweepInterval, grace: configuration.sweepGrace, metrics: metrics,
-            health: health, logger: logger)
+            gamebaseMonitor: gamebaseMonitor, ledgerMonitor: ledgerMonitor, logger: logger)
         let admin = AdminServer(host: adminHost, port: configuration.serverPort, metrics: metrics, health: health, logger: logger)
 
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
@@ -109,6 +120,19 @@ public enum WorkerApplication {
                 engine: engine, processor: processor, sweeper: sweeper, admin: admin, metrics: metrics, health: health,
                 consumer: consumer, producer: producer)
         )
+    }
+}
+
+/// While Gamebase refuses the worker's configuration, the monitor calls this before each probe: a secret key file
+/// that now holds another key gives the client that key (a key rotated at the console, then in the mounted secret).
+func secretKeyReloader(configuration: WorkerConfiguration, gamebase: any GamebaseAPI, logger: Logger) -> @Sendable () -> Void {
+    guard let path = configuration.gamebaseSecretKeyFile, let client = gamebase as? GamebaseClient else { return {} }
+    let file = SecretKeyFile(path: path)
+    _ = try? file.read()
+    return {
+        guard let key = file.changedKey() else { return }
+        logger.notice("the secret key file holds a new key; trying it", metadata: ["gamebase.secret_key_file": "\(path)"])
+        client.updateSecretKey(key)
     }
 }
 

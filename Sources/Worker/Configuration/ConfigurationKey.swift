@@ -50,6 +50,9 @@ public struct ConfigurationKey: Sendable, Hashable {
             "sqlite:///path (one instance) or postgres://user:pass@host:5432/db (shared)", secret: true),
         ConfigurationKey("worker.max_in_flight", default: "512", "Purchases processed at once"),
         ConfigurationKey("worker.max_message_bytes", default: "65536", "Larger purchase messages are malformed"),
+        ConfigurationKey(
+            "worker.max_buffered_bytes", default: "67108864",
+            "Bytes of fetched records held at most: ¼ librdkafka prefetch, ¼ waiting, ½ in flight"),
         ConfigurationKey("worker.retry.max_attempts", default: "4", "Attempts of a failing Gamebase call within one message"),
         ConfigurationKey("worker.retry.initial_backoff_ms", default: "200", "First retry wait (exponential, full jitter)"),
         ConfigurationKey("worker.retry.max_backoff_ms", default: "5000", "Longest retry wait"),

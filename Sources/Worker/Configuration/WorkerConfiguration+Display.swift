@@ -25,6 +25,7 @@ extension WorkerConfiguration {
             ("gamebase.timeout_ms", String(gamebaseTimeoutMilliseconds)),
             ("gamebase.max_connections", String(gamebaseMaxConnections)), ("ledger.url", redactedLedgerURL),
             ("worker.max_in_flight", String(maxInFlight)), ("worker.max_message_bytes", String(maxMessageBytes)),
+            ("worker.max_buffered_bytes", String(maxBufferedBytes)),
             ("worker.retry.max_attempts", String(retry.maxAttempts)),
             ("worker.retry.initial_backoff_ms", String(Self.milliseconds(retry.initialBackoff))),
             ("worker.retry.max_backoff_ms", String(Self.milliseconds(retry.maxBackoff))),

@@ -63,12 +63,8 @@ extension WorkerConfiguration {
         if let key = try values.optionalString("gamebase.secret_key", secret: true) {
             gamebaseSecretKey = Secret(key)
         } else if let file = try values.optionalString("gamebase.secret_key_file") {
-            guard let contents = try? String(contentsOfFile: file, encoding: .utf8) else {
-                throw ConfigurationError(key: "gamebase.secret_key_file", problem: "cannot read \(file)")
-            }
-            let key = contents.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard !key.isEmpty else { throw ConfigurationError(key: "gamebase.secret_key_file", problem: "\(file) is empty") }
-            gamebaseSecretKey = Secret(key)
+            gamebaseSecretKey = try SecretKeyFile(path: file).read()
+            gamebaseSecretKeyFile = file
         } else {
             throw ConfigurationError(key: "gamebase.secret_key", problem: "required (or gamebase.secret_key_file)")
         }
@@ -82,6 +78,7 @@ extension WorkerConfiguration {
         gamebaseMaxConnections = try values.int(
             "gamebase.max_connections", default: min(maxInFlight, Self.defaultMaxConnectionsLimit), in: 1...4_096)
         maxMessageBytes = try values.int("worker.max_message_bytes", default: maxMessageBytes, in: 256...10_000_000)
+        maxBufferedBytes = try values.int("worker.max_buffered_bytes", default: maxBufferedBytes, in: (4 << 20)...(16 << 30))
         let attempts = try values.int("worker.retry.max_attempts", default: 4, in: 1...100)
         let initial = try values.int("worker.retry.initial_backoff_ms", default: 200, in: 0...600_000)
         let maximum = try values.int("worker.retry.max_backoff_ms", default: 5_000, in: 0...3_600_000)

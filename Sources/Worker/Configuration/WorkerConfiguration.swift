@@ -24,6 +24,9 @@ public struct WorkerConfiguration: Sendable {
     public var gamebaseBaseURL = GamebaseConfiguration.defaultBaseURL
     public var gamebaseAppID = ""
     public var gamebaseSecretKey = Secret("")
+    /// `gamebase.secret_key_file`, when the key came from a file: re-read while Gamebase refuses the key, so a
+    /// fixed (rotated) secret is picked up without a restart.
+    public var gamebaseSecretKeyFile: String?
     public var gamebaseTimeoutMilliseconds = 10_000
     /// Defaults to `worker.max_in_flight`, at most `defaultMaxConnectionsLimit`.
     public var gamebaseMaxConnections = 512
@@ -33,6 +36,9 @@ public struct WorkerConfiguration: Sendable {
 
     public var maxInFlight = 512
     public var maxMessageBytes = 65_536
+    /// `worker.max_buffered_bytes`: bytes of fetched records held at most — a quarter for librdkafka's prefetch
+    /// queue, a quarter for records fetched and not yet started, half for records in flight.
+    public var maxBufferedBytes = 64 << 20
     public var retry = RetryPolicy(maxAttempts: 4, initialBackoff: .milliseconds(200), maxBackoff: .milliseconds(5_000))
     public var rejectTestPurchases = false
     public var shutdownTimeoutMilliseconds = 30_000
@@ -45,6 +51,10 @@ public struct WorkerConfiguration: Sendable {
     /// still running them.
     public var sweepInterval: Duration = .seconds(10)
     public var sweepGrace: Duration = .seconds(30)
+    /// The deadline of every ledger call.
+    public var ledgerCallTimeout: Duration = .seconds(10)
+    /// When the Gamebase circuit opens, and how often it is probed while open or stopped.
+    public var breaker = CircuitBreaker.Configuration()
 
     public enum LogFormat: String, Sendable, Hashable {
         case json, text
@@ -67,10 +77,22 @@ public struct WorkerConfiguration: Sendable {
             // 500 ms default is tuned for throughput, not for a player waiting for an item).
             "fetch.wait.max.ms": "100",
         ]
+        // librdkafka's prefetch queue (64 MiB by default, per consumer) gets its quarter of the byte budget; it also
+        // caps fetch.max.bytes, which librdkafka lowers to it unless set.
+        properties["queued.max.messages.kbytes"] = String(max(1_024, maxBufferedBytes / 4 / 1_024))
         properties.merge(librdkafka) { $1 }
         return KafkaConsumerConfiguration(
             bootstrapServers: bootstrapServers, groupID: groupID, groupInstanceID: groupInstanceID,
-            maxBufferedMessages: max(1_000, maxInFlight * 4), properties: properties)
+            maxBufferedMessages: max(1_000, maxInFlight * 4), maxBufferedBytes: max(1, maxBufferedBytes / 4),
+            properties: properties)
+    }
+
+    /// Bytes of records in flight at most (half of `worker.max_buffered_bytes`).
+    public var maxInFlightBytes: Int { max(1, maxBufferedBytes / 2) }
+
+    /// The largest record the consumer reads: librdkafka's `receive.message.max.bytes` (100,000,000 unless set).
+    var largestReadableRecord: Int {
+        librdkafka["receive.message.max.bytes"].flatMap { Int($0) } ?? 100_000_000
     }
 
     public var producerConfiguration: KafkaProducerConfiguration {
@@ -80,7 +102,12 @@ public struct WorkerConfiguration: Sendable {
             "partition.assignment.strategy", "group.instance.id", "auto.commit.interval.ms", "fetch.max.bytes",
             "max.partition.fetch.bytes", "fetch.wait.max.ms", "fetch.min.bytes", "queued.max.messages.kbytes",
         ]
-        var properties = ["client.id": "\(clientID)-producer"]
+        // A dead-letter record is the record read plus the worker's headers: the producer must accept whatever the
+        // consumer can read, with room for them (librdkafka's own default, 1,000,000, is below a real broker's
+        // 1,048,588, so a record near the size limit could not be dead-lettered whole).
+        var properties = [
+            "client.id": "\(clientID)-producer", "message.max.bytes": String(min(1_000_000_000, largestReadableRecord + 65_536)),
+        ]
         properties.merge(librdkafka.filter { !consumerOnly.contains($0.key) }) { $1 }
         return KafkaProducerConfiguration(bootstrapServers: bootstrapServers, properties: properties)
     }

@@ -1,38 +1,56 @@
 import DequeModule
 import Synchronization
 
-/// Counts free in-flight slots; `acquire` waits for one.
+/// A weighted semaphore for the engine's admission: free in-flight slots, or free bytes. `acquire` waits until
+/// `weight` is free; a weight larger than the whole capacity is admitted once nothing else holds any, so one
+/// oversized record still moves on (alone). Waiters are served in order.
 final class AsyncSemaphore: Sendable {
+    private struct Waiter {
+        let weight: Int
+        let continuation: CheckedContinuation<Void, Never>
+    }
     private struct State {
         var available: Int
-        var waiters = Deque<CheckedContinuation<Void, Never>>()
+        var waiters = Deque<Waiter>()
     }
     private let state: Mutex<State>
+    let capacity: Int
 
-    init(_ count: Int) {
-        state = Mutex(State(available: count))
+    init(_ capacity: Int) {
+        self.capacity = max(1, capacity)
+        state = Mutex(State(available: self.capacity))
     }
 
-    func acquire() async {
+    /// The weight actually held for a request of `weight`: at most the whole capacity.
+    func held(for weight: Int) -> Int { min(max(0, weight), capacity) }
+
+    /// Waits until `weight` (at most the capacity) is free and takes it. Release the same `weight`.
+    func acquire(_ weight: Int = 1) async {
+        let weight = held(for: weight)
         await withCheckedContinuation { continuation in
             let acquired = state.withLock { state -> Bool in
-                if state.available > 0 {
-                    state.available -= 1
+                if state.waiters.isEmpty, state.available >= weight {
+                    state.available -= weight
                     return true
                 }
-                state.waiters.append(continuation)
+                state.waiters.append(Waiter(weight: weight, continuation: continuation))
                 return false
             }
             if acquired { continuation.resume() }
         }
     }
 
-    func release() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            if let waiter = state.waiters.popFirst() { return waiter }
-            state.available += 1
-            return nil
+    func release(_ weight: Int = 1) {
+        let weight = held(for: weight)
+        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.available += weight
+            var ready: [CheckedContinuation<Void, Never>] = []
+            while let first = state.waiters.first, state.available >= first.weight {
+                state.available -= first.weight
+                ready.append(state.waiters.removeFirst().continuation)
+            }
+            return ready
         }
-        waiter?.resume()
+        for continuation in ready { continuation.resume() }
     }
 }

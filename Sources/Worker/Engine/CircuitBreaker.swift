@@ -1,138 +1,119 @@
-/// Decides when Gamebase is failing as a whole (not one purchase), so the worker pauses instead of
-/// dead-lettering everything.
+import Gamebase
+
+/// Decides whether purchases may call Gamebase: closed (yes), open (Gamebase is down as a whole) or stopped
+/// (Gamebase refuses the worker's configuration). Telling "Gamebase is down" from "this purchase fails" is left to
+/// a health probe that depends on no message: the breaker opens on a high failure ratio or a failed probe, and
+/// only an answered probe closes it.
 ///
-/// A value-type state machine: the engine feeds it outcomes and applies the transitions it returns.
+/// A value-type state machine: the engine feeds it verdicts and applies the transitions it returns.
 public struct CircuitBreaker: Sendable {
     public struct Configuration: Sendable, Hashable {
-        /// The circuit opens when at least this share of recent calls failed…
+        /// The circuit opens when at least this share of recent purchases failed at Gamebase…
         public var failureRatio: Double
         /// …out of at least this many.
         public var minimumSamples: Int
-        /// Outcomes older than this are forgotten.
+        /// Verdicts older than this are forgotten.
         public var window: Duration
-        /// How long it stays open before one probe may go through; doubles after a failed probe.
-        public var openDuration: Duration
-        public var maxOpenDuration: Duration
-        /// A probe that reports nothing for this long (its task ended some other way) lets another probe go.
-        public var probeTimeout: Duration
+        /// How often a probe runs while the circuit is open or stopped.
+        public var probeInterval: Duration
 
         public init(
             failureRatio: Double = 0.5, minimumSamples: Int = 10, window: Duration = .seconds(30),
-            openDuration: Duration = .seconds(2), maxOpenDuration: Duration = .seconds(30), probeTimeout: Duration = .seconds(30)
+            probeInterval: Duration = .seconds(1)
         ) {
             self.failureRatio = failureRatio
             self.minimumSamples = minimumSamples
             self.window = window
-            self.openDuration = openDuration
-            self.maxOpenDuration = maxOpenDuration
-            self.probeTimeout = probeTimeout
+            self.probeInterval = probeInterval
         }
     }
 
-    public enum State: Sendable, Hashable {
+    public enum State: Sendable, Equatable {
         case closed
-        case open(until: ContinuousClock.Instant, nextOpenDuration: Duration)
-        /// One probe is under way, until `probeDeadline` at the latest.
-        case halfOpen(probeDeadline: ContinuousClock.Instant, nextOpenDuration: Duration)
+        /// Gamebase does not answer; purchases wait.
+        case open
+        /// Gamebase refuses the configuration; purchases wait, nothing is committed for them.
+        case stopped(GamebaseError)
     }
 
-    public enum Transition: Sendable, Hashable {
+    public enum Transition: Sendable, Equatable {
         case opened
         case closed
+        case stopped(GamebaseError)
+        /// From stopped back to closed: the configuration is accepted again.
+        case resumed
     }
 
     public let configuration: Configuration
     public private(set) var state: State = .closed
-    private var outcomes: [(at: ContinuousClock.Instant, failed: Bool)] = []
+    private var verdicts: [(at: ContinuousClock.Instant, failed: Bool)] = []
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
     }
 
-    public var isOpen: Bool { state != .closed }
+    /// Whether purchases may call Gamebase now.
+    public var allowsCalls: Bool { state == .closed }
 
-    /// Records a call that reached Gamebase (`failed: false`) or failed transiently (`failed: true`).
-    public mutating func record(failed: Bool, now: ContinuousClock.Instant) -> Transition? {
-        forget(before: now - configuration.window)
-        outcomes.append((now, failed))
-        switch state {
-        case .closed:
-            guard failed, outcomes.count >= configuration.minimumSamples, failureShare >= configuration.failureRatio else {
-                return nil
-            }
-            state = .open(until: now + configuration.openDuration, nextOpenDuration: doubled(configuration.openDuration))
-            return .opened
-        case .halfOpen(_, let next):
-            if failed {
-                state = .open(until: now + next, nextOpenDuration: doubled(next))
-                return nil
-            }
-            state = .closed
-            outcomes.removeAll()
-            return .closed
-        case .open:
-            // A call that started before the circuit opened.
-            return nil
-        }
-    }
-
-    /// Whether a held purchase may try Gamebase now. When the open period is over, the first caller becomes
-    /// the probe; so does the next caller once a probe has been silent for `probeTimeout`.
-    public mutating func allowAttempt(now: ContinuousClock.Instant) -> Bool {
-        switch state {
-        case .closed:
-            return true
-        case .open(let until, let next):
-            guard now >= until else { return false }
-            state = .halfOpen(probeDeadline: now + configuration.probeTimeout, nextOpenDuration: next)
-            return true
-        case .halfOpen(let deadline, let next):
-            guard now >= deadline else { return false }
-            state = .halfOpen(probeDeadline: now + configuration.probeTimeout, nextOpenDuration: next)
-            return true
-        }
-    }
-
-    /// Whether a probe is under way: the caller that was just allowed through is it.
-    public var isProbing: Bool {
-        if case .halfOpen = state { return true }
+    public var isStopped: Bool {
+        if case .stopped = state { return true }
         return false
     }
 
-    /// The probe ended without a verdict on Gamebase: its purchase needed no call (a duplicate, a malformed
-    /// message), its partition moved, or the ledger failed. The next held purchase probes at once; without
-    /// this the circuit would stay half-open and the partitions paused.
-    public mutating func probeEndedWithoutVerdict(now: ContinuousClock.Instant) {
-        guard case .halfOpen(_, let next) = state else { return }
-        state = .open(until: now, nextOpenDuration: next)
+    /// Records one purchase's verdict on Gamebase, once per purchase: it got answers (`failed: false`), or it kept
+    /// failing transiently through all its attempts (`failed: true`). Opens the circuit when most recent
+    /// purchases failed.
+    public mutating func record(failed: Bool, now: ContinuousClock.Instant) -> Transition? {
+        forget(before: now - configuration.window)
+        verdicts.append((now, failed))
+        guard state == .closed, failed, verdicts.count >= configuration.minimumSamples, failureShare >= configuration.failureRatio
+        else { return nil }
+        state = .open
+        return .opened
     }
 
-    /// Whether a purchase that kept failing should be dead-lettered: only when Gamebase is otherwise healthy
-    /// (enough recent calls, mostly successful). Otherwise it is held and retried, so an outage never floods
-    /// the dead-letter topic.
-    public func shouldDeadLetter(now: ContinuousClock.Instant) -> Bool {
-        guard state == .closed else { return false }
-        let recent = outcomes.filter { $0.at >= now - configuration.window }
-        guard recent.count >= configuration.minimumSamples else { return false }
-        let failures = recent.filter(\.failed).count
-        return Double(failures) / Double(recent.count) < configuration.failureRatio
+    /// A probe got no usable answer: Gamebase is down.
+    public mutating func probeFailed() -> Transition? {
+        guard state == .closed else { return nil }
+        state = .open
+        return .opened
+    }
+
+    /// Gamebase refused the worker's configuration (a purchase's call or a probe).
+    public mutating func configurationRejected(_ error: GamebaseError) -> Transition? {
+        if case .stopped = state { return nil }
+        state = .stopped(error)
+        return .stopped(error)
+    }
+
+    /// A probe got an answer: Gamebase works and accepts the configuration. The verdicts of the outage are
+    /// forgotten, so the purchases it held do not reopen the circuit at once.
+    public mutating func probeAnswered() -> Transition? {
+        switch state {
+        case .closed:
+            return nil
+        case .open:
+            state = .closed
+            verdicts.removeAll()
+            return .closed
+        case .stopped:
+            state = .closed
+            verdicts.removeAll()
+            return .resumed
+        }
     }
 
     private var failureShare: Double {
-        outcomes.isEmpty ? 0 : Double(outcomes.filter(\.failed).count) / Double(outcomes.count)
+        verdicts.isEmpty ? 0 : Double(verdicts.count { $0.failed }) / Double(verdicts.count)
     }
 
     private mutating func forget(before cutoff: ContinuousClock.Instant) {
-        if let index = outcomes.firstIndex(where: { $0.at >= cutoff }) {
-            if index > 0 { outcomes.removeFirst(index) }
+        if let index = verdicts.firstIndex(where: { $0.at >= cutoff }) {
+            if index > 0 { verdicts.removeFirst(index) }
         } else {
-            outcomes.removeAll()
+            verdicts.removeAll()
         }
-        // Bound memory under heavy traffic: the ratio of the last 1,000 calls is enough.
-        if outcomes.count > 1_000 { outcomes.removeFirst(outcomes.count - 1_000) }
-    }
-
-    private func doubled(_ duration: Duration) -> Duration {
-        min(duration * 2, configuration.maxOpenDuration)
+        // Bound memory under heavy traffic: the ratio of the last 1,000 purchases is enough.
+        if verdicts.count > 1_000 { verdicts.removeFirst(verdicts.count - 1_000) }
     }
 }

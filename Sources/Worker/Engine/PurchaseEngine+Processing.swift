@@ -9,49 +9,58 @@ import Synchronization
 
 extension PurchaseEngine {
     /// Runs the flow for one message until its outcome is durable; returns whether its offset may be stored.
+    ///
+    /// Returns false — the message is abandoned and redelivered, nothing published for it — whenever the task is
+    /// cancelled (shutdown) or the partition is no longer this member's (revoke): work cut short is never turned
+    /// into a failure.
     func run(_ work: Work) async -> Bool {
         var infrastructureFailures = 0
+        var counted = false
         var generator = SystemRandomNumberGenerator()
-        // Whether this purchase is the circuit's probe: an outcome that says nothing about Gamebase hands the
-        // probe on, or the circuit would stay half-open with the partitions paused.
-        var probing = false
-        defer { handOnProbe(&probing) }
-        while !Task.isCancelled {
-            guard owns(work) else { return false }
+        let gate: PurchaseProcessor.GamebaseGate = { [self] in try await waitForGamebase(work) }
+        while stillRuns(work) {
             do {
-                // Admitted while the circuit is open (a partition resumed with nothing left to probe): wait like
-                // the purchases already held.
-                if !probing, breaker.withLock({ $0.isOpen }) { probing = try await hold(work) }
-                let outcome = try await processor.process(work.input, parsed: work.parsed)
+                if !ledgerMonitor.isAvailable { try await hold(work) { try await ledgerMonitor.waitUntilAvailable(stillWanted: $0) } }
+                let outcome = try await processor.process(work.input, parsed: work.parsed, gate: gate)
                 switch outcome {
                 case .granted, .rejected:
-                    recordGamebase(failed: false)
-                    probing = false
+                    if !counted { gamebaseMonitor.recordPurchase(failed: false) }
                     finish(work, outcome: outcome)
                     return true
                 case .duplicate, .malformed:
                     finish(work, outcome: outcome)
                     return true
                 case .gamebaseUnavailable(let error, let attempts):
-                    recordGamebase(failed: true)
-                    probing = false
-                    if breaker.withLock({ $0.shouldDeadLetter(now: .now) }) {
-                        try await processor.deadLetter(
-                            work.input, reason: .gamebaseUnavailable, error: error.description, attempts: attempts)
-                        finish(work, outcome: outcome, deadLettered: true, reason: ConsumeFailureReason.gamebaseUnavailable.rawValue)
+                    guard stillRuns(work) else { return false }
+                    // Each purchase counts once in the failure ratio, however often it is retried.
+                    if !counted {
+                        counted = true
+                        gamebaseMonitor.recordPurchase(failed: true)
+                    }
+                    // Is Gamebase down, or is it this purchase? The prober answers with a call that depends on no
+                    // purchase. Down (or refusing the configuration): the circuit is open now and the next attempt
+                    // waits for it. Answering: this purchase is the problem, and it goes to the dead-letter topic.
+                    guard case .answers = await gamebaseMonitor.verdictAfterFailure() else { continue }
+                    guard stillRuns(work) else { return false }
+                    try await processor.deadLetter(
+                        work.input, reason: .gamebaseUnavailable, error: error.description, attempts: attempts)
+                    finish(work, outcome: outcome, deadLettered: true, reason: ConsumeFailureReason.gamebaseUnavailable.rawValue)
+                    return true
+                case .stop(let error, let durable):
+                    gamebaseMonitor.configurationRejected(error)
+                    if durable {
+                        finish(work, outcome: outcome)
                         return true
                     }
-                    // Gamebase is failing as a whole (or it is too early to tell): hold, never flood the dead-letter topic.
-                    probing = try await hold(work)
-                case .stop(let error, let durable):
-                    stop(because: error)
-                    return durable
+                    // Nothing was decided: the next attempt waits until the configuration is accepted again.
                 }
             } catch is CancellationError {
                 return false
             } catch {
-                // The ledger or Kafka failed: nothing was decided, so trying again is safe.
-                handOnProbe(&probing)
+                guard stillRuns(work) else { return false }
+                // The ledger or Kafka failed: nothing was decided, so trying again is safe. A ledger that does not
+                // answer at all is an outage: the purchase waits for it, counting nothing.
+                if await ledgerMonitor.isOutage(after: error) { continue }
                 infrastructureFailures += 1
                 let policy = configuration.infrastructureRetry
                 logger.error(
@@ -59,6 +68,7 @@ extension PurchaseEngine {
                     metadata: logMetadata(work).merging(["iap.error": "\(error)", "iap.attempt": "\(infrastructureFailures)"]) { $1 })
                 if infrastructureFailures >= policy.maxAttempts {
                     do {
+                        guard stillRuns(work) else { return false }
                         try await processor.deadLetter(
                             work.input, reason: .internalError, error: "\(error)", attempts: infrastructureFailures)
                         finish(work, outcome: nil, deadLettered: true, reason: ConsumeFailureReason.internalError.rawValue)
@@ -75,90 +85,72 @@ extension PurchaseEngine {
         return false
     }
 
-    /// Ends this purchase's turn as the circuit's probe, if it has it, without a verdict on Gamebase.
-    func handOnProbe(_ probing: inout Bool) {
-        guard probing else { return }
-        breaker.withLock { $0.probeEndedWithoutVerdict(now: .now) }
-        probing = false
+    /// Whether `work` should go on: not cancelled, and its partition still this member's.
+    func stillRuns(_ work: Work) -> Bool {
+        !Task.isCancelled && owns(work)
     }
 
-    /// Waits until the circuit lets this purchase try Gamebase again; returns whether it goes as the probe.
-    func hold(_ work: Work) async throws -> Bool {
-        var generator = SystemRandomNumberGenerator()
-        while true {
-            let jitter = Double.random(in: 0.5...1.5, using: &generator)
-            try await Task.sleep(for: configuration.holdInterval * jitter)
-            guard owns(work), state.withLock({ $0.stoppedBy == nil }) else { throw CancellationError() }
-            let allowed = breaker.withLock { breaker -> Bool? in breaker.allowAttempt(now: .now) ? breaker.isProbing : nil }
-            if let probing = allowed { return probing }
+    /// Awaited before every Gamebase call of `work`: returns at once while the circuit is closed, else waits for it.
+    func waitForGamebase(_ work: Work) async throws {
+        if gamebaseMonitor.allowsCalls { return }
+        try await hold(work) { try await gamebaseMonitor.waitUntilCallsAllowed(stillWanted: $0) }
+    }
+
+    /// Runs `wait` with `work` counted as held (a revoke does not wait for held purchases); `wait` gets the check
+    /// that says whether the purchase is still wanted.
+    func hold(_ work: Work, _ wait: (@escaping @Sendable () -> Bool) async throws -> Void) async throws {
+        setHeld(work, by: 1)
+        defer { setHeld(work, by: -1) }
+        try await wait { [self] in owns(work) }
+    }
+
+    private func setHeld(_ work: Work, by change: Int) {
+        state.withLock { state in
+            guard var partition = state.partitions[work.partition], partition.epoch == work.epoch else { return }
+            partition.held += change
+            state.partitions[work.partition] = partition
         }
     }
 
-    func recordGamebase(failed: Bool) {
-        let transition = breaker.withLock { $0.record(failed: failed, now: .now) }
-        switch transition {
-        case .opened:
-            logger.error("Gamebase keeps failing: circuit open, partitions paused")
-            metrics.circuitOpen.set(to: 1)
-            health.setCircuitOpen(true)
-            consumer.pause(Array(consumer.assignment))
-        case .closed:
-            logger.notice("Gamebase answers again: circuit closed, partitions resumed")
-            metrics.circuitOpen.set(to: 0)
-            health.setCircuitOpen(false)
-            if state.withLock({ $0.stoppedBy == nil }) { consumer.resume(Array(consumer.assignment)) }
-        case nil:
-            break
-        }
-    }
-
-    /// A configuration failure: stop consuming, commit nothing more for it, report not ready; a restart with the
-    /// right configuration finishes the work.
-    func stop(because error: GamebaseError) {
-        let first = state.withLock { state -> Bool in
-            defer { if state.stoppedBy == nil { state.stoppedBy = error } }
-            return state.stoppedBy == nil
-        }
-        guard first else { return }
-        logger.critical(
-            "Gamebase rejects the worker's configuration; consumption stopped until restart with a fixed configuration",
-            metadata: [
-                "gamebase.result_code": "\(error.resultCode?.description ?? "-")", "gamebase.api": "\(error.api)",
-                "gamebase.error": "\(error.message)",
-            ])
-        metrics.stopped.set(to: 1)
-        health.setStopped("Gamebase configuration failure (resultCode \(error.resultCode?.description ?? "-"))")
-        consumer.pause(Array(consumer.assignment))
-    }
-
-    /// Metrics and the one log line per outcome.
+    /// Counts and logs one outcome.
     func finish(_ work: Work, outcome: PurchaseOutcome?, deadLettered: Bool = false, reason: String? = nil) {
-        let label: String
+        var label: String
         var metadata = logMetadata(work)
         switch outcome {
         case .rejected(_, let rejection):
             label = "rejected"
             metadata["iap.reason"] = "\(rejection.rawValue)"
+            metrics.countReason(rejection.rawValue, deadLettered: false)
         case .malformed(let problem):
             label = "malformed"
             metadata["iap.reason"] = "malformed_message"
             metadata["iap.detail"] = "\(problem)"
+            metrics.countReason(ConsumeFailureReason.malformedMessage.rawValue, deadLettered: true)
         case .granted(_, let pending):
             label = "granted"
             if pending { metadata["iap.consume_pending"] = "true" }
+        case .stop:
+            // Durable: the grant stands, and its Consume waits for the configuration to be accepted again.
+            label = "granted"
+            metadata["iap.consume_pending"] = "true"
         case .duplicate:
             label = "duplicate"
-        default:
+        case .gamebaseUnavailable, nil:
             label = "dead_lettered"
         }
-        let finalLabel = deadLettered ? "dead_lettered" : label
-        if let reason { metadata["iap.reason"] = "\(reason)" }
-        metadata["iap.outcome"] = "\(finalLabel)"
-        metrics.countPurchase(finalLabel)
-        if let timestamp = work.input.timestamp {
-            metrics.recordPurchaseDuration(.milliseconds(Int64(Date().timeIntervalSince(timestamp) * 1000)))
+        if deadLettered {
+            label = "dead_lettered"
+            if let reason { metrics.countReason(reason, deadLettered: true) }
         }
-        logger.log(level: deadLettered ? .warning : .info, "purchase \(finalLabel)", metadata: metadata)
+        if let reason { metadata["iap.reason"] = "\(reason)" }
+        metadata["iap.outcome"] = "\(label)"
+        metrics.countPurchase(label)
+        if let timestamp = work.input.timestampMilliseconds {
+            // A producer can stamp any time; only a plausible age is a latency.
+            let age = Date().clampedEpochMilliseconds.subtractingReportingOverflow(timestamp)
+            if !age.overflow, age.partialValue >= 0 { metrics.recordPurchaseDuration(.milliseconds(age.partialValue)) }
+        }
+        logger.log(level: deadLettered ? .warning : .info, "purchase \(label)", metadata: metadata)
     }
 
     func logMetadata(_ work: Work) -> Logger.Metadata {

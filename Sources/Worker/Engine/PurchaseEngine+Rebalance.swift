@@ -11,26 +11,27 @@ extension PurchaseEngine {
         switch event {
         case .assigned(let partitions):
             health.markSubscribed()
-            let (stopped, busy) = state.withLock { state -> (Bool, Bool) in
+            state.withLock { state in
                 for partition in partitions {
-                    state.nextGeneration += 1
-                    state.partitions[partition] = EngineState.Partition(generation: state.nextGeneration)
+                    let epoch = consumer.assignmentEpoch(for: partition) ?? 0
+                    state.partitions[partition] = EngineState.Partition(epoch: epoch)
                 }
-                return (state.stoppedBy != nil, state.totalInFlight > 0)
             }
-            // With the circuit open, new partitions wait too, as long as a held purchase is left to probe.
-            if stopped || (busy && breaker.withLock({ $0.isOpen })) { consumer.pause(partitions) }
+            metrics.trackLag(of: partitions.map { ($0.topic, $0.partition) })
+            // While a dependency holds intake, new partitions wait too.
+            if intake.isHeld { consumer.pause(partitions) }
 
         case .revoking(let partitions):
             state.withLock { state in
                 for partition in partitions { state.partitions[partition]?.owned = false }
             }
             // Let in-flight purchases of these partitions finish (or give up at the deadline), then store their
-            // watermarks; the consumer commits them before the partitions move.
+            // watermarks; the consumer commits them before the partitions move. Purchases waiting for Gamebase or
+            // the ledger to come back are not waited for: they are abandoned and redelivered to the new owner.
             let deadline = ContinuousClock.now + configuration.shutdownTimeout
             while ContinuousClock.now < deadline {
-                let busy = state.withLock { state in partitions.reduce(0) { $0 + (state.partitions[$1]?.inFlight ?? 0) } }
-                if busy == 0 { break }
+                let busy = state.withLock { state in partitions.reduce(0) { $0 + (state.partitions[$1]?.busy ?? 0) } }
+                if busy <= 0 { break }
                 Thread.sleep(forTimeInterval: 0.002)
             }
             let offsets: [TopicPartition: Int64] = state.withLock { state in
@@ -41,6 +42,7 @@ extension PurchaseEngine {
                 }
                 return offsets
             }
+            metrics.untrackLag(of: partitions.map { ($0.topic, $0.partition) })
             do {
                 try consumer.storeOffsets(offsets)
             } catch {
@@ -52,6 +54,7 @@ extension PurchaseEngine {
             state.withLock { state in
                 for partition in partitions { state.partitions[partition] = nil }
             }
+            metrics.untrackLag(of: partitions.map { ($0.topic, $0.partition) })
         }
     }
 }

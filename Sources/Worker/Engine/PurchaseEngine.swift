@@ -12,29 +12,38 @@ import Synchronization
 /// `maxInFlight` purchases at once, within and across partitions, never two with the same paymentSeq at once.
 /// Offsets are stored as a contiguous watermark per partition, only for messages whose outcome is durable.
 ///
+/// Admission is bounded twice: by slots (`maxInFlight`) and by the bytes of the records in flight
+/// (`maxInFlightBytes`), so a burst of large records cannot exhaust memory; one record larger than the whole byte
+/// budget still runs, alone.
+///
+/// Dependencies that fail as a whole — Gamebase (``GamebaseMonitor``) and the ledger (``LedgerMonitor``) — pause
+/// intake and hold the purchases in flight until they answer again; nothing is dead-lettered for an outage.
+///
 /// Shutdown (SIGTERM/SIGINT through the service group): stop fetching, let in-flight purchases finish up to
-/// the shutdown timeout, store and commit offsets, leave the group.
+/// the shutdown timeout, store and commit offsets, leave the group. What is still running then is abandoned (it is
+/// redelivered), never dead-lettered or announced as failed.
 public final class PurchaseEngine: Service {
     public struct Configuration: Sendable {
         public var purchasesTopic: String
         public var maxInFlight: Int
+        /// Bytes of records (``KafkaMessage/byteCount``) in flight at most.
+        public var maxInFlightBytes: Int
         public var shutdownTimeout: Duration
         public var breaker: CircuitBreaker.Configuration
-        /// How often a purchase held by an open circuit (or an unclear Gamebase state) tries again.
-        public var holdInterval: Duration
-        /// Retries of a message whose ledger or Kafka writes fail, before it is dead-lettered (`internal_error`).
+        /// Retries of a message whose ledger or Kafka writes fail while the ledger otherwise answers, before it is
+        /// dead-lettered (`internal_error`).
         public var infrastructureRetry: RetryPolicy
 
         public init(
-            purchasesTopic: String, maxInFlight: Int = 512, shutdownTimeout: Duration = .seconds(30),
-            breaker: CircuitBreaker.Configuration = .init(), holdInterval: Duration = .milliseconds(500),
+            purchasesTopic: String, maxInFlight: Int = 512, maxInFlightBytes: Int = 32 << 20,
+            shutdownTimeout: Duration = .seconds(30), breaker: CircuitBreaker.Configuration = .init(),
             infrastructureRetry: RetryPolicy = RetryPolicy(maxAttempts: 8, initialBackoff: .milliseconds(200), maxBackoff: .seconds(10))
         ) {
             self.purchasesTopic = purchasesTopic
             self.maxInFlight = maxInFlight
+            self.maxInFlightBytes = maxInFlightBytes
             self.shutdownTimeout = shutdownTimeout
             self.breaker = breaker
-            self.holdInterval = holdInterval
             self.infrastructureRetry = infrastructureRetry
         }
     }
@@ -45,23 +54,29 @@ public final class PurchaseEngine: Service {
     let metrics: WorkerMetrics
     let health: WorkerHealth
     let logger: Logger
+    let gamebaseMonitor: GamebaseMonitor
+    let ledgerMonitor: LedgerMonitor
+    let intake: IntakeSwitch
     let state: Mutex<EngineState>
-    let breaker: Mutex<CircuitBreaker>
     let slots: AsyncSemaphore
+    let bytes: AsyncSemaphore
 
-    public init(
-        consumer: KafkaConsumer, processor: PurchaseProcessor, configuration: Configuration, metrics: WorkerMetrics,
-        health: WorkerHealth, logger: Logger
+    init(
+        consumer: KafkaConsumer, processor: PurchaseProcessor, configuration: Configuration, gamebaseMonitor: GamebaseMonitor,
+        ledgerMonitor: LedgerMonitor, intake: IntakeSwitch, metrics: WorkerMetrics, health: WorkerHealth, logger: Logger
     ) {
         self.consumer = consumer
         self.processor = processor
         self.configuration = configuration
+        self.gamebaseMonitor = gamebaseMonitor
+        self.ledgerMonitor = ledgerMonitor
+        self.intake = intake
         self.metrics = metrics
         self.health = health
         self.logger = logger
         self.state = Mutex(EngineState())
-        self.breaker = Mutex(CircuitBreaker(configuration: configuration.breaker))
         self.slots = AsyncSemaphore(configuration.maxInFlight)
+        self.bytes = AsyncSemaphore(configuration.maxInFlightBytes)
     }
 
     public func run() async throws {
@@ -71,13 +86,19 @@ public final class PurchaseEngine: Service {
         logger.info("consuming", metadata: ["kafka.topic": "\(configuration.purchasesTopic)"])
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { group in
+                group.addTask { await self.gamebaseMonitor.run() }
+                group.addTask { await self.ledgerMonitor.run() }
                 do {
                     for try await message in consumer.messages {
+                        let weight = message.byteCount
                         await slots.acquire()
-                        switch admit(message) {
+                        await bytes.acquire(weight)
+                        switch admit(message, weight: weight) {
                         case .run(let work): group.addTask { await self.execute(work) }
                         case .queued: break  // runs after the message with the same paymentSeq, keeping its slot
-                        case .dropped: slots.release()
+                        case .dropped:
+                            bytes.release(weight)
+                            slots.release()
                         }
                     }
                 } catch {
@@ -105,33 +126,36 @@ public final class PurchaseEngine: Service {
         case run(Work)
         /// Waits behind a message with the same paymentSeq.
         case queued
-        /// Must not run: its partition is gone, or consumption stopped.
+        /// Must not run: its partition is gone, or the message belongs to an earlier assignment of it.
         case dropped
     }
 
     /// Registers a fetched message.
-    func admit(_ message: KafkaMessage) -> Admission {
+    func admit(_ message: KafkaMessage, weight: Int) -> Admission {
         let input = PurchaseInput(
             key: message.key, value: message.value, headers: message.headers.map { RecordHeader(name: $0.name, value: $0.value) },
             source: MessageSource(topic: message.topic, partition: message.partition, offset: message.offset),
-            timestamp: message.timestampMilliseconds.map { Date(timeIntervalSince1970: Double($0) / 1000) })
+            timestampMilliseconds: message.timestampMilliseconds)
         let parsed = processor.parse(input)
         let paymentSeq = try? parsed.get().paymentSeq
         let partition = message.topicPartition
         let admitted: (Work, runNow: Bool)? = state.withLock { state in
-            guard state.stoppedBy == nil, var partitionState = state.partitions[partition], partitionState.owned else {
-                return nil
-            }
+            // A message taken from the buffer before a revoke belongs to that assignment only: admitted into a later
+            // one, its offset could be stored past lower offsets the new assignment redelivers.
+            guard var partitionState = state.partitions[partition], partitionState.owned,
+                partitionState.epoch == message.assignmentEpoch
+            else { return nil }
             partitionState.tracker.started(message.offset)
             partitionState.inFlight += 1
             state.partitions[partition] = partitionState
             state.totalInFlight += 1
             let work = Work(
-                input: input, parsed: parsed, partition: partition, generation: partitionState.generation,
-                paymentSeq: paymentSeq, admittedAt: .now)
+                input: input, parsed: parsed, partition: partition, epoch: partitionState.epoch, paymentSeq: paymentSeq,
+                weight: weight, admittedAt: .now)
             guard let paymentSeq else { return (work, true) }
             if state.waiting[paymentSeq] != nil {
                 state.waiting[paymentSeq]!.append(work)
+                state.partitions[partition]?.queued += 1
                 return (work, false)
             }
             state.waiting[paymentSeq] = []
@@ -148,6 +172,7 @@ public final class PurchaseEngine: Service {
         while let work = next {
             let store = await run(work)
             next = complete(work, storeOffset: store)
+            bytes.release(work.weight)
             slots.release()
         }
     }
@@ -157,15 +182,20 @@ public final class PurchaseEngine: Service {
     func complete(_ work: Work, storeOffset: Bool) -> Work? {
         let (watermark, next): (Int64?, Work?) = state.withLock { state in
             var watermark: Int64?
-            if storeOffset, var partitionState = state.partitions[work.partition], partitionState.generation == work.generation {
+            if storeOffset, var partitionState = state.partitions[work.partition], partitionState.epoch == work.epoch {
                 watermark = partitionState.tracker.finished(work.input.source.offset)
                 state.partitions[work.partition] = partitionState
             }
             var next: Work?
             if let paymentSeq = work.paymentSeq {
                 if var queue = state.waiting[paymentSeq], !queue.isEmpty {
-                    next = queue.removeFirst()
+                    let following = queue.removeFirst()
                     state.waiting[paymentSeq] = queue
+                    if var partitionState = state.partitions[following.partition], partitionState.epoch == following.epoch {
+                        partitionState.queued -= 1
+                        state.partitions[following.partition] = partitionState
+                    }
+                    next = following
                 } else {
                     state.waiting[paymentSeq] = nil
                 }
@@ -180,29 +210,23 @@ public final class PurchaseEngine: Service {
                 logger.debug("offset not stored", metadata: ["kafka.partition": "\(work.partition)", "kafka.error": "\(error)"])
             }
         }
-        let (remaining, stopped) = state.withLock { state in
-            if var partitionState = state.partitions[work.partition], partitionState.generation == work.generation {
+        let remaining = state.withLock { state in
+            if var partitionState = state.partitions[work.partition], partitionState.epoch == work.epoch {
                 partitionState.inFlight -= 1
                 state.partitions[work.partition] = partitionState
             }
             state.totalInFlight -= 1
-            return (state.totalInFlight, state.stoppedBy != nil)
+            return state.totalInFlight
         }
         metrics.inFlight.set(to: Double(remaining))
-        if remaining == 0, !stopped, breaker.withLock({ $0.isOpen }) {
-            // The circuit is open but no held purchase is left to probe it (their partitions moved away): let
-            // messages in again; they wait for the circuit like held ones, and one of them probes.
-            logger.notice("circuit open with no purchase left to probe; partitions resumed so the next message probes")
-            consumer.resume(Array(consumer.assignment))
-        }
         return next
     }
 
-    /// Whether `work`'s partition is still this member's, in the generation it was admitted in.
+    /// Whether `work`'s partition is still this member's, in the assignment it was admitted in.
     func owns(_ work: Work) -> Bool {
         state.withLock { state in
             guard let partition = state.partitions[work.partition] else { return false }
-            return partition.owned && partition.generation == work.generation
+            return partition.owned && partition.epoch == work.epoch
         }
     }
 }
@@ -212,8 +236,11 @@ struct Work: Sendable {
     var input: PurchaseInput
     var parsed: Result<PurchaseMessage, MalformedMessage>
     var partition: TopicPartition
-    var generation: Int
+    /// The assignment of its partition it was admitted in.
+    var epoch: UInt64
     var paymentSeq: String?
+    /// Bytes it holds of the in-flight byte budget.
+    var weight: Int
     var admittedAt: ContinuousClock.Instant
 }
 
@@ -221,17 +248,24 @@ struct Work: Sendable {
 struct EngineState: Sendable {
     struct Partition: Sendable {
         var tracker = OffsetTracker()
-        var generation: Int
+        /// The consumer's assignment epoch of this partition.
+        var epoch: UInt64
         /// False once revoking started: nothing new starts on it.
         var owned = true
         var inFlight = 0
+        /// Purchases in flight that are waiting for a dependency (Gamebase or the ledger) to answer again: a revoke
+        /// does not wait for them.
+        var held = 0
+        /// Purchases admitted behind another with the same paymentSeq, not started: once the partition is revoked
+        /// they never start, so a revoke does not wait for them either.
+        var queued = 0
+
+        /// Purchases a revoke waits for: those doing work now.
+        var busy: Int { inFlight - held - queued }
     }
 
     var partitions: [TopicPartition: Partition] = [:]
     /// paymentSeqs in flight, with the messages waiting behind them.
     var waiting: [String: [Work]] = [:]
     var totalInFlight = 0
-    var nextGeneration = 0
-    /// Set by a configuration failure: nothing more is consumed until a restart.
-    var stoppedBy: GamebaseError?
 }

@@ -15,4 +15,9 @@ public struct KafkaEventPublisher: EventPublisher {
                 topic: record.topic, key: record.key, value: record.value,
                 headers: record.headers.map { KafkaHeader(name: $0.name, value: $0.value) }))
     }
+
+    public func isRecordTooLarge(_ error: any Error) -> Bool {
+        guard let code = (error as? KafkaError)?.rdKafkaCode else { return false }
+        return code == .messageSizeTooLarge || code == .recordListTooLarge
+    }
 }

@@ -29,7 +29,8 @@ public final class AdminServer: Service {
         let metrics = metrics
         let health = health
         router.get("/metrics") { _, _ in
-            Response(
+            metrics.refresh(from: health)
+            return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
         }

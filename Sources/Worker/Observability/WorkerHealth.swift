@@ -32,11 +32,15 @@ public final class WorkerHealth: Sendable {
     public func setStopped(_ reason: String?) { update { $0.stoppedReason = reason } }
     public func setShuttingDown() { update { $0.shuttingDown = true } }
 
+    /// Time since the consumer's last poll, `nil` before the first.
+    public var pollAge: Duration? {
+        let (source, lastPoll) = state.withLock { ($0.pollAge, $0.lastPoll) }
+        return source?() ?? lastPoll.map { ContinuousClock.now - $0 }
+    }
+
     /// Liveness: the poll loop is alive.
     public var live: (ok: Bool, detail: String) {
-        let (source, lastPoll) = state.withLock { ($0.pollAge, $0.lastPoll) }
-        let age = source?() ?? lastPoll.map { ContinuousClock.now - $0 }
-        guard let age else { return (true, "starting") }
+        guard let age = pollAge else { return (true, "starting") }
         return age < pollStallLimit ? (true, "ok") : (false, "poll loop silent for \(age)")
     }
 

@@ -16,7 +16,17 @@ public final class WorkerMetrics: Sendable {
         public static let unconsumedGrants = "iap_unconsumed_grants"
         public static let circuitOpen = "iap_circuit_open"
         public static let stopped = "iap_stopped"
+        public static let ledgerUnavailable = "iap_ledger_unavailable"
+        public static let rejections = "iap_rejections_total"
+        public static let deadLetters = "iap_dead_letters_total"
+        public static let oldestUnconsumedGrantAge = "iap_oldest_unconsumed_grant_age_seconds"
+        public static let ready = "iap_ready"
+        public static let pollAge = "iap_poll_age_seconds"
+        public static let buildInfo = "iap_build_info"
     }
+
+    /// The version `iap_build_info` reports.
+    public static let version = "0.2.0"
 
     static func describe(_ name: String, _ help: String) -> MetricNameDescriptor {
         MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
@@ -37,6 +47,13 @@ public final class WorkerMetrics: Sendable {
     public let unconsumedGrants: Gauge
     public let circuitOpen: Gauge
     public let stopped: Gauge
+    public let ledgerUnavailable: Gauge
+    public let oldestUnconsumedGrantAge: Gauge
+    public let ready: Gauge
+    public let pollAge: Gauge
+    private let reasonCounters = Mutex<[String: Counter]>([:])
+    /// Partitions whose lag is reported: the assigned ones (a revoked partition's gauge is removed).
+    private let lagPartitions = Mutex<Set<String>>([])
 
     static let latencyBuckets: [Duration] = [
         .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
@@ -59,6 +76,39 @@ public final class WorkerMetrics: Sendable {
         circuitOpen = registry.makeGauge(descriptor: Self.describe(Name.circuitOpen, "1 while the Gamebase circuit breaker is open"))
         stopped = registry.makeGauge(
             descriptor: Self.describe(Name.stopped, "1 while consumption is stopped by a configuration failure"))
+        ledgerUnavailable = registry.makeGauge(
+            descriptor: Self.describe(Name.ledgerUnavailable, "1 while ledger calls fail or time out (intake paused)"))
+        oldestUnconsumedGrantAge = registry.makeGauge(
+            descriptor: Self.describe(Name.oldestUnconsumedGrantAge, "Age of the oldest grant still waiting for Consume, 0 when none"))
+        ready = registry.makeGauge(descriptor: Self.describe(Name.ready, "1 when /readyz answers 200"))
+        pollAge = registry.makeGauge(
+            descriptor: Self.describe(Name.pollAge, "Seconds since the Kafka poll loop last returned"))
+        registry.makeGauge(
+            descriptor: Self.describe(Name.buildInfo, "Always 1; the version in a label"), labels: [("version", Self.version)]
+        ).set(to: 1)
+    }
+
+    /// Counts a rejection (`iap_rejections_total{reason}`) or a dead letter (`iap_dead_letters_total{reason}`).
+    public func countReason(_ reason: String, deadLettered: Bool) {
+        let name = deadLettered ? Name.deadLetters : Name.rejections
+        let counter = reasonCounters.withLock { counters in
+            let key = "\(name)|\(reason)"
+            if let counter = counters[key] { return counter }
+            let counter = registry.makeCounter(
+                descriptor: Self.describe(name, deadLettered ? "Dead-lettered messages by reason" : "Rejected purchase messages by reason"),
+                labels: [("reason", reason)])
+            counters[key] = counter
+            return counter
+        }
+        counter.increment()
+    }
+
+    /// Readiness and poll age, read when `/metrics` is scraped.
+    public func refresh(from health: WorkerHealth) {
+        ready.set(to: health.ready.ok ? 1 : 0)
+        if let age = health.pollAge {
+            pollAge.set(to: Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18)
+        }
     }
 
     public func countPurchase(_ outcome: String) {
@@ -101,9 +151,32 @@ public final class WorkerMetrics: Sendable {
         histogram.record(.nanoseconds(Int64(seconds * 1e9)))
     }
 
+    /// Reports lag for these partitions from now on (an assignment).
+    public func trackLag(of partitions: [(topic: String, partition: Int32)]) {
+        lagPartitions.withLock { tracked in
+            for (topic, partition) in partitions { tracked.insert("\(topic)|\(partition)") }
+        }
+    }
+
+    /// Stops reporting lag for these partitions and removes their gauges (a revoke or a loss): summed across
+    /// instances, a revoked partition's last value would count twice.
+    public func untrackLag(of partitions: [(topic: String, partition: Int32)]) {
+        let removed = lagGauges.withLock { gauges in
+            lagPartitions.withLock { tracked in
+                partitions.compactMap { topic, partition -> Gauge? in
+                    let key = "\(topic)|\(partition)"
+                    tracked.remove(key)
+                    return gauges.removeValue(forKey: key)
+                }
+            }
+        }
+        for gauge in removed { registry.unregisterGauge(gauge) }
+    }
+
     public func setConsumerLag(topic: String, partition: Int32, lag: Int64) {
-        let gauge = lagGauges.withLock { gauges in
+        let gauge = lagGauges.withLock { gauges -> Gauge? in
             let key = "\(topic)|\(partition)"
+            guard lagPartitions.withLock({ $0.contains(key) }) else { return nil }
             if let gauge = gauges[key] { return gauge }
             let gauge = registry.makeGauge(
                 descriptor: Self.describe(Name.consumerLag, "Messages behind the partition end (librdkafka statistics)"),
@@ -111,7 +184,7 @@ public final class WorkerMetrics: Sendable {
             gauges[key] = gauge
             return gauge
         }
-        gauge.set(to: Double(lag))
+        gauge?.set(to: Double(lag))
     }
 
     /// The Prometheus text exposition.

@@ -15,19 +15,21 @@ public struct Sweeper: Service {
     let grace: Duration
     let batchSize: Int
     let metrics: WorkerMetrics
-    let health: WorkerHealth
+    let gamebaseMonitor: GamebaseMonitor
+    let ledgerMonitor: LedgerMonitor
     let logger: Logger
 
-    public init(
+    init(
         processor: PurchaseProcessor, interval: Duration, grace: Duration, batchSize: Int = 100, metrics: WorkerMetrics,
-        health: WorkerHealth, logger: Logger
+        gamebaseMonitor: GamebaseMonitor, ledgerMonitor: LedgerMonitor, logger: Logger
     ) {
         self.processor = processor
         self.interval = interval
         self.grace = grace
         self.batchSize = batchSize
         self.metrics = metrics
-        self.health = health
+        self.gamebaseMonitor = gamebaseMonitor
+        self.ledgerMonitor = ledgerMonitor
         self.logger = logger
     }
 
@@ -46,26 +48,35 @@ public struct Sweeper: Service {
         public var stillPending = 0
     }
 
-    /// One pass; never throws (a failing ledger is reported through readiness and logs).
+    /// One pass; never throws (a failing ledger is reported to the ledger monitor, which pauses intake if it is down).
+    /// Grants are left alone while the Gamebase circuit is open or stopped: their Consume would only fail.
     public func sweepOnce(now: Date = Date()) async -> Result {
         var result = Result()
         let ledger = processor.ledger
         let cutoff = now.addingTimeInterval(-Double(grace.components.seconds))
+        guard ledgerMonitor.isAvailable else { return result }
         do {
             for event in try await ledger.claimUnpublishedEvents(createdBefore: cutoff, limit: batchSize, lease: .seconds(60), now: now) {
                 try await processor.publish(event)
                 result.published += 1
             }
-            for grant in try await ledger.claimUnconsumedGrants(grantedBefore: cutoff, limit: batchSize, lease: .seconds(60), now: now) {
-                try await processor.publishGrantEventIfNeeded(grant)
-                switch try await processor.consume(grant) {
-                case .done: result.consumed += 1
-                case .pending: result.stillPending += 1
-                case .stop: result.stillPending += 1
+            if gamebaseMonitor.allowsCalls {
+                for grant in try await ledger.claimUnconsumedGrants(
+                    grantedBefore: cutoff, limit: batchSize, lease: .seconds(60), now: now)
+                {
+                    try await processor.publishGrantEventIfNeeded(grant)
+                    switch try await processor.consume(grant) {
+                    case .done: result.consumed += 1
+                    case .pending: result.stillPending += 1
+                    case .stop(let error):
+                        gamebaseMonitor.configurationRejected(error)
+                        result.stillPending += 1
+                    }
                 }
             }
             metrics.unconsumedGrants.set(to: Double(try await ledger.countUnconsumed()))
-            health.setLedgerReachable(true)
+            let oldest = try await ledger.oldestUnconsumedGrantedAt()
+            metrics.oldestUnconsumedGrantAge.set(to: oldest.map { max(0, now.timeIntervalSince($0)) } ?? 0)
             if result.published + result.consumed + result.stillPending > 0 {
                 logger.info(
                     "sweep finished leftovers",
@@ -74,9 +85,11 @@ public struct Sweeper: Service {
                         "sweep.pending": "\(result.stillPending)",
                     ])
             }
+        } catch is CancellationError {
+            return result
         } catch {
-            health.setLedgerReachable(false)
             logger.error("sweep failed", metadata: ["iap.error": "\(error)"])
+            await ledgerMonitor.reportFailure(error)
         }
         return result
     }

@@ -1,0 +1,116 @@
+import Foundation
+import Ledger
+import Logging
+import Prometheus
+import Synchronization
+
+/// Treats the ledger as a dependency like Gamebase: when ledger calls fail and a probe confirms the ledger does not
+/// answer, intake pauses (not ready, nothing dead-lettered), purchases wait, and ``run()`` probes every
+/// `probeInterval` until it answers again; then everything resumes by itself.
+final class LedgerMonitor: Sendable {
+    private let ledger: any LedgerStore
+    private let probeInterval: Duration
+    private let probeDeadline: Duration
+    private let metrics: WorkerMetrics
+    private let health: WorkerHealth
+    private let logger: Logger
+    /// Called after every transition, outside the locks, with whether intake must be held (paused) now.
+    private let onTransition: @Sendable (_ holdIntake: Bool) -> Void
+    private let unavailable = Mutex(false)
+    private let changed = ChangeSignal()
+    private let watchdog = DeadlineWatchdog()
+
+    init(
+        ledger: any LedgerStore, probeInterval: Duration = .seconds(1), probeDeadline: Duration = .seconds(3),
+        metrics: WorkerMetrics, health: WorkerHealth, logger: Logger, onTransition: @escaping @Sendable (_ holdIntake: Bool) -> Void
+    ) {
+        self.ledger = ledger
+        self.probeInterval = probeInterval
+        self.probeDeadline = probeDeadline
+        self.metrics = metrics
+        self.health = health
+        self.logger = logger
+        self.onTransition = onTransition
+    }
+
+    var isAvailable: Bool { !unavailable.withLock { $0 } }
+
+    /// After a ledger call of a purchase failed: is the ledger down (so the purchase must wait, not count a
+    /// failure)? Probes the ledger unless it is known to be down already.
+    func isOutage(after error: any Error) async -> Bool {
+        if !isAvailable { return true }
+        guard error is LedgerError else { return false }
+        if await answers() { return false }
+        markUnavailable(because: error)
+        return true
+    }
+
+    /// Reports a failure seen outside a purchase (the sweeper): the same check as ``isOutage(after:)``.
+    func reportFailure(_ error: any Error) async {
+        _ = await isOutage(after: error)
+    }
+
+    /// Waits until the ledger answers; throws `CancellationError` when the task is cancelled or `stillWanted`
+    /// turns false.
+    func waitUntilAvailable(stillWanted: @Sendable () -> Bool) async throws {
+        while true {
+            try Task.checkCancellation()
+            guard stillWanted() else { throw CancellationError() }
+            if isAvailable { return }
+            await changed.wait(timeout: .milliseconds(500))
+        }
+    }
+
+    /// Probes while the ledger is down; idles otherwise. Ends when the task is cancelled.
+    func run() async {
+        while !Task.isCancelled {
+            if isAvailable {
+                await changed.wait(timeout: .seconds(1))
+                continue
+            }
+            if await answers() {
+                markAvailable()
+                continue
+            }
+            do { try await Task.sleep(for: probeInterval) } catch { return }
+        }
+    }
+
+    private func answers() async -> Bool {
+        do {
+            let count = try await watchdog.run(probeDeadline, "ledger probe") { [ledger] in try await ledger.countUnconsumed() }
+            metrics.unconsumedGrants.set(to: Double(count))
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    private func markUnavailable(because error: any Error) {
+        let changedNow = unavailable.withLock { value -> Bool in
+            defer { value = true }
+            return !value
+        }
+        guard changedNow else { return }
+        logger.error(
+            "the ledger does not answer: intake paused, purchases wait (nothing is dead-lettered); probing every \(probeInterval)",
+            metadata: ["ledger.error": "\(error)"])
+        metrics.ledgerUnavailable.set(to: 1)
+        health.setLedgerReachable(false)
+        onTransition(!isAvailable)
+        changed.signal()
+    }
+
+    private func markAvailable() {
+        let changedNow = unavailable.withLock { value -> Bool in
+            defer { value = false }
+            return value
+        }
+        guard changedNow else { return }
+        logger.notice("the ledger answers again: intake resumed")
+        metrics.ledgerUnavailable.set(to: 0)
+        health.setLedgerReachable(true)
+        onTransition(!isAvailable)
+        changed.signal()
+    }
+}
