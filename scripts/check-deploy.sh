@@ -2,7 +2,8 @@
 # Validates the deployment and interface documents: the Kubernetes manifests (kubernetes-validate, PyPI),
 # the compose file (docker-compose config, Debian), the AsyncAPI document and the JSON Schemas (jsonschema,
 # PyPI: each schema is a valid 2020-12 schema, every $ref of the AsyncAPI document resolves), and the
-# Grafana dashboard (JSON, and every metric it queries exists in DESIGN's list).
+# Grafana dashboard (JSON, and every metric it queries exists in DESIGN's list), and the CloudEvents interop reader
+# (scripts/cloudevents-interop.py, the official SDK) on its fixtures, one of which it must refuse.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,11 +12,26 @@ if ! command -v docker-compose > /dev/null; then
     sudo_if_needed apt-get update -qq
     sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose > /dev/null
 fi
-venv=.build/check-venv
-if [ ! -x "$venv/bin/kubernetes-validate" ]; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet kubernetes-validate jsonschema pyyaml
-fi
+python=$(scripts/check-venv.sh)
+venv=$(dirname "$(dirname "$python")")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# refuses WHAT EXPECTED COMMAND…: COMMAND must fail, and its output must contain EXPECTED.
+refuses() {
+    local what=$1 expected=$2; shift 2
+    if "$@" > "$tmp/refused.out" 2>&1; then
+        cat "$tmp/refused.out" >&2
+        echo "check-deploy: the check passed $what, which it must refuse" >&2
+        return 1
+    fi
+    if ! grep -qF -- "$expected" "$tmp/refused.out"; then
+        cat "$tmp/refused.out" >&2
+        echo "check-deploy: refusing $what did not say: $expected" >&2
+        return 1
+    fi
+    echo "ok  refuses $what"
+}
 
 echo "== Kubernetes manifests"
 for file in deploy/kubernetes/*.yaml; do
@@ -32,5 +48,10 @@ docker-compose -f deploy/compose.yaml config --quiet
 
 echo "== AsyncAPI and JSON Schemas"
 "$venv/bin/python" scripts/check-docs.py
+
+echo "== CloudEvents interop (the official Python SDK)"
+"$python" scripts/cloudevents-interop.py scripts/testdata/cloudevents-records.json | sed 's/^/ok  /'
+refuses "records with ce_ headers beside a structured body" "Missing required attribute: 'source'" \
+    "$python" scripts/cloudevents-interop.py scripts/testdata/cloudevents-records-ce-headers.json
 
 echo "deployment and interface documents are valid"
