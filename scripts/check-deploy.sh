@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Validates the deployment and interface documents: the Kubernetes manifests (kubernetes-validate, PyPI),
-# the compose file (docker-compose config, Debian), the AsyncAPI document and the JSON Schemas (jsonschema,
+# the compose file (docker-compose config, Debian; every address a service calls is one that service listens on:
+# scripts/check-compose.py), the AsyncAPI document and the JSON Schemas (jsonschema,
 # PyPI: each schema is a valid 2020-12 schema, every $ref of the AsyncAPI document resolves), and the
 # Grafana dashboard (JSON, and every metric it queries exists in DESIGN's list), and the CloudEvents interop reader
 # (scripts/cloudevents-interop.py, the official SDK) on its fixtures, one of which it must refuse.
@@ -45,6 +46,10 @@ done
 
 echo "== compose file"
 docker-compose -f deploy/compose.yaml config --quiet
+echo "ok  docker-compose config deploy/compose.yaml"
+"$python" scripts/check-compose.py deploy/compose.yaml
+refuses "a simulator listening on its container's loopback" "gamebase-sim listens on port 9090 on loopback only" \
+    "$python" scripts/check-compose.py scripts/testdata/compose-sim-on-loopback.yaml
 
 echo "== AsyncAPI and JSON Schemas"
 "$venv/bin/python" scripts/check-docs.py
