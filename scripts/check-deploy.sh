@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Validates the deployment and interface documents: the Kubernetes manifests (kubernetes-validate, PyPI),
+# Validates the deployment and interface documents: the Kubernetes manifests (deploy/kubernetes/ rendered as
+# `kubectl apply -k` would apply it and checked by scripts/check-kubernetes.py — no Secret applied, no replicas
+# beside KEDA, no static membership, a generated ConfigMap — then every object by kubernetes-validate, PyPI),
 # the compose file (docker-compose config, Debian; every address a service calls is one that service listens on:
 # scripts/check-compose.py), the AsyncAPI document and the JSON Schemas (jsonschema,
 # PyPI: each schema is a valid 2020-12 schema, every $ref of the AsyncAPI document resolves), and the
@@ -14,7 +16,7 @@ if ! command -v docker-compose > /dev/null; then
     sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose > /dev/null
 fi
 python=$(scripts/check-venv.sh)
-venv=$(dirname "$(dirname "$python")")
+bin=$(dirname "$python")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -35,14 +37,30 @@ refuses() {
 }
 
 echo "== Kubernetes manifests"
-for file in deploy/kubernetes/*.yaml; do
-    case "$(basename "$file")" in
-        kustomization.yaml) "$venv/bin/python" -c 'import os, sys, yaml; d = yaml.safe_load(open(sys.argv[1])); missing = [r for r in d["resources"] if not os.path.exists(os.path.join(os.path.dirname(sys.argv[1]), r))]; sys.exit("kustomization lists missing files: %s" % missing if missing else print("ok  " + sys.argv[1]))' "$file" ;;
-        # kubernetes-validate has no schema for KEDA's CRD: check that it targets the Deployment instead.
-        keda-scaledobject.yaml) "$venv/bin/python" -c 'import sys, yaml; d = yaml.safe_load(open(sys.argv[1])); dep = yaml.safe_load(open(sys.argv[2])); assert d["kind"] == "ScaledObject" and d["spec"]["scaleTargetRef"]["name"] == dep["metadata"]["name"] and d["spec"]["triggers"][0]["type"] == "kafka", "ScaledObject does not target the Deployment"; print("ok  " + sys.argv[1])' "$file" deploy/kubernetes/deployment.yaml ;;
-        *) "$venv/bin/kubernetes-validate" --strict "$file" ;;
-    esac
-done
+"$python" scripts/check-kubernetes.py deploy/kubernetes "$tmp/kubernetes"
+# secret.example.yaml is not applied, but it must still be a valid Secret to copy from.
+"$bin/kubernetes-validate" --strict --quiet "$tmp/kubernetes"/*.yaml deploy/kubernetes/secret.example.yaml
+echo "ok  kubernetes-validate --strict: $(ls "$tmp/kubernetes" | wc -l) rendered objects and secret.example.yaml"
+if command -v kubectl > /dev/null && kubectl kustomize deploy/kubernetes > "$tmp/kustomize.yaml" 2> /dev/null; then
+    # Where kubectl is installed, kustomize's own rendering is validated too.
+    "$bin/kubernetes-validate" --strict --quiet --no-warn "$tmp/kustomize.yaml"
+    echo "ok  kubectl kustomize deploy/kubernetes | kubernetes-validate --strict"
+fi
+cp -r deploy/kubernetes "$tmp/broken-kubernetes"
+"$python" - "$tmp/broken-kubernetes" <<'EOF'
+import pathlib, sys, yaml
+k = pathlib.Path(sys.argv[1])
+kustomization = yaml.safe_load((k / "kustomization.yaml").read_text())
+kustomization["resources"].append("secret.example.yaml")
+(k / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+deployment = yaml.safe_load((k / "deployment.yaml").read_text())
+deployment["spec"]["replicas"] = 3
+(k / "deployment.yaml").write_text(yaml.safe_dump(deployment))
+EOF
+refuses "a kustomization applying the example Secret" "applies Secret iap-worker" \
+    "$python" scripts/check-kubernetes.py "$tmp/broken-kubernetes" "$tmp/broken-out"
+refuses "a Deployment with replicas beside KEDA" "sets replicas beside a ScaledObject" \
+    "$python" scripts/check-kubernetes.py "$tmp/broken-kubernetes" "$tmp/broken-out"
 
 echo "== compose file"
 docker-compose -f deploy/compose.yaml config --quiet
@@ -52,7 +70,7 @@ refuses "a simulator listening on its container's loopback" "gamebase-sim listen
     "$python" scripts/check-compose.py scripts/testdata/compose-sim-on-loopback.yaml
 
 echo "== AsyncAPI and JSON Schemas"
-"$venv/bin/python" scripts/check-docs.py
+"$python" scripts/check-docs.py
 
 echo "== CloudEvents interop (the official Python SDK)"
 "$python" scripts/cloudevents-interop.py scripts/testdata/cloudevents-records.json | sed 's/^/ok  /'
