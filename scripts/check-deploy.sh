@@ -1,19 +1,28 @@
 #!/usr/bin/env bash
-# Validates the deployment and interface documents: the Kubernetes manifests (deploy/kubernetes/ rendered as
-# `kubectl apply -k` would apply it and checked by scripts/check-kubernetes.py — no Secret applied, no replicas
-# beside KEDA, no static membership, a generated ConfigMap — then every object by kubernetes-validate, PyPI),
-# the compose file (docker-compose config, Debian; every address a service calls is one that service listens on:
-# scripts/check-compose.py), the AsyncAPI document and the JSON Schemas (jsonschema,
-# PyPI: each schema is a valid 2020-12 schema, every $ref of the AsyncAPI document resolves), and the
-# Grafana dashboard (JSON, and every metric it queries exists in DESIGN's list), and the CloudEvents interop reader
-# (scripts/cloudevents-interop.py, the official SDK) on its fixtures, one of which it must refuse.
+# Validates the deployment, monitoring and interface documents (the first step of `make test`):
+#   - Kubernetes: deploy/kubernetes/ rendered as `kubectl apply -k` would apply it (scripts/check-kubernetes.py:
+#     no Secret applied, no replicas beside KEDA, no static membership, a generated ConfigMap, …), every object
+#     validated with kubernetes-validate --strict (PyPI);
+#   - compose: `docker-compose config` (Debian), and every address a service calls is one that service listens on
+#     (scripts/check-compose.py); the Prometheus configuration (promtool check config);
+#   - alerts: the PrometheusRule's rules (promtool check rules, Debian's prometheus package) and their unit tests
+#     (promtool test rules), the dashboard and rules against deploy/prometheus/metrics.txt, a runbook section per
+#     alert (scripts/check-monitoring.py);
+#   - the AsyncAPI document and JSON Schemas (scripts/check-docs.py);
+#   - the CloudEvents interop reader (scripts/cloudevents-interop.py, the official SDK) on its fixtures.
+# The checks that guard against a known past mistake also run once on a broken input and must refuse it.
+# Installs what it needs when missing (apt as root or through sudo; a venv under .build/), quietly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
-if ! command -v docker-compose > /dev/null; then
+need=()
+command -v docker-compose > /dev/null || need+=(docker-compose)
+command -v promtool > /dev/null || need+=(prometheus)
+if [ ${#need[@]} -gt 0 ]; then
+    echo "check-deploy: installing ${need[*]}" >&2
     sudo_if_needed apt-get update -qq
-    sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose > /dev/null
+    sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" > /dev/null
 fi
 python=$(scripts/check-venv.sh)
 bin=$(dirname "$python")
@@ -68,6 +77,18 @@ echo "ok  docker-compose config deploy/compose.yaml"
 "$python" scripts/check-compose.py deploy/compose.yaml
 refuses "a simulator listening on its container's loopback" "gamebase-sim listens on port 9090 on loopback only" \
     "$python" scripts/check-compose.py scripts/testdata/compose-sim-on-loopback.yaml
+promtool check config deploy/prometheus/prometheus.yml > /dev/null
+echo "ok  promtool check config deploy/prometheus/prometheus.yml"
+
+echo "== alert rules, dashboard, runbook"
+"$python" scripts/check-monitoring.py "$tmp/rules"
+promtool check rules "$tmp/rules/iap-worker.rules.yml" | sed -n 's/^ *SUCCESS: /ok  promtool check rules: /p'
+(cd "$tmp/rules" && promtool test rules iap-worker-rules.test.yaml > test.out 2>&1) || {
+    cat "$tmp/rules/test.out" >&2
+    echo "check-deploy: an alert rule does not behave as deploy/prometheus/iap-worker-rules.test.yaml expects" >&2
+    exit 1
+}
+echo "ok  promtool test rules deploy/prometheus/iap-worker-rules.test.yaml"
 
 echo "== AsyncAPI and JSON Schemas"
 "$python" scripts/check-docs.py
