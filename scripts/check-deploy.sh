@@ -8,6 +8,7 @@
 #   - alerts: the PrometheusRule's rules (promtool check rules, Debian's prometheus package) and their unit tests
 #     (promtool test rules), the dashboard and rules against deploy/prometheus/metrics.txt, a runbook section per
 #     alert (scripts/check-monitoring.py);
+#   - systemd: systemd-analyze verify, and systemd-analyze security --offline under an exposure threshold;
 #   - the AsyncAPI document and JSON Schemas (scripts/check-docs.py);
 #   - the CloudEvents interop reader (scripts/cloudevents-interop.py, the official SDK) on its fixtures.
 # The checks that guard against a known past mistake also run once on a broken input and must refuse it.
@@ -19,6 +20,7 @@ sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 need=()
 command -v docker-compose > /dev/null || need+=(docker-compose)
 command -v promtool > /dev/null || need+=(prometheus)
+command -v systemd-analyze > /dev/null || need+=(systemd)
 if [ ${#need[@]} -gt 0 ]; then
     echo "check-deploy: installing ${need[*]}" >&2
     sudo_if_needed apt-get update -qq
@@ -89,6 +91,24 @@ promtool check rules "$tmp/rules/iap-worker.rules.yml" | sed -n 's/^ *SUCCESS: /
     exit 1
 }
 echo "ok  promtool test rules deploy/prometheus/iap-worker-rules.test.yaml"
+
+echo "== systemd unit"
+# verify needs the ExecStart binary to exist; everything else is checked as written. It reports problems
+# (unknown keys, bad values, unknown system call groups) as warnings with exit code 0: any output fails.
+sed 's#^ExecStart=/usr/local/bin/iap-worker #ExecStart=/bin/true #' deploy/systemd/iap-worker.service > "$tmp/iap-worker.service"
+systemd-analyze verify "$tmp/iap-worker.service" > "$tmp/verify.out" 2>&1 || true
+if [ -s "$tmp/verify.out" ]; then
+    cat "$tmp/verify.out" >&2
+    echo "check-deploy: systemd-analyze verify reports problems in deploy/systemd/iap-worker.service" >&2
+    exit 1
+fi
+echo "ok  systemd-analyze verify deploy/systemd/iap-worker.service"
+systemd-analyze security --offline=true --threshold=20 deploy/systemd/iap-worker.service > "$tmp/security.out" || {
+    cat "$tmp/security.out" >&2
+    echo "check-deploy: the unit's exposure rose above 2.0" >&2
+    exit 1
+}
+sed -n 's/^→ Overall exposure level for iap-worker.service: /ok  systemd-analyze security: /p' "$tmp/security.out"
 
 echo "== AsyncAPI and JSON Schemas"
 "$python" scripts/check-docs.py
