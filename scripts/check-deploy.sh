@@ -16,6 +16,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 need=()
 command -v docker-compose > /dev/null || need+=(docker-compose)
@@ -23,13 +26,12 @@ command -v promtool > /dev/null || need+=(prometheus)
 command -v systemd-analyze > /dev/null || need+=(systemd)
 if [ ${#need[@]} -gt 0 ]; then
     echo "check-deploy: installing ${need[*]}" >&2
-    sudo_if_needed apt-get update -qq
-    sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" > /dev/null
+    { sudo_if_needed apt-get update -qq &&
+      sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+    } > "$tmp/apt.log" 2>&1 || { cat "$tmp/apt.log" >&2; exit 1; }
 fi
 python=$(scripts/check-venv.sh)
 bin=$(dirname "$python")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 # refuses WHAT EXPECTED COMMAND…: COMMAND must fail, and its output must contain EXPECTED.
 refuses() {
