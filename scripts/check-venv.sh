@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The Python environment of the project's checks: creates .build/check-venv when missing, installs the pinned
+# packages below when they changed (or were never installed), and prints the venv's python on stdout (anything
+# else goes to stderr). Safe to run again and from several processes at once (a lock serialises them).
+#   scripts/check-deploy.sh            — kubernetes-validate, the compose, monitoring and docs checks
+#   scripts/cloudevents-venv.sh        — the same venv for the CloudEvents interop test (cloudevents, jsonschema)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+requirements="cloudevents==2.2.0
+jsonschema==4.26.0
+rfc3339-validator==0.1.4
+kubernetes-validate==1.37.0
+PyYAML==6.0.3"
+
+venv=.build/check-venv
+mkdir -p .build
+exec 9> .build/check-venv.lock
+flock 9
+if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv" >&2
+fi
+if [ "$(cat "$venv/requirements.txt" 2>/dev/null)" != "$requirements" ]; then
+    echo "check-venv: installing $(echo "$requirements" | tr '\n' ' ')into $venv" >&2
+    printf '%s\n' "$requirements" > "$venv/requirements.in"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$venv/requirements.in" >&2
+    printf '%s' "$requirements" > "$venv/requirements.txt"
+fi
+echo "$PWD/$venv/bin/python"
