@@ -231,14 +231,19 @@ struct PrivatePostgres {
         environment["IAP_TEST_POSTGRES_PORT"] = String(port)
         environment["IAP_TEST_POSTGRES_DIR"] = folder
         process.environment = environment
-        let output = Pipe()
+        // A file, not a pipe: the server the script starts keeps a descriptor of its parent's output open, so a
+        // pipe would never reach its end.
+        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("pg-\(UUID().uuidString).out")
+        _ = FileManager.default.createFile(atPath: outputPath.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: outputPath) }
+        let output = try FileHandle(forWritingTo: outputPath)
         process.standardOutput = output
         try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        try output.close()
         guard process.terminationStatus == 0 else {
             throw ProcessTestError("test-postgres.sh \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
         }
-        return String(decoding: data, as: UTF8.self)
+        return (try? String(contentsOf: outputPath, encoding: .utf8)) ?? ""
     }
 }
