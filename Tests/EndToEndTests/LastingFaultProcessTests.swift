@@ -6,6 +6,10 @@ import Kafka
 import Ledger
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 extension ProcessTests {
     /// Faults that last — a poison purchase, a wrong key that gets fixed, a dead-letter topic that keeps failing, a
     /// shutdown at any moment, a database that goes away — against the built executable.
@@ -222,28 +226,37 @@ struct PrivatePostgres {
         try? FileManager.default.removeItem(atPath: folder)
     }
 
+    /// Runs the script with posix_spawn and a blocking waitpid: the server it starts inherits descriptors and
+    /// lives on, which Foundation's `Process` does not tell from its own child still running.
     @discardableResult
     static func run(_ arguments: [String], port: Int, folder: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [script] + arguments
+        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("pg-\(UUID().uuidString).out").path
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         var environment = ProcessInfo.processInfo.environment
         environment["IAP_TEST_POSTGRES_PORT"] = String(port)
         environment["IAP_TEST_POSTGRES_DIR"] = folder
-        process.environment = environment
-        // A file, not a pipe: the server the script starts keeps a descriptor of its parent's output open, so a
-        // pipe would never reach its end.
-        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("pg-\(UUID().uuidString).out")
-        _ = FileManager.default.createFile(atPath: outputPath.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: outputPath) }
-        let output = try FileHandle(forWritingTo: outputPath)
-        process.standardOutput = output
-        try process.run()
-        process.waitUntilExit()
-        try output.close()
-        guard process.terminationStatus == 0 else {
-            throw ProcessTestError("test-postgres.sh \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+        let argv = ["/bin/bash", script] + arguments
+        let envp = environment.map { "\($0.key)=\($0.value)" }
+        var cArgv = argv.map { strdup($0) } + [nil]
+        var cEnvp = envp.map { strdup($0) } + [nil]
+        defer {
+            for pointer in cArgv { free(pointer) }
+            for pointer in cEnvp { free(pointer) }
         }
-        return (try? String(contentsOf: outputPath, encoding: .utf8)) ?? ""
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, "/bin/bash", &actions, nil, &cArgv, &cEnvp)
+        guard spawned == 0 else { throw ProcessTestError("posix_spawn failed: \(spawned)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let exitCode = (status >> 8) & 0xff
+        guard status & 0x7f == 0, exitCode == 0 else {
+            throw ProcessTestError("test-postgres.sh \(arguments.joined(separator: " ")) ended with status \(status)")
+        }
+        return (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
     }
 }

@@ -32,7 +32,11 @@ final class ChildProcess: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable)
+        // IAP_WORKER_RUN_BIN runs the worker (and reprocess) from another build, say the code before a fix, against
+        // this build's dev-kafka and gamebase-sim: how a new test is seen failing on the old code.
+        let underTest = ["run", "reprocess"].contains(arguments.first ?? "")
+        let executable = underTest ? ProcessInfo.processInfo.environment["IAP_WORKER_RUN_BIN"] ?? Self.executable : Self.executable
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env.merge(environment) { $1 }

@@ -138,32 +138,12 @@ public final class PurchaseEngine: Service {
             timestampMilliseconds: message.timestampMilliseconds)
         let parsed = processor.parse(input)
         let paymentSeq = try? parsed.get().paymentSeq
-        let partition = message.topicPartition
-        let admitted: (Work, runNow: Bool)? = state.withLock { state in
-            // A message taken from the buffer before a revoke belongs to that assignment only: admitted into a later
-            // one, its offset could be stored past lower offsets the new assignment redelivers.
-            guard var partitionState = state.partitions[partition], partitionState.owned,
-                partitionState.epoch == message.assignmentEpoch
-            else { return nil }
-            partitionState.tracker.started(message.offset)
-            partitionState.inFlight += 1
-            state.partitions[partition] = partitionState
-            state.totalInFlight += 1
-            let work = Work(
-                input: input, parsed: parsed, partition: partition, epoch: partitionState.epoch, paymentSeq: paymentSeq,
-                weight: weight, admittedAt: .now)
-            guard let paymentSeq else { return (work, true) }
-            if state.waiting[paymentSeq] != nil {
-                state.waiting[paymentSeq]!.append(work)
-                state.partitions[partition]?.queued += 1
-                return (work, false)
-            }
-            state.waiting[paymentSeq] = []
-            return (work, true)
-        }
-        metrics.inFlight.set(to: Double(state.withLock { $0.totalInFlight }))
-        guard let admitted else { return .dropped }
-        return admitted.runNow ? .run(admitted.0) : .queued
+        let work = Work(
+            input: input, parsed: parsed, partition: message.topicPartition, epoch: message.assignmentEpoch,
+            paymentSeq: paymentSeq, weight: weight, admittedAt: .now)
+        let (admission, inFlight) = state.withLock { state in (state.admit(work), state.totalInFlight) }
+        metrics.inFlight.set(to: Double(inFlight))
+        return admission
     }
 
     /// Runs a message, then any message with the same paymentSeq that waited for it.
@@ -268,4 +248,27 @@ struct EngineState: Sendable {
     /// paymentSeqs in flight, with the messages waiting behind them.
     var waiting: [String: [Work]] = [:]
     var totalInFlight = 0
+
+    /// Registers `work`: runs it now, queues it behind the message with the same paymentSeq, or drops it.
+    ///
+    /// A message taken from the buffer before a revoke belongs to that assignment only: admitted into a later one
+    /// of the same partition, its offset could be stored past lower offsets the new assignment redelivers. So it
+    /// is dropped unless its assignment epoch is the partition's current one (and the partition is owned).
+    mutating func admit(_ work: Work) -> PurchaseEngine.Admission {
+        guard var partitionState = partitions[work.partition], partitionState.owned, partitionState.epoch == work.epoch else {
+            return .dropped
+        }
+        partitionState.tracker.started(work.input.source.offset)
+        partitionState.inFlight += 1
+        totalInFlight += 1
+        defer { partitions[work.partition] = partitionState }
+        guard let paymentSeq = work.paymentSeq else { return .run(work) }
+        if waiting[paymentSeq] != nil {
+            waiting[paymentSeq]!.append(work)
+            partitionState.queued += 1
+            return .queued
+        }
+        waiting[paymentSeq] = []
+        return .run(work)
+    }
 }
