@@ -34,17 +34,8 @@ public enum TestDatabases {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             return "sqlite://\(folder.path)/ledger.sqlite"
         case .postgres:
-            let base = try postgresURL()
-            guard case .postgres(let host, let port, let user, let password, let database) = try LedgerURL(base) else {
-                throw TestSetupError(message: "IAP_TEST_POSTGRES_URL is not a postgres URL")
-            }
-            let name = "t_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(20))"
-            let connection = try await PostgresConnection.connect(
-                configuration: .init(host: host, port: port, username: user, password: password, database: database, tls: .disable),
-                id: 1, logger: quietLogger)
-            try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: quietLogger)
-            try await connection.close()
-            return "postgres://\(user):\(password ?? "")@\(host):\(port)/\(name)"
+            let server = try PostgresTestServer.current()
+            return server.url(database: try await server.createDatabase())
         }
     }
 
