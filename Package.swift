@@ -196,7 +196,6 @@ let package = Package(
                 "IAPTestSupport",
                 "Ledger",
                 "Gamebase",
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
