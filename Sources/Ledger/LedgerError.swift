@@ -2,7 +2,8 @@
 public struct LedgerError: Error, CustomStringConvertible, Sendable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
-            case invalidURL = "invalid_url", configuration, unavailable, migration, query, conflict
+            case invalidURL = "invalid_url"
+            case configuration, unavailable, migration, query, conflict
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }

@@ -5,9 +5,9 @@ public enum LedgerStores {
     /// Runs `body` with the store for `url`, migrated when `migrate` is set; for PostgreSQL the connection pool
     /// runs for the duration of `body`.
     ///
-    /// A PostgreSQL ledger is first connected to once, with the pool's settings (``PostgresLedgerStore/waitUntilUsable(retry:)``):
-    /// a database that refuses this configuration fails here, with code `configuration`; one that cannot be
-    /// reached yet is retried as `connectRetry` says.
+    /// A PostgreSQL ledger is first connected to once, with the pool's settings
+    /// (``PostgresLedgerStore/waitUntilUsable(retry:)``): a database that refuses this configuration fails here,
+    /// with code `configuration`; one that cannot be reached yet is retried as `connectRetry` says.
     ///
     /// - Parameters:
     ///   - connectRetry: how long to wait for a PostgreSQL database that cannot be reached yet: `.once` for
@@ -16,7 +16,8 @@ public enum LedgerStores {
     ///   (`configuration`), an unreachable database (`unavailable`) or a failed migration; `CancellationError` when
     ///   cancelled while waiting for the database; or what `body` throws.
     public static func withStore<T: Sendable>(
-        url: String, logger: Logger, migrate: Bool = true, maxConnections: Int = 20, connectRetry: LedgerConnectRetry = .once,
+        url: String, logger: Logger, migrate: Bool = true, maxConnections: Int = 20,
+        connectRetry: LedgerConnectRetry = .once,
         _ body: @Sendable (any LedgerStore) async throws -> T
     ) async throws -> T {
         switch try LedgerURL(url) {

@@ -10,7 +10,9 @@ public enum LedgerURL: Sendable, Hashable, CustomStringConvertible {
         if text.hasPrefix("sqlite://") {
             let path = String(text.dropFirst("sqlite://".count))
             guard path.hasPrefix("/"), path.count > 1 else {
-                throw LedgerError(code: .invalidURL, message: "ledger.url: sqlite URLs take an absolute path: sqlite:///path/ledger.sqlite")
+                throw LedgerError(
+                    code: .invalidURL,
+                    message: "ledger.url: sqlite URLs take an absolute path: sqlite:///path/ledger.sqlite")
             }
             self = .sqlite(path: path.removingPercentEncoding ?? path)
             return

@@ -10,12 +10,14 @@ struct LedgerStartupProcessTests {
 
     /// The ledger is opened before Kafka or Gamebase is contacted: nothing else needs to exist.
     static func run(ledgerURL: String) throws -> ChildProcess {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-ledger-start-\(UUID().uuidString.prefix(8))")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "iap-ledger-start-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         return try ChildProcess(
             "worker", ["run"],
             environment: [
-                "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9", "GAMEBASE_APP_ID": "process-test", "GAMEBASE_SECRET_KEY": secretKey,
+                "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9", "GAMEBASE_APP_ID": "process-test",
+                "GAMEBASE_SECRET_KEY": secretKey,
                 "LEDGER_URL": ledgerURL, "SERVER_PORT": "0", "LOG_FORMAT": "json", "IAP_WORKER_CONFIG": "",
             ],
             folder: folder)

@@ -28,7 +28,9 @@ import Testing
     }
 
     @Test func claimHashIsTheFirstSixteenHexDigitsOfTheSHA256OfUserIdNewlineToken() {
-        #expect(PurchaseMessage(userId: "user-1", paymentSeq: "1", purchaseToken: "gb-token-1").claimHash == "fb4dc3bf938d8ece")
+        #expect(
+            PurchaseMessage(userId: "user-1", paymentSeq: "1", purchaseToken: "gb-token-1").claimHash
+                == "fb4dc3bf938d8ece")
         #expect(
             PurchaseMessage(userId: "user-1", paymentSeq: "1", purchaseToken: Self.eightKilobyteToken).claimHash
                 == "c3f011f063605525")

@@ -27,15 +27,18 @@ public struct PostgresTestServer: Sendable {
     public static func certificateAuthority() throws -> String {
         guard let path = ProcessInfo.processInfo.environment["IAP_TEST_POSTGRES_CA"], !path.isEmpty else {
             throw TestSetupError(
-                message: "IAP_TEST_POSTGRES_CA is not set: run the tests with `make test` (scripts/test-postgres.sh ca)")
+                message: "IAP_TEST_POSTGRES_CA is not set: run the tests with `make test` (scripts/test-postgres.sh ca)"
+            )
         }
         return path
     }
 
     /// A CA that signed nothing the server presents (made beside the real one).
     public static func untrustedCertificateAuthority() throws -> String {
-        URL(fileURLWithPath: try certificateAuthority()).deletingLastPathComponent().appendingPathComponent("untrusted-ca.crt")
-            .path
+        URL(fileURLWithPath: try certificateAuthority()).deletingLastPathComponent().appendingPathComponent(
+            "untrusted-ca.crt"
+        )
+        .path
     }
 
     /// A `postgres://` URL for `database`, with `query` (`sslmode=…&…`) when given.
@@ -48,7 +51,8 @@ public struct PostgresTestServer: Sendable {
     public func createDatabase() async throws -> String {
         let name = "t_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(20))"
         try await withAdminConnection { connection in
-            _ = try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: TestDatabases.quietLogger)
+            _ = try await connection.query(
+                PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: TestDatabases.quietLogger)
         }
         return name
     }
@@ -67,7 +71,8 @@ public struct PostgresTestServer: Sendable {
 
     private func withAdminConnection<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         let connection = try await PostgresConnection.connect(
-            configuration: .init(host: host, port: port, username: username, password: password, database: database, tls: .disable),
+            configuration: .init(
+                host: host, port: port, username: username, password: password, database: database, tls: .disable),
             id: 1, logger: TestDatabases.quietLogger)
         do {
             let result = try await body(connection)

@@ -38,6 +38,8 @@ public struct RecordingLogHandler: LogHandler {
 
     public func log(event: LogEvent) {
         recorder.append(
-            Entry(level: event.level, message: "\(event.message)", metadata: metadata.merging(event.metadata ?? [:]) { $1 }))
+            Entry(
+                level: event.level, message: "\(event.message)",
+                metadata: metadata.merging(event.metadata ?? [:]) { $1 }))
     }
 }

@@ -13,7 +13,8 @@ import Testing
         #expect(
             try LedgerURL("postgresql://iap@localhost/ledger")
                 == .postgres(
-                    PostgresLedgerURL(host: "localhost", username: "iap", password: nil, database: "ledger", sslMode: .disable)))
+                    PostgresLedgerURL(
+                        host: "localhost", username: "iap", password: nil, database: "ledger", sslMode: .disable)))
     }
 
     @Test func aPercentEncodedPercentSignInThePasswordIsDecodedOnce() throws {
@@ -24,7 +25,9 @@ import Testing
         #expect(url.password == "p%41ss")
     }
 
-    @Test(arguments: ["", "sqlite://relative.db", "mysql://x@y/z", "postgres://host/db", "postgres://u@host", "postgres://u:p@/db"])
+    @Test(arguments: [
+        "", "sqlite://relative.db", "mysql://x@y/z", "postgres://host/db", "postgres://u@host", "postgres://u:p@/db",
+    ])
     func badURLsAreRefusedClearly(text: String) {
         let error = #expect(throws: LedgerError.self) { try LedgerURL(text) }
         #expect(error?.code == .invalidURL)
@@ -57,7 +60,9 @@ import Testing
 
     @Test func aRootCertificateFileIsShownAndImpliesVerifyFull() throws {
         let url = try LedgerURL("postgres://iap:secret@localhost/ledger?sslrootcert=/etc/iap/ca.pem")
-        #expect("\(url)" == "postgres://iap:<redacted>@localhost:5432/ledger?sslmode=verify-full&sslrootcert=/etc/iap/ca.pem")
+        #expect(
+            "\(url)"
+                == "postgres://iap:<redacted>@localhost:5432/ledger?sslmode=verify-full&sslrootcert=/etc/iap/ca.pem")
         let system = try LedgerURL("postgres://iap:secret@localhost/ledger?sslmode=verify-full&sslrootcert=system")
         #expect("\(system)" == "postgres://iap:<redacted>@localhost:5432/ledger?sslmode=verify-full")
     }
@@ -65,7 +70,9 @@ import Testing
     /// `prefer` and `allow` fall back to clear text when TLS is refused; `verify-ca` does not check the host name.
     @Test(arguments: ["prefer", "allow", "verify-ca", "Require", "on", ""])
     func otherSSLModesAreRefusedNamingTheKeyAndTheSupportedModes(mode: String) {
-        let error = #expect(throws: LedgerError.self) { try LedgerURL("postgres://iap:hunter2@db/ledger?sslmode=\(mode)") }
+        let error = #expect(throws: LedgerError.self) {
+            try LedgerURL("postgres://iap:hunter2@db/ledger?sslmode=\(mode)")
+        }
         #expect(error?.code == .invalidURL)
         let text = "\(error.map { "\($0)" } ?? "")"
         #expect(text.contains("ledger.url"))

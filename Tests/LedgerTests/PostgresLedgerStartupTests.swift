@@ -11,7 +11,8 @@ import Testing
 /// once; what can heal is retried until the task is cancelled.
 @Suite("PostgreSQL ledger: TLS and start-up", .timeLimit(.minutes(2)))
 struct PostgresLedgerStartupTests {
-    static let fastRetry = LedgerConnectRetry(maxAttempts: nil, initialBackoff: .milliseconds(50), maxBackoff: .milliseconds(200))
+    static let fastRetry = LedgerConnectRetry(
+        maxAttempts: nil, initialBackoff: .milliseconds(50), maxBackoff: .milliseconds(200))
 
     /// Opens the ledger, migrates it and reads from it, then asks the server whether the store's connections are
     /// encrypted.
@@ -36,7 +37,8 @@ struct PostgresLedgerStartupTests {
         let server = try PostgresTestServer.current()
         let database = try await server.createDatabase()
         let url = server.url(
-            database: database, host: host, query: "sslmode=verify-full&sslrootcert=\(try PostgresTestServer.certificateAuthority())")
+            database: database, host: host,
+            query: "sslmode=verify-full&sslrootcert=\(try PostgresTestServer.certificateAuthority())")
         let encrypted = try await Self.openAndCheckEncryption(url, database: database)
         #expect(!encrypted.isEmpty)
         #expect(encrypted.allSatisfy { $0 }, "the server sees unencrypted connections: \(encrypted)")
@@ -47,7 +49,8 @@ struct PostgresLedgerStartupTests {
         let database = try await server.createDatabase()
         let ca = try PostgresTestServer.certificateAuthority()
         let version = try await LedgerStores.withStore(
-            url: server.url(database: database, query: "sslmode=verify-full&sslrootcert=\(ca)"), logger: TestDatabases.quietLogger
+            url: server.url(database: database, query: "sslmode=verify-full&sslrootcert=\(ca)"),
+            logger: TestDatabases.quietLogger
         ) { store in try await #require(store as? PostgresLedgerStore).tlsVersion() }
         #expect(version?.hasPrefix("TLS") == true)
         let plain = try await LedgerStores.withStore(
@@ -79,7 +82,8 @@ struct PostgresLedgerStartupTests {
         #expect(error?.code == .configuration)
         #expect(error?.isRetryable == false)
         #expect(error.map { "\($0)" }?.contains("ledger.url") == true)
-        #expect(error.map { "\($0)" }?.contains("certificate does not verify") == true, "\(error.map { "\($0)" } ?? "")")
+        #expect(
+            error.map { "\($0)" }?.contains("certificate does not verify") == true, "\(error.map { "\($0)" } ?? "")")
         #expect(elapsed < .seconds(10))
         #expect(recorder.count { $0.level == .error } == 1)
         #expect(recorder.count { $0.level == .warning } == 0, "a refusal must not be retried")
@@ -96,13 +100,15 @@ struct PostgresLedgerStartupTests {
         let (error, _) = await Self.refusal {
             try await LedgerStores.withStore(
                 url: url, logger: TestDatabases.quietLogger,
-                connectRetry: LedgerConnectRetry(maxAttempts: 3, initialBackoff: .milliseconds(50))) { _ in }
+                connectRetry: LedgerConnectRetry(maxAttempts: 3, initialBackoff: .milliseconds(50))
+            ) { _ in }
         }
         #expect(error?.code == .configuration, "\(error.map { "\($0)" } ?? "")")
         #expect(error.map { "\($0)" }?.contains("does not name 127.0.0.2") == true, "\(error.map { "\($0)" } ?? "")")
         // …while sslmode=require, which verifies nothing, connects to the same address.
         try await LedgerStores.withStore(
-            url: server.url(database: database, host: "127.0.0.2", query: "sslmode=require"), logger: TestDatabases.quietLogger
+            url: server.url(database: database, host: "127.0.0.2", query: "sslmode=require"),
+            logger: TestDatabases.quietLogger
         ) { store in _ = try await store.countUnconsumed() }
     }
 
@@ -126,7 +132,8 @@ struct PostgresLedgerStartupTests {
         let server = try PostgresTestServer.current()
         let url = server.url(database: "no_such_ledger_database", query: "sslmode=disable")
         let (error, _) = await Self.refusal {
-            try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger, connectRetry: Self.fastRetry) { _ in }
+            try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger, connectRetry: Self.fastRetry)
+            { _ in }
         }
         #expect(error?.code == .configuration)
         #expect(error.map { "\($0)" }?.contains("3D000") == true)
@@ -134,9 +141,11 @@ struct PostgresLedgerStartupTests {
 
     @Test func anUnreadableRootCertificateFileIsAConfigurationErrorBeforeConnecting() async throws {
         let server = try PostgresTestServer.current()
-        let url = server.url(database: server.database, query: "sslmode=verify-full&sslrootcert=/nonexistent/iap-ca.pem")
+        let url = server.url(
+            database: server.database, query: "sslmode=verify-full&sslrootcert=/nonexistent/iap-ca.pem")
         let (error, _) = await Self.refusal {
-            try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger, connectRetry: Self.fastRetry) { _ in }
+            try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger, connectRetry: Self.fastRetry)
+            { _ in }
         }
         #expect(error?.code == .configuration)
         #expect(error.map { "\($0)" }?.contains("/nonexistent/iap-ca.pem") == true)
@@ -152,7 +161,8 @@ struct PostgresLedgerStartupTests {
         let port = try #require(refuser.localAddress?.port)
         let (error, _) = await Self.refusal {
             try await LedgerStores.withStore(
-                url: "postgres://iap:hunter2@127.0.0.1:\(port)/ledger?sslmode=require", logger: TestDatabases.quietLogger,
+                url: "postgres://iap:hunter2@127.0.0.1:\(port)/ledger?sslmode=require",
+                logger: TestDatabases.quietLogger,
                 connectRetry: Self.fastRetry
             ) { _ in }
         }
@@ -165,7 +175,8 @@ struct PostgresLedgerStartupTests {
         let recorder = RecordingLogHandler.Recorder()
         let opening = Task {
             try await LedgerStores.withStore(
-                url: "postgres://iap:hunter2@127.0.0.1:\(port)/ledger", logger: recorder.logger(), connectRetry: Self.fastRetry
+                url: "postgres://iap:hunter2@127.0.0.1:\(port)/ledger", logger: recorder.logger(),
+                connectRetry: Self.fastRetry
             ) { _ in }
         }
         let clock = ContinuousClock()
@@ -198,6 +209,14 @@ struct PostgresLedgerStartupTests {
         #expect(error?.code == .unavailable)
         #expect(error?.isRetryable == true)
         #expect(error.map { "\($0)" }?.contains("2 attempts") == true, "\(error.map { "\($0)" } ?? "")")
+    }
+
+    @Test func theWaitBetweenAttemptsDoublesUpToItsCapWithAtMostAQuarterTakenOff() {
+        let retry = LedgerConnectRetry.untilConnected
+        for (attempt, full) in [(1, 500), (2, 1_000), (3, 2_000), (6, 16_000), (7, 30_000), (40, 30_000), (10_000, 30_000)] {
+            let wait = retry.backoff(afterAttempt: attempt)
+            #expect(wait <= .milliseconds(full) && wait >= .milliseconds(full) * 0.75, "attempt \(attempt): \(wait)")
+        }
     }
 
     /// A loopback port that nothing listens on: bound, read, closed.

@@ -29,20 +29,24 @@ struct PostgresConnectFailure: Error, Sendable {
         }
         switch error.code {
         case .server:
-            self.init(sqlState: error.serverInfo?[.sqlState] ?? "", message: error.serverInfo?[.message] ?? "", url: url)
+            self.init(
+                sqlState: error.serverInfo?[.sqlState] ?? "", message: error.serverInfo?[.message] ?? "", url: url)
         case .sslUnsupported:
             self.init(
                 kind: .configuration,
                 reason: "the server at \(url.endpoint) does not accept TLS, which sslmode=\(url.sslMode) requires; "
-                    + "turn ssl on at the server (sslmode=disable sends the password in clear: only on loopback or a trusted network)")
+                    + "turn ssl on at the server (sslmode=disable sends the password in clear: only on loopback "
+                    + "or a trusted network)")
         case .receivedUnencryptedDataAfterSSLRequest:
             self.init(
                 kind: .configuration,
-                reason: "the server at \(url.endpoint) answered the TLS request with unencrypted data: not a PostgreSQL server, or one in the middle")
+                reason: "the server at \(url.endpoint) answered the TLS request with unencrypted data: "
+                    + "not a PostgreSQL server, or one in the middle")
         case .unsupportedAuthMechanism, .authMechanismRequiresPassword, .saslError:
             self.init(
                 kind: .configuration,
-                reason: "authentication of user \"\(url.username)\" failed (\(error.code)): check the user and password in ledger.url")
+                reason: "authentication of user \"\(url.username)\" failed (\(error.code)): "
+                    + "check the user and password in ledger.url")
         case .failedToAddSSLHandler:
             self.init(kind: .configuration, reason: "TLS could not be set up: \(Self.describe(error.underlying))")
         default:
@@ -59,11 +63,17 @@ struct PostgresConnectFailure: Error, Sendable {
         case let state where state.hasPrefix("28"):
             self.init(
                 kind: .configuration,
-                reason: "the server refused user \"\(url.username)\" (\(detail)): check the user and password in ledger.url")
+                reason:
+                    "the server refused user \"\(url.username)\" (\(detail)): check the user and password in ledger.url"
+            )
         case "3D000":
-            self.init(kind: .configuration, reason: "database \"\(url.database)\" does not exist on \(url.endpoint) (\(detail))")
+            self.init(
+                kind: .configuration,
+                reason: "database \"\(url.database)\" does not exist on \(url.endpoint) (\(detail))")
         case "42501":
-            self.init(kind: .configuration, reason: "user \"\(url.username)\" may not connect to \"\(url.database)\" (\(detail))")
+            self.init(
+                kind: .configuration,
+                reason: "user \"\(url.username)\" may not connect to \"\(url.database)\" (\(detail))")
         case "57P03":
             self.init(kind: .transient, reason: "the database is starting up (\(detail))")
         default:
@@ -85,8 +95,8 @@ struct PostgresConnectFailure: Error, Sendable {
         case let error as NIOSSLExtraError where error == .failedToValidateHostname:
             self.init(
                 kind: .configuration,
-                reason: "the certificate of \(url.endpoint) verifies but does not name \(url.host) (sslmode=verify-full checks the "
-                    + "host name): connect by a name the certificate holds")
+                reason: "the certificate of \(url.endpoint) verifies but does not name \(url.host) "
+                    + "(sslmode=verify-full checks the host name): connect by a name the certificate holds")
         case let error as NIOSSLExtraError:
             self.init(kind: .configuration, reason: Self.tlsFailure(error, url: url))
         case let error as ChannelError:

@@ -20,7 +20,9 @@ extension PostgresLedgerStore {
                 let tlsVersion = try await connectOnce()
                 logger.info(
                     "ledger reachable",
-                    metadata: ["ledger.url": "\(url)", "ledger.tls": "\(tlsVersion ?? "off")", "ledger.attempt": "\(attempt)"])
+                    metadata: [
+                        "ledger.url": "\(url)", "ledger.tls": "\(tlsVersion ?? "off")", "ledger.attempt": "\(attempt)",
+                    ])
                 return
             } catch let error as PostgresConnectFailure {
                 failure = error
@@ -36,7 +38,8 @@ extension PostgresLedgerStore {
                 if let maxAttempts = retry.maxAttempts, attempt >= maxAttempts {
                     throw LedgerError(
                         code: .unavailable,
-                        message: "ledger.url (\(url)): \(failure.reason) (\(attempt) attempt\(attempt == 1 ? "" : "s"))")
+                        message: "ledger.url (\(url)): \(failure.reason) (\(attempt) attempt\(attempt == 1 ? "" : "s"))"
+                    )
                 }
                 let wait = retry.backoff(afterAttempt: attempt)
                 logger.warning(
@@ -53,7 +56,9 @@ extension PostgresLedgerStore {
     /// The TLS protocol version of a pooled connection (`TLSv1.3`), or `nil` when it is not encrypted.
     public func tlsVersion() async throws -> String? {
         do {
-            return try await client.withConnection { connection in try await Self.tlsVersion(on: connection, logger: logger) }
+            return try await client.withConnection { connection in
+                try await Self.tlsVersion(on: connection, logger: logger)
+            }
         } catch {
             throw LedgerError(code: .query, message: "PostgreSQL: \(Self.describe(error))")
         }

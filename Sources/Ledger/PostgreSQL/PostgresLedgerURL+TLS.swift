@@ -18,7 +18,9 @@ extension PostgresLedgerURL {
             configuration.certificateVerification = .none
         case .verifyFull:
             configuration.certificateVerification = .fullVerification
-            configuration.trustRoots = try sslRootCert.map { path throws(LedgerError) in .certificates(try Self.certificates(at: path)) } ?? .default
+            configuration.trustRoots =
+                try sslRootCert.map { path throws(LedgerError) in .certificates(try Self.certificates(at: path)) }
+                ?? .default
         }
         return configuration
     }

@@ -33,22 +33,26 @@ public struct PostgresLedgerURL: Sendable, Hashable, CustomStringConvertible {
 
     /// - Throws: ``LedgerError`` with code `invalidURL`, naming `ledger.url`; its message never holds the password.
     public init(_ text: String) throws(LedgerError) {
-        guard text.hasPrefix("postgres://") || text.hasPrefix("postgresql://"), let components = URLComponents(string: text),
+        guard text.hasPrefix("postgres://") || text.hasPrefix("postgresql://"),
+            let components = URLComponents(string: text),
             let rawHost = components.host, !rawHost.isEmpty
         else {
-            throw LedgerError(code: .invalidURL, message: "ledger.url: postgres URLs look like postgres://user:pass@host:port/db")
+            throw LedgerError(
+                code: .invalidURL, message: "ledger.url: postgres URLs look like postgres://user:pass@host:port/db")
         }
         let database = String(components.path.drop { $0 == "/" })
         guard !database.isEmpty, let user = components.percentEncodedUser?.removingPercentEncoding, !user.isEmpty else {
             throw LedgerError(
-                code: .invalidURL, message: "ledger.url: postgres URLs need a user and a database: postgres://user:pass@host:port/db")
+                code: .invalidURL,
+                message: "ledger.url: postgres URLs need a user and a database: postgres://user:pass@host:port/db")
         }
         var values: [String: String] = [:]
         for item in components.queryItems ?? [] {
             guard Self.parameters.contains(item.name) else {
                 let supported = Self.parameters.sorted().joined(separator: ", ")
                 throw LedgerError(
-                    code: .invalidURL, message: "ledger.url: unknown parameter '\(item.name)' (supported: \(supported))")
+                    code: .invalidURL, message: "ledger.url: unknown parameter '\(item.name)' (supported: \(supported))"
+                )
             }
             guard values[item.name] == nil else {
                 throw LedgerError(code: .invalidURL, message: "ledger.url: parameter '\(item.name)' is given twice")

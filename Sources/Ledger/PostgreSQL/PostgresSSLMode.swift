@@ -34,7 +34,8 @@ public enum PostgresSSLMode: String, Sendable, Hashable, CaseIterable, CustomStr
                 "it is not an sslmode"
             }
         throw LedgerError(
-            code: .invalidURL, message: "ledger.url: sslmode=\(text) is not supported (\(why)); supported: \(supported)")
+            code: .invalidURL, message: "ledger.url: sslmode=\(text) is not supported (\(why)); supported: \(supported)"
+        )
     }
 
     public var description: String { rawValue }
