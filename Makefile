@@ -12,12 +12,13 @@ demo: deps
 
 ## Runs the whole test suite: the deployment and interface documents (scripts/check-deploy.sh), then unit,
 ## mock-cluster, simulator, database, end-to-end and process-level tests. A throw-away PostgreSQL
-## server is started on loopback for it (scripts/test-postgres.sh) and stopped afterwards.
+## server is started on loopback for it (scripts/test-postgres.sh) and stopped afterwards; it speaks TLS with a
+## certificate from a test CA, whose path the TLS tests read from IAP_TEST_POSTGRES_CA.
 test: deps
 	scripts/check-deploy.sh
 	$(SWIFT) build --build-tests
-	@url=$$(scripts/test-postgres.sh start) && \
-	  IAP_TEST_POSTGRES_URL="$$url" $(SWIFT) test --skip-build; status=$$?; \
+	@url=$$(scripts/test-postgres.sh start) && ca=$$(scripts/test-postgres.sh ca) && echo "IAP_TEST_POSTGRES_CA=$$ca" && \
+	  IAP_TEST_POSTGRES_URL="$$url" IAP_TEST_POSTGRES_CA="$$ca" $(SWIFT) test --skip-build; status=$$?; \
 	  scripts/test-postgres.sh stop; exit $$status
 
 ## The Kafka layer's round-trip and group tests under AddressSanitizer (LeakSanitizer included): any leak or

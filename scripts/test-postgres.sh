@@ -1,33 +1,72 @@
 #!/usr/bin/env bash
 # Starts (or stops) a throw-away PostgreSQL server on loopback for the test suite, and prints its URL.
 #   scripts/test-postgres.sh start   -> prints postgres://iap:iap@127.0.0.1:55432/iap_test
+#   scripts/test-postgres.sh ca      -> prints the path of the test CA that signed the server's certificate
 #   scripts/test-postgres.sh stop
 #   scripts/test-postgres.sh crash | resume     (an immediate stop, and a start of the same folder: ledger outages)
+# The server speaks TLS (ssl=on) with a certificate for localhost and 127.0.0.1 signed by a CA made here with
+# openssl; plain connections keep working. Next to the CA lies untrusted-ca.crt, a second CA that signed
+# nothing, for tests that must see verification fail. The server also listens on 127.0.0.2, an address its
+# certificate does not name, for tests that must see host-name verification fail. Passwords are checked over TCP (scram-sha-256), so a
+# wrong password is refused; the set-up itself goes through the Unix socket.
 # Runs the server as the 'postgres' user when invoked as root (PostgreSQL refuses to run as root).
 set -euo pipefail
 
 PORT="${IAP_TEST_POSTGRES_PORT:-55432}"
 DIR="${IAP_TEST_POSTGRES_DIR:-/tmp/iap-worker-test-pg}"
+TLS_DIR="$DIR-tls"
 BIN="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
 [ -n "$BIN" ] || { echo "test-postgres: PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 1; }
+
+SERVER_OPTIONS="-p $PORT -k $DIR -c listen_addresses=127.0.0.1,127.0.0.2 -c max_connections=300 -c fsync=off -c ssl=on"
 
 as_owner() {
   if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
+# A CA, a server certificate it signs (SAN localhost and 127.0.0.1), and an unrelated second CA.
+make_certificates() {
+  command -v openssl >/dev/null || { echo "test-postgres: openssl is not installed (apt-get install openssl)" >&2; exit 1; }
+  rm -rf "$TLS_DIR"
+  mkdir -p "$TLS_DIR"
+  openssl req -batch -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=iap-worker test CA" \
+    -keyout "$TLS_DIR/ca.key" -out "$TLS_DIR/ca.crt" 2>/dev/null
+  openssl req -batch -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=iap-worker untrusted CA" \
+    -keyout "$TLS_DIR/untrusted-ca.key" -out "$TLS_DIR/untrusted-ca.crt" 2>/dev/null
+  openssl req -batch -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+    -keyout "$TLS_DIR/server.key" -out "$TLS_DIR/server.csr" 2>/dev/null
+  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$TLS_DIR/server.ext"
+  openssl x509 -req -in "$TLS_DIR/server.csr" -CA "$TLS_DIR/ca.crt" -CAkey "$TLS_DIR/ca.key" -CAcreateserial \
+    -days 30 -extfile "$TLS_DIR/server.ext" -out "$TLS_DIR/server.crt" 2>/dev/null
+  # The server reads its key and certificate from its data folder; the key must belong to it, mode 0600.
+  install -m 0644 "$TLS_DIR/server.crt" "$DIR/server.crt"
+  install -m 0600 "$TLS_DIR/server.key" "$DIR/server.key"
+  [ "$(id -u)" -eq 0 ] && chown postgres "$DIR/server.crt" "$DIR/server.key"
+  chmod 0755 "$TLS_DIR"
+  chmod 0644 "$TLS_DIR"/*.crt
+}
+
 case "${1:-start}" in
   start)
+    # A server left by an older version of this script (no TLS) is replaced.
+    if as_owner "$BIN/pg_ctl" -D "$DIR" status >/dev/null 2>&1 && [ ! -f "$TLS_DIR/ca.crt" ]; then
+      as_owner "$BIN/pg_ctl" -D "$DIR" -m fast stop >/dev/null 2>&1 || true
+    fi
     if ! as_owner "$BIN/pg_ctl" -D "$DIR" status >/dev/null 2>&1; then
       rm -rf "$DIR"
       mkdir -p "$DIR"
       [ "$(id -u)" -eq 0 ] && chown postgres "$DIR"
-      as_owner "$BIN/initdb" -D "$DIR" -A trust -U postgres >/dev/null
-      as_owner "$BIN/pg_ctl" -D "$DIR" -w -l "$DIR/server.log" \
-        -o "-p $PORT -k $DIR -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off" start >/dev/null
-      as_owner "$BIN/psql" -h 127.0.0.1 -p "$PORT" -U postgres -q -c "CREATE ROLE iap LOGIN PASSWORD 'iap' CREATEDB" >/dev/null
-      as_owner "$BIN/psql" -h 127.0.0.1 -p "$PORT" -U postgres -q -c "CREATE DATABASE iap_test OWNER iap" >/dev/null
+      as_owner "$BIN/initdb" -D "$DIR" --auth-local=trust --auth-host=scram-sha-256 -U postgres >/dev/null
+      make_certificates
+      as_owner "$BIN/pg_ctl" -D "$DIR" -w -l "$DIR/server.log" -o "$SERVER_OPTIONS" start >/dev/null
+      as_owner "$BIN/psql" -h "$DIR" -p "$PORT" -U postgres -q -c "CREATE ROLE iap LOGIN PASSWORD 'iap' CREATEDB" >/dev/null
+      as_owner "$BIN/psql" -h "$DIR" -p "$PORT" -U postgres -q -c "CREATE DATABASE iap_test OWNER iap" >/dev/null
     fi
     echo "postgres://iap:iap@127.0.0.1:$PORT/iap_test"
+    ;;
+  ca)
+    [ -f "$TLS_DIR/ca.crt" ] || { echo "test-postgres: no test CA yet: run '$0 start' first" >&2; exit 1; }
+    echo "$TLS_DIR/ca.crt"
     ;;
   stop)
     as_owner "$BIN/pg_ctl" -D "$DIR" -m fast stop >/dev/null 2>&1 || true
@@ -38,11 +77,10 @@ case "${1:-start}" in
     ;;
   resume)
     # Starts the server of an existing folder again (after crash).
-    as_owner "$BIN/pg_ctl" -D "$DIR" -w -l "$DIR/server.log" \
-      -o "-p $PORT -k $DIR -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off" start >/dev/null
+    as_owner "$BIN/pg_ctl" -D "$DIR" -w -l "$DIR/server.log" -o "$SERVER_OPTIONS" start >/dev/null
     ;;
   *)
-    echo "usage: $0 start|stop|crash|resume" >&2
+    echo "usage: $0 start|ca|stop|crash|resume" >&2
     exit 2
     ;;
 esac

@@ -2,13 +2,18 @@
 public struct LedgerError: Error, CustomStringConvertible, Sendable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
-            case invalidURL = "invalid_url", unavailable, migration, query, conflict
+            case invalidURL = "invalid_url"
+            case configuration, unavailable, migration, query, conflict
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
 
         /// `ledger.url` is not `sqlite:///path` or `postgres://…`.
         public static let invalidURL = Code(.invalidURL)
+        /// The database answers but cannot be used as configured: its certificate does not verify, it refuses the
+        /// credentials, the database does not exist, or it refuses TLS that `ledger.url` requires. Waiting does not
+        /// help; `ledger.url` (or the server) must change.
+        public static let configuration = Code(.configuration)
         /// The database cannot be reached or opened.
         public static let unavailable = Code(.unavailable)
         public static let migration = Code(.migration)
@@ -30,7 +35,8 @@ public struct LedgerError: Error, CustomStringConvertible, Sendable {
         self.line = line
     }
 
-    /// Database errors are worth retrying (the database may be back); a bad URL or migration is not.
+    /// Database errors are worth retrying (the database may be back); a bad URL, a configuration the database refuses
+    /// or a failed migration is not.
     public var isRetryable: Bool { code == .unavailable || code == .query }
 
     public var description: String { "LedgerError(\(code)): \(message)" }

@@ -5,9 +5,19 @@ public enum LedgerStores {
     /// Runs `body` with the store for `url`, migrated when `migrate` is set; for PostgreSQL the connection pool
     /// runs for the duration of `body`.
     ///
-    /// - Throws: ``LedgerError`` for a bad URL, an unreachable database or a failed migration; or what `body` throws.
+    /// A PostgreSQL ledger is first connected to once, with the pool's settings
+    /// (``PostgresLedgerStore/waitUntilUsable(retry:)``): a database that refuses this configuration fails here,
+    /// with code `configuration`; one that cannot be reached yet is retried as `connectRetry` says.
+    ///
+    /// - Parameters:
+    ///   - connectRetry: how long to wait for a PostgreSQL database that cannot be reached yet: `.once` for
+    ///     commands that look into the ledger, `.untilConnected` for the daemon.
+    /// - Throws: ``LedgerError`` for a bad URL (`invalidURL`), a ledger that refuses this configuration
+    ///   (`configuration`), an unreachable database (`unavailable`) or a failed migration; `CancellationError` when
+    ///   cancelled while waiting for the database; or what `body` throws.
     public static func withStore<T: Sendable>(
         url: String, logger: Logger, migrate: Bool = true, maxConnections: Int = 20,
+        connectRetry: LedgerConnectRetry = .once,
         _ body: @Sendable (any LedgerStore) async throws -> T
     ) async throws -> T {
         switch try LedgerURL(url) {
@@ -22,10 +32,9 @@ public enum LedgerStores {
                 try? await store.close()
                 throw error
             }
-        case .postgres(let host, let port, let username, let password, let database):
-            let store = PostgresLedgerStore(
-                host: host, port: port, username: username, password: password, database: database,
-                maxConnections: maxConnections, logger: logger)
+        case .postgres(let postgresURL):
+            let store = try PostgresLedgerStore(url: postgresURL, maxConnections: maxConnections, logger: logger)
+            try await store.waitUntilUsable(retry: connectRetry)
             return try await withThrowingTaskGroup(of: T?.self) { group in
                 group.addTask {
                     try await store.run()

@@ -34,22 +34,15 @@ public enum TestDatabases {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             return "sqlite://\(folder.path)/ledger.sqlite"
         case .postgres:
-            return try await freshPostgresLedgerURL(base: try postgresURL())
+            let server = try PostgresTestServer.current()
+            return server.url(database: try await server.createDatabase())
         }
     }
 
-    /// A `ledger.url` for a new, empty database on the PostgreSQL server `base` points at.
+    /// A `ledger.url` for a new, empty database on the PostgreSQL server `base` points at (a test's own server).
     public static func freshPostgresLedgerURL(base: String) async throws -> String {
-        guard case .postgres(let host, let port, let user, let password, let database) = try LedgerURL(base) else {
-            throw TestSetupError(message: "\(base) is not a postgres URL")
-        }
-        let name = "t_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(20))"
-        let connection = try await PostgresConnection.connect(
-            configuration: .init(host: host, port: port, username: user, password: password, database: database, tls: .disable),
-            id: 1, logger: quietLogger)
-        try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: quietLogger)
-        try await connection.close()
-        return "postgres://\(user):\(password ?? "")@\(host):\(port)/\(name)"
+        let server = try PostgresTestServer(url: base)
+        return server.url(database: try await server.createDatabase())
     }
 
     /// Runs `body` with a fresh, migrated ledger.

@@ -169,25 +169,3 @@ struct LedgerStoreTests {
         }
     }
 }
-
-@Suite struct LedgerURLTests {
-    @Test func sqliteAndPostgresURLsParse() throws {
-        #expect(try LedgerURL("sqlite:///var/lib/iap/ledger.sqlite") == .sqlite(path: "/var/lib/iap/ledger.sqlite"))
-        #expect(
-            try LedgerURL("postgres://iap:p%40ss@db.internal:6543/ledger")
-                == .postgres(host: "db.internal", port: 6543, username: "iap", password: "p@ss", database: "ledger"))
-        #expect(
-            try LedgerURL("postgresql://iap@db/ledger") == .postgres(host: "db", port: 5432, username: "iap", password: nil, database: "ledger"))
-    }
-
-    @Test(arguments: ["", "sqlite://relative.db", "mysql://x@y/z", "postgres://host/db", "postgres://u@host", "postgres://u:p@/db"])
-    func badURLsAreRefusedClearly(text: String) {
-        let error = #expect(throws: LedgerError.self) { try LedgerURL(text) }
-        #expect(error?.code == .invalidURL)
-    }
-
-    @Test func thePasswordIsNeverShown() throws {
-        let url = try LedgerURL("postgres://iap:hunter2@db:5432/ledger")
-        #expect("\(url)" == "postgres://iap:<redacted>@db:5432/ledger")
-    }
-}

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Gamebase
 
@@ -38,10 +39,12 @@ public struct PurchaseMessage: Sendable, Hashable {
         public static let nesting = 32
     }
 
-    /// The key that identifies this message's judgement: (paymentSeq, userId, hash of purchaseToken).
+    /// The key that identifies this message's judgement: (paymentSeq, userId, hash of purchaseToken). SHA-256 in
+    /// lower-case hex (swift-crypto); stored in ledgers, so it must never change.
     public var tokenHash: String { SHA256.hex(purchaseToken) }
 
-    /// A short, stable hash of (userId, purchaseToken) for event ids; reveals neither.
+    /// A short, stable hash of (userId, purchaseToken) for event ids; reveals neither. The first 16 hex digits of
+    /// the SHA-256 of `userId + "\n" + purchaseToken`; part of event ids, so it must never change.
     public var claimHash: String { String(SHA256.hex("\(userId)\n\(purchaseToken)").prefix(16)) }
 }
 

@@ -5,20 +5,33 @@ import ServiceLifecycle
 
 /// The shared ledger: PostgreSQL through postgres-nio, for many worker instances.
 ///
+/// TLS follows the URL's `sslmode` (``PostgresSSLMode``): the pool requires TLS whenever the mode encrypts and never
+/// falls back to an unencrypted connection.
+///
 /// - Important: Its connection pool runs in ``run()``: run the store as a `Service` (or in a task) before use.
 public final class PostgresLedgerStore: LedgerStore, Service {
-    private let client: PostgresClient
-    private let logger: Logger
+    let client: PostgresClient
+    let logger: Logger
+    let url: PostgresLedgerURL
+    /// The TLS mode of the start-up check's single connection: the pool's, as a ready context.
+    let connectionTLS: PostgresConnection.Configuration.TLS
+    /// The pool's connect timeout, also the start-up check's.
+    static let connectTimeout: Duration = .seconds(10)
     /// Serialises the schema migrations of concurrently starting workers.
     private static let migrationLockID: Int64 = 0x1A9_0001
 
-    public init(host: String, port: Int, username: String, password: String?, database: String, maxConnections: Int = 20, logger: Logger) {
+    /// - Throws: ``LedgerError`` with code `configuration` when `sslrootcert` cannot be read.
+    public init(url: PostgresLedgerURL, maxConnections: Int = 20, logger: Logger) throws(LedgerError) {
         var configuration = PostgresClient.Configuration(
-            host: host, port: port, username: username, password: password, database: database, tls: .disable)
+            host: url.host, port: url.port, username: url.username, password: url.password, database: url.database,
+            tls: try url.clientTLS())
         configuration.options.maximumConnections = maxConnections
         configuration.options.connectionIdleTimeout = .seconds(60)
+        configuration.options.connectTimeout = Self.connectTimeout
+        self.connectionTLS = try url.connectionTLS()
         self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.logger = logger
+        self.url = url
     }
 
     /// Runs the connection pool until the task is cancelled.
@@ -297,6 +310,7 @@ public final class PostgresLedgerStore: LedgerStore, Service {
 
     // MARK: Helpers
 
+    @discardableResult
     private func wrap<T>(_ body: () async throws -> T) async throws -> T {
         do {
             return try await body()

@@ -27,7 +27,12 @@ public enum WorkerApplication {
     ///
     /// The signals are trapped before anything else starts, so a SIGTERM that arrives while the ledger is
     /// still migrating or the consumer is being created still ends in a graceful shutdown and exit 0 — not in
-    /// the default action (killed by the signal), which orchestrators would report as a crash.
+    /// the default action (killed by the signal), which orchestrators would report as a crash. A PostgreSQL ledger
+    /// that cannot be reached yet is waited for (`LedgerConnectRetry.untilConnected`); a signal during that wait
+    /// cancels the start-up, and `run` returns.
+    ///
+    /// - Throws: `LedgerError` with code `configuration` when the ledger refuses this configuration (certificate,
+    ///   credentials, database): restarting cannot help, so the process should exit non-zero.
     public static func run(configuration: WorkerConfiguration, logger: Logger) async throws {
         let shutdown = ShutdownRequest()
         let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
@@ -38,16 +43,29 @@ public enum WorkerApplication {
             }
         }
         defer { listener.cancel() }
-        try await LedgerStores.withStore(url: configuration.ledgerURL, logger: logger) { ledger in
-            let metrics = WorkerMetrics()
-            let gamebase = GamebaseClient(
-                configuration: configuration.gamebaseConfiguration, logger: logger,
-                observer: { api, result, seconds in metrics.recordGamebase(api: api, result: result, seconds: seconds) })
-            let (group, _) = try buildServiceGroup(
-                configuration: configuration, ledger: ledger, gamebase: gamebase, signals: false, metrics: metrics,
-                logger: logger)
-            await shutdown.attach(group)
-            try await group.run()
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask {
+                try await LedgerStores.withStore(url: configuration.ledgerURL, logger: logger, connectRetry: .untilConnected) {
+                    ledger in
+                    let metrics = WorkerMetrics()
+                    let gamebase = GamebaseClient(
+                        configuration: configuration.gamebaseConfiguration, logger: logger,
+                        observer: { api, result, seconds in metrics.recordGamebase(api: api, result: result, seconds: seconds) })
+                    let (group, _) = try buildServiceGroup(
+                        configuration: configuration, ledger: ledger, gamebase: gamebase, signals: false, metrics: metrics,
+                        logger: logger)
+                    await shutdown.attach(group)
+                    try await group.run()
+                }
+            }
+            // A signal before the service group exists (waiting for the ledger) cancels the start-up instead.
+            tasks.addTask {
+                for await _ in shutdown.requestedBeforeStart { return }
+            }
+            // Whichever ends first ends the run: the worker (or its error), or a signal during the start-up; the
+            // other is cancelled, and the start-up's CancellationError is discarded.
+            try await tasks.next()
+            tasks.cancelAll()
         }
     }
 
@@ -151,14 +169,25 @@ struct OnShutdown: Service {
 }
 
 /// A graceful-shutdown request that may arrive before the service group exists; it is passed on once the
-/// group is attached.
+/// group is attached, and meanwhile announced on ``requestedBeforeStart`` so the start-up can be abandoned.
 actor ShutdownRequest {
     private var requested = false
     private var group: ServiceGroup?
+    /// Yields when shutdown is requested while no service group is attached yet.
+    nonisolated let requestedBeforeStart: AsyncStream<Void>
+    private nonisolated let announceBeforeStart: AsyncStream<Void>.Continuation
+
+    init() {
+        (requestedBeforeStart, announceBeforeStart) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
+    }
 
     func request() async {
         requested = true
-        await group?.triggerGracefulShutdown()
+        if let group {
+            await group.triggerGracefulShutdown()
+        } else {
+            announceBeforeStart.yield()
+        }
     }
 
     func attach(_ group: ServiceGroup) async {
