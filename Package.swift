@@ -73,6 +73,7 @@ let package = Package(
         .target(
             name: "Ledger",
             dependencies: [
+                "Fulfilment",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -86,7 +87,6 @@ let package = Package(
             name: "Fulfilment",
             dependencies: [
                 "Gamebase",
-                "Ledger",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -170,6 +170,7 @@ let package = Package(
         .target(
             name: "IAPTestSupport",
             dependencies: [
+                "Fulfilment",
                 "Ledger",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -180,6 +181,7 @@ let package = Package(
         .testTarget(
             name: "LedgerTests",
             dependencies: [
+                "Fulfilment",
                 "Ledger",
                 "IAPTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),

@@ -1,4 +1,5 @@
 import Foundation
+import Fulfilment
 
 /// Encodings shared by both stores.
 enum LedgerCoding {

@@ -1,3 +1,4 @@
+import Fulfilment
 /// The ledger's tables, the same in SQLite and PostgreSQL but for column types.
 ///
 /// Times are epoch milliseconds (`BIGINT`), so both stores compare them the same way.

@@ -1,4 +1,5 @@
 import Logging
+import Fulfilment
 
 /// Opens the store `ledger.url` names.
 public enum LedgerStores {

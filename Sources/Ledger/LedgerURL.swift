@@ -1,4 +1,5 @@
 import Foundation
+import Fulfilment
 
 /// `ledger.url`, parsed: `sqlite:///path/ledger.sqlite` or `postgres://user:pass@host:5432/db?sslmode=verify-full`.
 public enum LedgerURL: Sendable, Hashable, CustomStringConvertible {

@@ -2,6 +2,7 @@ import Foundation
 import Gamebase
 import GamebaseSimulator
 import Kafka
+import Fulfilment
 import Ledger
 import Logging
 import ServiceLifecycle

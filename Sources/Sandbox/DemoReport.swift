@@ -1,5 +1,6 @@
 import Foundation
 import Kafka
+import Fulfilment
 import Ledger
 
 /// What the demo saw, and its readable summary.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Gamebase
 import Kafka
+import Fulfilment
 import Ledger
 import Logging
 import Worker

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Fulfilment
 import Ledger
 import Logging
 import Worker

@@ -3,6 +3,7 @@ import Gamebase
 import GamebaseSimulator
 import IAPTestSupport
 import Kafka
+import Fulfilment
 import Ledger
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import Fulfilment
 import Ledger
 import Logging
 import PostgresNIO

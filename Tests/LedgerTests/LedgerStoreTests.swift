@@ -1,5 +1,6 @@
 import Foundation
 import IAPTestSupport
+import Fulfilment
 import Ledger
 import Testing
 

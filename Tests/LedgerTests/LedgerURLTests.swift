@@ -1,3 +1,4 @@
+import Fulfilment
 import Ledger
 import Testing
 

@@ -16,7 +16,7 @@ import Testing
             key: nil, value: [], source: MessageSource(topic: partition.topic, partition: partition.partition, offset: offset),
             timestampMilliseconds: nil)
         return Work(
-            input: input, parsed: .failure(MalformedMessage(problem: "x")), partition: partition, epoch: epoch, paymentSeq: paymentSeq,
+            input: input, parsed: PurchaseMessage.parse([]), partition: partition, epoch: epoch, paymentSeq: paymentSeq,
             weight: weight, admittedAt: .now)
     }
 

@@ -1,5 +1,4 @@
 import Foundation
-import Ledger
 
 /// A CloudEvents 1.0 event in structured mode (`content-type: application/cloudevents+json`).
 struct CloudEvent<Payload: EventData> {

@@ -1,5 +1,4 @@
 import Foundation
-import Ledger
 
 /// Builds dead-letter records: the original key, value and headers, plus the provenance headers of DESIGN §2.
 public struct DeadLetterFactory: Sendable {

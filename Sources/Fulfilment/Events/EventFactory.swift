@@ -1,5 +1,4 @@
 import Foundation
-import Ledger
 
 /// Builds the worker's events with their deterministic ids (DESIGN §2).
 public struct EventFactory: Sendable {

@@ -1,4 +1,3 @@
-import Ledger
 
 /// A header of an inbound or outbound record.
 public struct RecordHeader: Sendable, Hashable {

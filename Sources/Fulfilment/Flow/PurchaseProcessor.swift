@@ -1,6 +1,5 @@
 import Foundation
 import Gamebase
-import Ledger
 import Logging
 
 /// The consume flow for one purchase message (DESIGN §1), idempotent at every step: whatever crashed before,

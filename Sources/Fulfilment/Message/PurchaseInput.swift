@@ -1,5 +1,4 @@
 import Foundation
-import Ledger
 
 /// A record to run through the flow: a purchase message as consumed, or a dead-letter record re-driven.
 public struct PurchaseInput: Sendable, Hashable {

@@ -1,3 +1,4 @@
+import Fulfilment
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)

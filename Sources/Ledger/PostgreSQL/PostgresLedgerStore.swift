@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import ServiceLifecycle
+import Fulfilment
 
 /// The shared ledger: PostgreSQL through postgres-nio, for many worker instances.
 ///

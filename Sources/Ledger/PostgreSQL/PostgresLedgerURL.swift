@@ -1,4 +1,5 @@
 import Foundation
+import Fulfilment
 
 /// A `postgres://user:pass@host:port/db?sslmode=…&sslrootcert=…` ledger URL.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Fulfilment
 
 /// The embedded ledger: one SQLite file in WAL mode, for one worker instance.
 public final class SQLiteLedgerStore: LedgerStore {

@@ -1,5 +1,6 @@
 import GRDB
 import Synchronization
+import Fulfilment
 
 /// Group commit for the SQLite ledger: writes that arrive while a transaction is being written wait and go
 /// together into the next one, each inside its own savepoint.

@@ -1,4 +1,5 @@
 import Gamebase
+import Fulfilment
 import Ledger
 import Logging
 

@@ -1,4 +1,5 @@
 import Foundation
+import Fulfilment
 import Ledger
 
 /// A ledger whose every call has a deadline: a database that stops answering makes calls fail with

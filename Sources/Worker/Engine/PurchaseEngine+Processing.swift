@@ -16,6 +16,8 @@ extension PurchaseEngine {
     func run(_ work: Work) async -> Bool {
         var infrastructureFailures = 0
         var counted = false
+        var failedRounds = 0
+        var totalAttempts = 0
         var generator = SystemRandomNumberGenerator()
         let gate: PurchaseProcessor.GamebaseGate = { [self] in try await waitForGamebase(work) }
         while stillRuns(work) {
@@ -39,11 +41,20 @@ extension PurchaseEngine {
                     }
                     // Is Gamebase down, or is it this purchase? The prober answers with a call that depends on no
                     // purchase. Down (or refusing the configuration): the circuit is open now and the next attempt
-                    // waits for it. Answering: this purchase is the problem, and it goes to the dead-letter topic.
+                    // waits for it. Answering: this purchase is the problem — once it has failed a second round of
+                    // attempts with Gamebase answering in between (one unlucky round on a lossy link is not a
+                    // purchase that keeps failing), it goes to the dead-letter topic.
                     guard case .answers = await gamebaseMonitor.verdictAfterFailure() else { continue }
                     guard stillRuns(work) else { return false }
+                    failedRounds += 1
+                    totalAttempts += attempts
+                    if failedRounds < Self.roundsBeforeDeadLetter {
+                        let wait = configuration.infrastructureRetry.backoff(afterAttempt: failedRounds, using: &generator)
+                        do { try await Task.sleep(for: wait) } catch { return false }
+                        continue
+                    }
                     try await processor.deadLetter(
-                        work.input, reason: .gamebaseUnavailable, error: error.description, attempts: attempts)
+                        work.input, reason: .gamebaseUnavailable, error: error.description, attempts: totalAttempts)
                     finish(work, outcome: outcome, deadLettered: true, reason: ConsumeFailureReason.gamebaseUnavailable.rawValue)
                     return true
                 case .stop(let error, let durable):
@@ -84,6 +95,10 @@ extension PurchaseEngine {
         }
         return false
     }
+
+    /// Rounds of `worker.retry.max_attempts` attempts a purchase fails, with Gamebase answering the health probe
+    /// after each, before it is dead-lettered as `gamebase_unavailable`.
+    static let roundsBeforeDeadLetter = 2
 
     /// Whether `work` should go on: not cancelled, and its partition still this member's.
     func stillRuns(_ work: Work) -> Bool {

@@ -1,5 +1,6 @@
 import Foundation
 import Kafka
+import Fulfilment
 import Ledger
 import Logging
 import Prometheus

@@ -66,9 +66,3 @@ public protocol LedgerStore: Sendable {
     /// Releases connections. The store must not be used afterwards.
     func close() async throws
 }
-
-/// Named schema migrations: each runs once, in order, recorded in `iap_schema_migrations`.
-public struct LedgerMigration: Sendable {
-    public var name: String
-    public var sql: [String]
-}

@@ -175,9 +175,9 @@ public struct LedgerStats: Sendable, Hashable, Codable {
 
 extension Date {
     /// Rounded, clamped to `Int64`.
-    var epochMilliseconds: Int64 {
+    package var epochMilliseconds: Int64 {
         let milliseconds = (timeIntervalSince1970 * 1000).rounded()
         return Int64(exactly: milliseconds) ?? (milliseconds > 0 ? .max : .min)
     }
-    init(epochMilliseconds: Int64) { self.init(timeIntervalSince1970: Double(epochMilliseconds) / 1000) }
+    package init(epochMilliseconds: Int64) { self.init(timeIntervalSince1970: Double(epochMilliseconds) / 1000) }
 }
