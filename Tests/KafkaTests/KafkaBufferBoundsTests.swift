@@ -20,7 +20,9 @@ struct KafkaBufferBoundsTests {
         let consumer = try KafkaConsumer(
             configuration: KafkaConsumerConfiguration(
                 bootstrapServers: cluster.bootstrapServers, groupID: KafkaTestSupport.uniqueGroup(), maxBufferedMessages: 10_000,
-                maxBufferedBytes: 1_000_000, properties: ["session.timeout.ms": "3000", "queued.max.messages.kbytes": "1024"]),
+                maxBufferedBytes: 1_000_000, properties: [
+                    "session.timeout.ms": "3000", "heartbeat.interval.ms": "300", "queued.max.messages.kbytes": "1024",
+                ]),
             logger: KafkaTestSupport.logger)
         try consumer.subscribe(topics: ["large"])
         // Nothing is taken: the buffer fills up to its byte bound, then fetching pauses.
