@@ -1,8 +1,11 @@
+import AsyncHTTPClient
 import Foundation
 import Gamebase
 import GamebaseSimulator
 import IAPTestSupport
 import Kafka
+import NIOCore
+import NIOHTTP1
 import Fulfilment
 import Ledger
 import Testing
@@ -115,21 +118,31 @@ extension ProcessTests {
         }
 
         @Test func sigtermDuringSlowVerifiesDeadLettersNothing() async throws {
-            let cluster = try await Cluster.start(purchases: 20, simulatorArguments: ["--latency-ms", "3000"])
+            let cluster = try await Cluster.start(purchases: 40, simulatorArguments: ["--latency-ms", "10"])
             let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
             var environment = cluster.workerEnvironment(ledgerURL: ledgerURL, group: "slow-\(UUID().uuidString.prefix(6))")
-            environment["GAMEBASE_TIMEOUT_MS"] = "10000"
+            environment["GAMEBASE_TIMEOUT_MS"] = "30000"
             environment["WORKER_SHUTDOWN_TIMEOUT_MS"] = "300"
-            try await cluster.producePurchases()
             let worker = try cluster.worker("worker", environment)
+            // Gamebase is healthy at first: fifteen purchases go through…
+            try await cluster.produce(range: 0..<15)
+            try await cluster.waitFor("the first purchases are consumed", within: 60, workers: [worker]) {
+                try await simulatorConsumes(cluster.simulatorURL).count == 15
+            }
+            // …then it answers slowly, and SIGTERM comes while the next verifies wait for their answers: the drain
+            // deadline cuts them short, which is no failure of Gamebase or of the purchases.
+            try await setSimulatorFaults(cluster.simulatorURL, #"{"latencyMs":20000,"unknownFieldRate":0}"#)
+            let callsBefore = try await simulatorCalls(cluster.simulatorURL)["payment_transaction", default: 0]
+            try await cluster.produce(range: 15..<40)
             try await cluster.waitFor("verifies are under way", within: 60, workers: [worker]) {
-                try await simulatorCalls(cluster.simulatorURL)["payment_transaction", default: 0] > 0
+                try await simulatorCalls(cluster.simulatorURL)["payment_transaction", default: 0] > callsBefore
             }
             #expect(try await worker.terminate() == 0)
             #expect(try await cluster.readTopic("purchase.completed.dlq").isEmpty, "work cut short by shutdown is not a failure")
             #expect(try await cluster.readTopic("iap.consume-failed").isEmpty)
             #expect(worker.outcomeCounts["dead_lettered"] == nil)
             // A restart finishes everything, once.
+            try await setSimulatorFaults(cluster.simulatorURL, #"{"latencyMs":10,"unknownFieldRate":0}"#)
             environment["WORKER_SHUTDOWN_TIMEOUT_MS"] = "30000"
             let second = try cluster.worker("worker-2", environment)
             try await cluster.waitUntilAllConsumed(within: 120, workers: [second], ledgerURL: ledgerURL)
@@ -188,6 +201,15 @@ extension ChildProcess {
         }
         return process.terminationStatus
     }
+}
+
+/// `POST /admin/faults` of a simulator process.
+func setSimulatorFaults(_ baseURL: String, _ json: String) async throws {
+    var request = HTTPClientRequest(url: "\(baseURL)/admin/faults")
+    request.method = .POST
+    request.body = .bytes(ByteBuffer(string: json))
+    let response = try await HTTPClient.shared.execute(request, timeout: .seconds(5))
+    guard response.status == .ok else { throw ProcessTestError("POST /admin/faults answered \(response.status)") }
 }
 
 /// `GET /admin/counters` of a simulator process: calls per API.

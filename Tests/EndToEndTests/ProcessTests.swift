@@ -55,9 +55,14 @@ struct ProcessTests {
         }
 
         func producePurchases() async throws {
+            try await produce(range: 0..<purchases)
+        }
+
+        /// Produces the messages of purchases `p<i>` for `i` in `range`.
+        func produce(range: Range<Int>) async throws {
             let producer = try KafkaProducer(configuration: .init(bootstrapServers: bootstrap), logger: EndToEndSystem.logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
-                for i in 0..<purchases {
+                for i in range {
                     group.addTask {
                         try await producer.send(
                             KafkaProducerRecord(

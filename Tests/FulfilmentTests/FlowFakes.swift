@@ -13,6 +13,8 @@ final class FakeGamebase: GamebaseAPI {
         var consumeFailures: [GamebaseError] = []
         /// Consume applies, then this error is thrown (a timeout after the fact).
         var consumeAppliesThenFails: GamebaseError?
+        /// Get Payment Transaction waits until its task is cancelled, then fails as a closed connection would.
+        var verifyHangsUntilCancelled = false
         var verifyCalls = 0
         var consumeCalls = 0
         var successfulConsumes: [String: Int] = [:]
@@ -36,6 +38,11 @@ final class FakeGamebase: GamebaseAPI {
 
     func paymentTransaction(accessToken: String, transactionID: GamebaseTransactionID) async throws(GamebaseError) -> PaymentTransaction {
         if let interceptor = verifyInterceptor.withLock({ $0 }) { await interceptor(accessToken) }
+        if state.withLock({ $0.verifyHangsUntilCancelled }) {
+            state.withLock { $0.verifyCalls += 1 }
+            while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(5)) }
+            throw GamebaseError(code: .connection, api: "payment_transaction", transactionID: "t", message: "the connection closed")
+        }
         let result: Result<PaymentTransaction, GamebaseError> = state.withLock { state in
             state.verifyCalls += 1
             if !state.verifyFailures.isEmpty { return .failure(state.verifyFailures.removeFirst()) }

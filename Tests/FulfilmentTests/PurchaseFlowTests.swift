@@ -135,6 +135,21 @@ struct PurchaseFlowTests {
         }
     }
 
+    @Test func aVerifyCutShortByCancellationDecidesNothingAndPublishesNothing() async throws {
+        try await FlowHarness.run { (h: FlowHarness) async throws in
+            h.payment("4101")
+            h.gamebase.state.withLock { $0.verifyHangsUntilCancelled = true }
+            let flow = Task { try await h.process("4101") }
+            while h.gamebase.verifyCalls == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            flow.cancel()
+            // Shutdown cut the call short: that is no transient failure of Gamebase (which the engine could
+            // dead-letter), and no outcome at all.
+            await #expect(throws: CancellationError.self) { try await flow.value }
+            #expect(h.publisher.records.isEmpty)
+            #expect(try await h.ledger.stats() == LedgerStats(granted: 0, consumed: 0, rejections: [:], unpublishedEvents: 0))
+        }
+    }
+
     @Test func aConfigurationFailureStopsWithoutRecordingAnything() async throws {
         try await FlowHarness.run { (h: FlowHarness) async throws in
             h.payment("5001")

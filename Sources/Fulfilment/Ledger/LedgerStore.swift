@@ -63,6 +63,25 @@ public protocol LedgerStore: Sendable {
     /// When the oldest grant still waiting for Consume was granted; `nil` when none waits.
     func oldestUnconsumedGrantedAt() async throws -> Date?
 
+    // MARK: Batches: one read, or one transaction, for many purchases (see ``LedgerBatcher``)
+
+    /// ``lookup(paymentSeq:rejection:)`` for many messages in one read; answers in the order of `keys`.
+    func lookup(_ keys: [RejectionKey]) async throws -> [LedgerLookup]
+
+    /// ``insertGrant(_:event:)`` for many grants in one transaction; answers in order. Two grants of one paymentSeq
+    /// in a batch: the first is inserted, the second answered `.alreadyGranted`.
+    func insertGrants(_ writes: [GrantWrite]) async throws -> [GrantInsertResult]
+
+    /// ``insertRejection(_:event:)`` for many rejections in one transaction; answers in order.
+    func insertRejections(_ writes: [RejectionWrite]) async throws -> [Bool]
+
+    /// Consume outcomes (each with the event published before it, if any) in one transaction; answers in order
+    /// (for a consumed one: whether the row went from `granted` to `consumed`).
+    func recordConsumes(_ records: [ConsumeRecord]) async throws -> [Bool]
+
+    /// ``markPublished(eventID:at:)`` for many events in one transaction.
+    func markPublished(_ events: [PublishedEvent]) async throws
+
     /// Releases connections. The store must not be used afterwards.
     func close() async throws
 }

@@ -312,7 +312,7 @@ public final class PostgresLedgerStore: LedgerStore, Service {
     // MARK: Helpers
 
     @discardableResult
-    private func wrap<T>(_ body: () async throws -> T) async throws -> T {
+    func wrap<T>(_ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch let error as LedgerError {
@@ -333,7 +333,7 @@ public final class PostgresLedgerStore: LedgerStore, Service {
         return "\(type(of: error))"
     }
 
-    private static func insert(_ event: OutboxEvent, _ connection: PostgresConnection, _ logger: Logger) async throws {
+    static func insert(_ event: OutboxEvent, _ connection: PostgresConnection, _ logger: Logger) async throws {
         let e = event
         try await connection.query(
             """
@@ -344,14 +344,14 @@ public final class PostgresLedgerStore: LedgerStore, Service {
             """, logger: logger)
     }
 
-    private static func source(_ row: PostgresRandomAccessRow) throws -> MessageSource? {
+    static func source(_ row: PostgresRandomAccessRow) throws -> MessageSource? {
         guard let topic = try row["source_topic"].decode(String?.self) else { return nil }
         return MessageSource(
             topic: topic, partition: try row["source_partition"].decode(Int32?.self) ?? -1,
             offset: try row["source_offset"].decode(Int64?.self) ?? -1)
     }
 
-    private static func grant(from row: PostgresRow) throws -> GrantRecord {
+    static func grant(from row: PostgresRow) throws -> GrantRecord {
         let r = row.makeRandomAccess()
         return GrantRecord(
             paymentSeq: try r["payment_seq"].decode(String.self), userId: try r["user_id"].decode(String.self),
@@ -370,7 +370,7 @@ public final class PostgresLedgerStore: LedgerStore, Service {
             source: try source(r))
     }
 
-    private static func rejection(from row: PostgresRow) throws -> RejectionRecord {
+    static func rejection(from row: PostgresRow) throws -> RejectionRecord {
         let r = row.makeRandomAccess()
         return RejectionRecord(
             key: RejectionKey(
@@ -382,7 +382,7 @@ public final class PostgresLedgerStore: LedgerStore, Service {
             rejectedAt: Date(epochMilliseconds: try r["rejected_at_ms"].decode(Int64.self)), source: try source(r))
     }
 
-    private static func event(from row: PostgresRow) throws -> OutboxEvent {
+    static func event(from row: PostgresRow) throws -> OutboxEvent {
         let r = row.makeRandomAccess()
         return OutboxEvent(
             id: try r["id"].decode(String.self), paymentSeq: try r["payment_seq"].decode(String?.self),

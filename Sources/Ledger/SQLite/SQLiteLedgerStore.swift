@@ -35,52 +35,67 @@ public final class SQLiteLedgerStore: LedgerStore {
     }
 
     public func grant(paymentSeq: String) async throws -> GrantRecord? {
-        try await read { db in
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT \(LedgerSchema.grantColumns) FROM grants WHERE payment_seq = ?"), arguments: [paymentSeq])
-                .map(Self.grant(from:))
-        }
+        try await read { db in try Self.fetchGrant(paymentSeq, db) }
     }
 
     public func rejection(_ key: RejectionKey) async throws -> RejectionRecord? {
-        try await read { db in
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT \(LedgerSchema.rejectionColumns) FROM rejections WHERE payment_seq = ? AND user_id = ? AND token_hash = ?"),
-                arguments: [key.paymentSeq, key.userId, key.tokenHash]
-            ).map(Self.rejection(from:))
-        }
+        try await read { db in try Self.fetchRejection(key, db) }
     }
 
     public func insertGrant(_ grant: GrantRecord, event: OutboxEvent) async throws -> GrantInsertResult {
-        try await write { db in
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO grants (\(LedgerSchema.grantColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (payment_seq) DO NOTHING
-                    """
-            ).execute(arguments: StatementArguments(Self.values(of: grant)))
-            guard db.changesCount == 1 else {
-                let existing = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(LedgerSchema.grantColumns) FROM grants WHERE payment_seq = ?"), arguments: [grant.paymentSeq])
-                return .alreadyGranted(Self.grant(from: existing!))
-            }
-            try Self.insert(event, db)
-            return .inserted
-        }
+        try await write { db in try Self.insertGrant(grant, event, db) }
     }
 
     public func insertRejection(_ rejection: RejectionRecord, event: OutboxEvent) async throws -> Bool {
-        try await write { db in
-            let key = rejection.key
-            try db.cachedStatement(sql: """
-                    INSERT INTO rejections (\(LedgerSchema.rejectionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT DO NOTHING
-                    """).execute(arguments: [
-                    key.paymentSeq, key.userId, key.tokenHash, rejection.reason, rejection.resultCode, rejection.resultMessage,
-                    rejection.detail, rejection.eventID, rejection.rejectedAt.epochMilliseconds, rejection.source?.topic,
-                    rejection.source.map { Int64($0.partition) }, rejection.source?.offset,
-                ])
-            guard db.changesCount == 1 else { return false }
-            try Self.insert(event, db)
-            return true
+        try await write { db in try Self.insertRejection(rejection, event, db) }
+    }
+
+    static func insertGrant(_ grant: GrantRecord, _ event: OutboxEvent, _ db: Database) throws -> GrantInsertResult {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO grants (\(LedgerSchema.grantColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (payment_seq) DO NOTHING
+                """
+        ).execute(arguments: StatementArguments(Self.values(of: grant)))
+        guard db.changesCount == 1 else {
+            guard let existing = try fetchGrant(grant.paymentSeq, db) else {
+                throw LedgerError(code: .conflict, message: "grant \(grant.paymentSeq) conflicted but cannot be read")
+            }
+            return .alreadyGranted(existing)
         }
+        try Self.insert(event, db)
+        return .inserted
+    }
+
+    static func insertRejection(_ rejection: RejectionRecord, _ event: OutboxEvent, _ db: Database) throws -> Bool {
+        let key = rejection.key
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO rejections (\(LedgerSchema.rejectionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT DO NOTHING
+                """
+        ).execute(arguments: [
+            key.paymentSeq, key.userId, key.tokenHash, rejection.reason, rejection.resultCode, rejection.resultMessage,
+            rejection.detail, rejection.eventID, rejection.rejectedAt.epochMilliseconds, rejection.source?.topic,
+            rejection.source.map { Int64($0.partition) }, rejection.source?.offset,
+        ])
+        guard db.changesCount == 1 else { return false }
+        try Self.insert(event, db)
+        return true
+    }
+
+    static func fetchGrant(_ paymentSeq: String, _ db: Database) throws -> GrantRecord? {
+        try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT \(LedgerSchema.grantColumns) FROM grants WHERE payment_seq = ?"), arguments: [paymentSeq]
+        ).map(Self.grant(from:))
+    }
+
+    static func fetchRejection(_ key: RejectionKey, _ db: Database) throws -> RejectionRecord? {
+        try Row.fetchOne(
+            db.cachedStatement(
+                sql: "SELECT \(LedgerSchema.rejectionColumns) FROM rejections WHERE payment_seq = ? AND user_id = ? AND token_hash = ?"),
+            arguments: [key.paymentSeq, key.userId, key.tokenHash]
+        ).map(Self.rejection(from:))
     }
 
     public func event(id: String) async throws -> OutboxEvent? {
@@ -102,7 +117,7 @@ public final class SQLiteLedgerStore: LedgerStore {
         try await write { db in try Self.recordConsumeFailure(paymentSeq, resultCode: resultCode, db) }
     }
 
-    private static func markPublished(_ eventID: String, at date: Date, _ db: Database) throws {
+    static func markPublished(_ eventID: String, at date: Date, _ db: Database) throws {
         let ms = date.epochMilliseconds
         try db.cachedStatement(
             sql: "UPDATE outbox SET published_at_ms = ?, claimed_until_ms = NULL WHERE id = ? AND published_at_ms IS NULL"
@@ -116,7 +131,7 @@ public final class SQLiteLedgerStore: LedgerStore {
         ).execute(arguments: [ms, eventID, eventID])
     }
 
-    private static func markConsumed(_ paymentSeq: String, resultCode: Int, at date: Date, _ db: Database) throws -> Bool {
+    static func markConsumed(_ paymentSeq: String, resultCode: Int, at date: Date, _ db: Database) throws -> Bool {
         try db.cachedStatement(
             sql: """
                 UPDATE grants SET state = 'consumed', consumed_at_ms = ?, last_result_code = ?,
@@ -127,7 +142,7 @@ public final class SQLiteLedgerStore: LedgerStore {
         return db.changesCount == 1
     }
 
-    private static func recordConsumeFailure(_ paymentSeq: String, resultCode: Int?, _ db: Database) throws {
+    static func recordConsumeFailure(_ paymentSeq: String, resultCode: Int?, _ db: Database) throws {
         try db.cachedStatement(
             sql: """
                 UPDATE grants SET consume_attempts = consume_attempts + 1, last_result_code = ?
@@ -191,16 +206,7 @@ public final class SQLiteLedgerStore: LedgerStore {
     public func lookup(paymentSeq: String, rejection key: RejectionKey) async throws -> (
         grant: GrantRecord?, rejection: RejectionRecord?
     ) {
-        try await read { db in
-            let grant = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT \(LedgerSchema.grantColumns) FROM grants WHERE payment_seq = ?"),
-                arguments: [paymentSeq])
-            let rejection = try Row.fetchOne(
-                db.cachedStatement(
-                    sql: "SELECT \(LedgerSchema.rejectionColumns) FROM rejections WHERE payment_seq = ? AND user_id = ? AND token_hash = ?"),
-                arguments: [key.paymentSeq, key.userId, key.tokenHash])
-            return (grant.map(Self.grant(from:)), rejection.map(Self.rejection(from:)))
-        }
+        try await read { db in (try Self.fetchGrant(paymentSeq, db), try Self.fetchRejection(key, db)) }
     }
 
     public func markConsumed(paymentSeq: String, resultCode: Int, at date: Date, publishedEventID: String?) async throws -> Bool {
@@ -251,26 +257,26 @@ public final class SQLiteLedgerStore: LedgerStore {
 
     // MARK: Helpers
 
-    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do { return try await pool.read(body) } catch { throw Self.wrap(error) }
     }
 
-    private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do { return try await batcher.write(body) } catch { throw Self.wrap(error) }
     }
 
-    private static func wrap(_ error: any Error) -> LedgerError {
+    static func wrap(_ error: any Error) -> LedgerError {
         if let error = error as? LedgerError { return error }
         return LedgerError(code: .query, message: "SQLite: \(describe(error))")
     }
 
     /// SQLite's own message, without the statement's arguments (they can hold purchase tokens).
-    private static func describe(_ error: any Error) -> String {
+    static func describe(_ error: any Error) -> String {
         if let error = error as? DatabaseError { return "\(error.resultCode): \(error.message ?? "")" }
         return "\(type(of: error))"
     }
 
-    private static func values(of grant: GrantRecord) -> [(any DatabaseValueConvertible)?] {
+    static func values(of grant: GrantRecord) -> [(any DatabaseValueConvertible)?] {
         [
             grant.paymentSeq, grant.userId, grant.gamebaseProductId, grant.purchaseToken, grant.productSeq, grant.marketId,
             grant.productType, grant.price, grant.currency, grant.paymentId, grant.isTestPurchase, grant.purchaseTime,
@@ -280,7 +286,7 @@ public final class SQLiteLedgerStore: LedgerStore {
         ]
     }
 
-    private static func insert(_ event: OutboxEvent, _ db: Database) throws {
+    static func insert(_ event: OutboxEvent, _ db: Database) throws {
         try db.cachedStatement(
             sql: "INSERT INTO outbox (\(LedgerSchema.outboxColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"
         ).execute(
@@ -290,12 +296,12 @@ public final class SQLiteLedgerStore: LedgerStore {
             ])
     }
 
-    private static func source(_ row: Row) -> MessageSource? {
+    static func source(_ row: Row) -> MessageSource? {
         guard let topic: String = row["source_topic"] else { return nil }
         return MessageSource(topic: topic, partition: Int32(row["source_partition"] as Int64? ?? -1), offset: row["source_offset"] ?? -1)
     }
 
-    private static func grant(from row: Row) -> GrantRecord {
+    static func grant(from row: Row) -> GrantRecord {
         GrantRecord(
             paymentSeq: row["payment_seq"], userId: row["user_id"], gamebaseProductId: row["gamebase_product_id"],
             purchaseToken: row["purchase_token"], productSeq: row["product_seq"], marketId: row["market_id"],
@@ -309,14 +315,14 @@ public final class SQLiteLedgerStore: LedgerStore {
             source: source(row))
     }
 
-    private static func rejection(from row: Row) -> RejectionRecord {
+    static func rejection(from row: Row) -> RejectionRecord {
         RejectionRecord(
             key: RejectionKey(paymentSeq: row["payment_seq"], userId: row["user_id"], tokenHash: row["token_hash"]),
             reason: row["reason"], resultCode: row["result_code"], resultMessage: row["result_message"], detail: row["detail"],
             eventID: row["event_id"], rejectedAt: Date(epochMilliseconds: row["rejected_at_ms"]), source: source(row))
     }
 
-    private static func event(from row: Row) -> OutboxEvent {
+    static func event(from row: Row) -> OutboxEvent {
         OutboxEvent(
             id: row["id"], paymentSeq: row["payment_seq"], topic: row["topic"],
             key: (row["event_key"] as Data?).map { Array($0) }, headers: LedgerCoding.decodeHeaders(row["headers"]),

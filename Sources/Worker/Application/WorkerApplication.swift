@@ -90,14 +90,16 @@ public enum WorkerApplication {
         health.setPollAgeSource { consumer.timeSinceLastPoll }
         let workerName = configuration.groupInstanceID ?? ProcessInfo.processInfo.hostName
         // Every ledger call has a deadline: a database that stops answering is an outage, never a hung purchase.
-        let ledger = DeadlineLedgerStore(ledger, limit: configuration.ledgerCallTimeout)
+        // The flow's calls are batched across the purchases in flight (one read or one transaction for many).
+        let bounded = DeadlineLedgerStore(ledger, limit: configuration.ledgerCallTimeout)
+        let ledger = LedgerBatcher(bounded)
         let intake = IntakeSwitch(consumer: consumer)
         let gamebaseMonitor = GamebaseMonitor(
             gamebase: gamebase, configuration: configuration.breaker,
             reloadSecretKey: secretKeyReloader(configuration: configuration, gamebase: gamebase, logger: logger),
             metrics: metrics, health: health, logger: logger, onTransition: { intake.set(.gamebase, holding: $0) })
         let ledgerMonitor = LedgerMonitor(
-            ledger: ledger, metrics: metrics, health: health, logger: logger, onTransition: { intake.set(.ledger, holding: $0) })
+            ledger: bounded, metrics: metrics, health: health, logger: logger, onTransition: { intake.set(.ledger, holding: $0) })
         let processor = PurchaseProcessor(
             gamebase: gamebase, ledger: ledger, publisher: KafkaEventPublisher(producer: producer),
             configuration: FulfilmentConfiguration(

@@ -117,6 +117,26 @@ public struct DeadlineLedgerStore: LedgerStore {
         try await bounded("oldest unconsumed grant") { [base] in try await base.oldestUnconsumedGrantedAt() }
     }
 
+    public func lookup(_ keys: [RejectionKey]) async throws -> [LedgerLookup] {
+        try await bounded("lookup batch") { [base] in try await base.lookup(keys) }
+    }
+
+    public func insertGrants(_ writes: [GrantWrite]) async throws -> [GrantInsertResult] {
+        try await bounded("grant batch") { [base] in try await base.insertGrants(writes) }
+    }
+
+    public func insertRejections(_ writes: [RejectionWrite]) async throws -> [Bool] {
+        try await bounded("rejection batch") { [base] in try await base.insertRejections(writes) }
+    }
+
+    public func recordConsumes(_ records: [ConsumeRecord]) async throws -> [Bool] {
+        try await bounded("consume batch") { [base] in try await base.recordConsumes(records) }
+    }
+
+    public func markPublished(_ events: [PublishedEvent]) async throws {
+        try await bounded("published batch") { [base] in try await base.markPublished(events) }
+    }
+
     public func close() async throws { try await base.close() }
 }
 

@@ -1,0 +1,98 @@
+import Foundation
+
+/// The ledger as the flow uses it under load: the calls of many purchases in flight become a few batch calls.
+///
+/// Lookups, grant and rejection inserts, Consume outcomes and published-event marks each go through a
+/// ``Coalescer``: a call that finds its kind idle runs at once; calls that arrive while one runs wait and go
+/// together into the next batch (one read, or one transaction). Every guarantee of the single calls holds — each
+/// caller gets its own answer only once the transaction holding its write has committed — and the per-purchase
+/// flow stays as it reads. Other calls pass through.
+public struct LedgerBatcher: LedgerStore {
+    public let base: any LedgerStore
+    private let lookups: Coalescer<RejectionKey, LedgerLookup>
+    private let grants: Coalescer<GrantWrite, GrantInsertResult>
+    private let rejectionWrites: Coalescer<RejectionWrite, Bool>
+    private let consumes: Coalescer<ConsumeRecord, Bool>
+    private let published: Coalescer<PublishedEvent, Void>
+
+    public init(_ base: any LedgerStore, maxBatch: Int = 512) {
+        self.base = base
+        lookups = Coalescer(maxBatch: maxBatch) { try await base.lookup($0) }
+        grants = Coalescer(maxBatch: maxBatch) { try await base.insertGrants($0) }
+        rejectionWrites = Coalescer(maxBatch: maxBatch) { try await base.insertRejections($0) }
+        consumes = Coalescer(maxBatch: maxBatch) { try await base.recordConsumes($0) }
+        published = Coalescer(maxBatch: maxBatch) { events in
+            try await base.markPublished(events)
+            return Array(repeating: (), count: events.count)
+        }
+    }
+
+    // MARK: Coalesced
+
+    public func lookup(paymentSeq: String, rejection key: RejectionKey) async throws -> (
+        grant: GrantRecord?, rejection: RejectionRecord?
+    ) {
+        // The key's paymentSeq is the message's (the flow builds it so).
+        let found = try await lookups.submit(key)
+        return (found.grant, found.rejection)
+    }
+
+    public func lookup(_ keys: [RejectionKey]) async throws -> [LedgerLookup] { try await base.lookup(keys) }
+
+    public func insertGrant(_ grant: GrantRecord, event: OutboxEvent) async throws -> GrantInsertResult {
+        try await grants.submit(GrantWrite(grant: grant, event: event))
+    }
+
+    public func insertGrants(_ writes: [GrantWrite]) async throws -> [GrantInsertResult] { try await base.insertGrants(writes) }
+
+    public func insertRejection(_ rejection: RejectionRecord, event: OutboxEvent) async throws -> Bool {
+        try await rejectionWrites.submit(RejectionWrite(rejection: rejection, event: event))
+    }
+
+    public func insertRejections(_ writes: [RejectionWrite]) async throws -> [Bool] { try await base.insertRejections(writes) }
+
+    public func markConsumed(paymentSeq: String, resultCode: Int, at date: Date) async throws -> Bool {
+        try await consumes.submit(ConsumeRecord(paymentSeq: paymentSeq, consumed: true, resultCode: resultCode, at: date))
+    }
+
+    public func markConsumed(paymentSeq: String, resultCode: Int, at date: Date, publishedEventID: String?) async throws -> Bool {
+        try await consumes.submit(
+            ConsumeRecord(paymentSeq: paymentSeq, consumed: true, resultCode: resultCode, at: date, publishedEventID: publishedEventID))
+    }
+
+    public func recordConsumeFailure(paymentSeq: String, resultCode: Int?) async throws {
+        _ = try await consumes.submit(ConsumeRecord(paymentSeq: paymentSeq, consumed: false, resultCode: resultCode, at: Date()))
+    }
+
+    public func recordConsumeFailure(paymentSeq: String, resultCode: Int?, at date: Date, publishedEventID: String?) async throws {
+        _ = try await consumes.submit(
+            ConsumeRecord(paymentSeq: paymentSeq, consumed: false, resultCode: resultCode, at: date, publishedEventID: publishedEventID))
+    }
+
+    public func recordConsumes(_ records: [ConsumeRecord]) async throws -> [Bool] { try await base.recordConsumes(records) }
+
+    public func markPublished(eventID: String, at date: Date) async throws {
+        try await published.submit(PublishedEvent(id: eventID, at: date))
+    }
+
+    public func markPublished(_ events: [PublishedEvent]) async throws { try await base.markPublished(events) }
+
+    // MARK: Passed through
+
+    public func migrate() async throws { try await base.migrate() }
+    public func grant(paymentSeq: String) async throws -> GrantRecord? { try await base.grant(paymentSeq: paymentSeq) }
+    public func rejection(_ key: RejectionKey) async throws -> RejectionRecord? { try await base.rejection(key) }
+    public func event(id: String) async throws -> OutboxEvent? { try await base.event(id: id) }
+    public func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [GrantRecord] {
+        try await base.claimUnconsumedGrants(grantedBefore: grantedBefore, limit: limit, lease: lease, now: now)
+    }
+    public func claimUnpublishedEvents(createdBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [OutboxEvent] {
+        try await base.claimUnpublishedEvents(createdBefore: createdBefore, limit: limit, lease: lease, now: now)
+    }
+    public func rejections(paymentSeq: String) async throws -> [RejectionRecord] { try await base.rejections(paymentSeq: paymentSeq) }
+    public func events(paymentSeq: String) async throws -> [OutboxEvent] { try await base.events(paymentSeq: paymentSeq) }
+    public func stats() async throws -> LedgerStats { try await base.stats() }
+    public func countUnconsumed() async throws -> Int { try await base.countUnconsumed() }
+    public func oldestUnconsumedGrantedAt() async throws -> Date? { try await base.oldestUnconsumedGrantedAt() }
+    public func close() async throws { try await base.close() }
+}
