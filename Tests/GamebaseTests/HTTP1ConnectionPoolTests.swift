@@ -100,6 +100,46 @@ struct HTTP1ConnectionPoolTests {
         await server.close()
     }
 
+    @Test func aCallWaitingForABusyConnectionEndsAtItsDeadline() async throws {
+        let server = try await FixedAnswerServer(answer: FixedAnswerServer.ok("{}"), unanswered: 1)
+        let pool = pool(server, maxConnections: 1)
+        let underWay = Task { try await pool.execute(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"), body: nil, timeout: .seconds(50)) }
+        while server.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        // The only connection is busy for 50 s: the second call's 300 ms cover its wait for one.
+        let started = ContinuousClock.now
+        await #expect(throws: HTTP1ConnectionPool.Failure.timeout) {
+            try await pool.execute(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"), body: nil, timeout: .milliseconds(300))
+        }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        underWay.cancel()
+        _ = try? await underWay.value
+        // The place given up by the timed-out waiter is not lost: the pool still serves.
+        #expect(try await get(pool).status == .ok)
+        pool.shutdown()
+        await server.close()
+    }
+
+    @Test func cancellingACallThatWaitsForAConnectionEndsItAtOnce() async throws {
+        let server = try await FixedAnswerServer(answer: FixedAnswerServer.ok("{}"), unanswered: 1)
+        let pool = pool(server, maxConnections: 1)
+        let underWay = Task { try await pool.execute(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"), body: nil, timeout: .seconds(50)) }
+        while server.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        let waiting = Task {
+            try await pool.execute(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"), body: nil, timeout: .seconds(50))
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        let cancelled = ContinuousClock.now
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { try await waiting.value }
+        #expect(ContinuousClock.now - cancelled < .seconds(5), "woken by the cancellation, not by a free connection")
+        underWay.cancel()
+        _ = try? await underWay.value
+        #expect(try await get(pool).status == .ok)
+        #expect(server.requests.count == 2, "the cancelled call sent nothing")
+        pool.shutdown()
+        await server.close()
+    }
+
     @Test func aCallAfterShutdownIsRefused() async throws {
         let server = try await FixedAnswerServer(answer: FixedAnswerServer.ok("{}"))
         let pool = pool(server)

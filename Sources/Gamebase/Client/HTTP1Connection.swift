@@ -1,14 +1,9 @@
 import NIOCore
 import NIOHTTP1
 
-/// One kept-alive HTTP/1.1 connection that carries one request at a time (no pipelining).
-///
-/// The handler lives on the channel's event loop; `send` may be called from any thread and hops there once.
-final class HTTP1Connection: ChannelInboundHandler, @unchecked Sendable {
-    // @unchecked: every mutable field is read and written on the channel's event loop only.
-    typealias InboundIn = HTTPClientResponsePart
-    typealias OutboundOut = HTTPClientRequestPart
-
+/// One kept-alive HTTP/1.1 connection that carries one request at a time (no pipelining): the channel and its
+/// handler, both fixed when the connection is made, so the connection may be shared between threads as it is.
+final class HTTP1Connection: Sendable {
     struct Response {
         var status: HTTPResponseStatus
         var body: ByteBuffer
@@ -19,8 +14,48 @@ final class HTTP1Connection: ChannelInboundHandler, @unchecked Sendable {
     /// The pool's failures: a connection fails its call with `.timeout`, `.tooLarge` or `.closed`.
     typealias Failure = HTTP1ConnectionPool.Failure
 
+    let channel: any Channel
+    private let handler: HTTP1ExchangeHandler
+
+    init(channel: any Channel, handler: HTTP1ExchangeHandler) {
+        self.channel = channel
+        self.handler = handler
+    }
+
+    /// Whether the connection can take another request (read from any thread: a hint; `send` decides).
+    var isActive: Bool { channel.isActive }
+
+    /// Writes the request and waits for its whole answer, until `deadline` at most (then the connection closes).
+    /// Cancelling the calling task closes the connection, which ends the wait.
+    func send(_ head: HTTPRequestHead, body: ByteBuffer?, deadline: NIODeadline) async throws -> Response {
+        let eventLoop = channel.eventLoop
+        let promise = eventLoop.makePromise(of: Response.self)
+        let handler = self.handler
+        eventLoop.execute { handler.start(head, body: body, deadline: deadline, promise: promise) }
+        return try await withTaskCancellationHandler {
+            try await promise.futureResult.get()
+        } onCancel: {
+            self.close()
+        }
+    }
+
+    func close() {
+        channel.close(promise: nil)
+    }
+}
+
+/// The channel handler of an ``HTTP1Connection``: one exchange at a time.
+///
+/// `@unchecked Sendable` because the connection hands it to the channel's event loop (`eventLoop.execute`); every
+/// stored property is read and written on that event loop only — by the channel pipeline's callbacks and by
+/// ``start(_:body:deadline:promise:)``, which is only ever called there.
+final class HTTP1ExchangeHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundOut = HTTPClientRequestPart
+    typealias Failure = HTTP1ConnectionPool.Failure
+
     private struct Exchange {
-        var promise: EventLoopPromise<Response>
+        var promise: EventLoopPromise<HTTP1Connection.Response>
         var timeout: Scheduled<Void>
     }
 
@@ -30,37 +65,18 @@ final class HTTP1Connection: ChannelInboundHandler, @unchecked Sendable {
     private var responseBody: ByteBuffer?
     private var active = true
     private let maxBodyBytes: Int
-    /// Set once the channel exists; used to hop to its event loop.
-    var channel: (any Channel)!
 
     init(maxBodyBytes: Int) {
         self.maxBodyBytes = maxBodyBytes
     }
 
-    /// Whether the connection can take another request (read from any thread: a hint; `send` decides).
-    var isActive: Bool { channel?.isActive ?? false }
-
-    /// Writes the request and waits for its whole answer, at most `timeout` (after which the connection closes).
-    /// Cancelling the calling task closes the connection, which ends the wait.
-    func send(_ head: HTTPRequestHead, body: ByteBuffer?, timeout: TimeAmount) async throws -> Response {
-        let eventLoop = channel.eventLoop
-        let promise = eventLoop.makePromise(of: Response.self)
-        eventLoop.execute { self.start(head, body: body, timeout: timeout, promise: promise) }
-        return try await withTaskCancellationHandler {
-            try await promise.futureResult.get()
-        } onCancel: {
-            self.close()
-        }
-    }
-
-    func close() {
-        channel?.close(promise: nil)
-    }
-
-    private func start(_ head: HTTPRequestHead, body: ByteBuffer?, timeout: TimeAmount, promise: EventLoopPromise<Response>) {
+    /// On the channel's event loop only.
+    func start(
+        _ head: HTTPRequestHead, body: ByteBuffer?, deadline: NIODeadline, promise: EventLoopPromise<HTTP1Connection.Response>
+    ) {
         // The pool hands a connection to one call at a time; one that is closing takes none.
         guard let context, active, exchange == nil else { return promise.fail(Failure.closed) }
-        let scheduled = context.eventLoop.scheduleTask(in: timeout) { [self] in
+        let scheduled = context.eventLoop.scheduleTask(deadline: deadline) { [self] in
             self.finish(.failure(Failure.timeout))
             self.context?.close(promise: nil)
         }
@@ -72,7 +88,7 @@ final class HTTP1Connection: ChannelInboundHandler, @unchecked Sendable {
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
     }
 
-    private func finish(_ result: Result<Response, any Error>) {
+    private func finish(_ result: Result<HTTP1Connection.Response, any Error>) {
         guard let exchange else { return }
         self.exchange = nil
         responseHead = nil
@@ -113,7 +129,7 @@ final class HTTP1Connection: ChannelInboundHandler, @unchecked Sendable {
             guard exchange != nil, let head = responseHead else { return }
             let body = responseBody ?? ByteBuffer()
             if !head.isKeepAlive { active = false }
-            finish(.success(Response(status: head.status, body: body, keepAlive: head.isKeepAlive)))
+            finish(.success(HTTP1Connection.Response(status: head.status, body: body, keepAlive: head.isKeepAlive)))
             if !head.isKeepAlive { context.close(promise: nil) }
         }
     }

@@ -10,8 +10,8 @@ import Synchronization
 ///
 /// It replaced async-http-client there: the same two calls cost about 100 µs of CPU each through it, against
 /// about 35 µs for a bare exchange over NIO (`iap-worker bench gamebase-client`). It does only what those calls
-/// need: no redirects, no proxies, no compression, no streaming; a request waits for a free connection when all
-/// are busy, and its timeout runs from when it is written.
+/// need: no redirects, no proxies, no compression, no streaming. A request waits for a free connection when all are
+/// busy, at most its timeout, then has its timeout again for the exchange; cancelling it ends either at once.
 final class HTTP1ConnectionPool: Sendable {
     struct Origin: Sendable {
         var tls: Bool
@@ -55,12 +55,25 @@ final class HTTP1ConnectionPool: Sendable {
         var since: NIODeadline
     }
 
+    private struct Waiter {
+        let id: UInt64
+        let continuation: CheckedContinuation<Lease, any Error>
+    }
+
     private struct State {
         /// Most recently used last.
         var idle: [Idle] = []
         var open = 0
-        var waiters = Deque<CheckedContinuation<Lease, any Error>>()
+        /// Requests waiting for a connection, first come first served.
+        var waiters = Deque<Waiter>()
+        var nextWaiterID: UInt64 = 0
         var shutDown = false
+
+        /// Takes the waiter `id` out of the queue, if it is still there.
+        mutating func removeWaiter(_ id: UInt64) -> Waiter? {
+            guard let index = waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            return waiters.remove(at: index)
+        }
     }
 
     let origin: Origin
@@ -95,15 +108,19 @@ final class HTTP1ConnectionPool: Sendable {
         }
     }
 
-    /// Sends one request and returns its whole answer.
+    /// Sends one request and returns its whole answer. `timeout` bounds the wait for a free connection (when every
+    /// one is busy), then the exchange from when the request is written (a new connection's connect has its own
+    /// timeout).
+    /// - Throws: ``Failure/timeout`` when the time runs out (waiting or exchanging), `CancellationError` when the
+    ///   task is cancelled while it waits, ``Failure/closed`` when it is cancelled during the exchange.
     func execute(_ head: HTTPRequestHead, body: ByteBuffer?, timeout: TimeAmount) async throws -> HTTP1Connection.Response {
         var head = head
         head.headers.add(name: "Host", value: hostHeader)
         if let body { head.headers.add(name: "Content-Length", value: String(body.readableBytes)) }
         try Task.checkCancellation()
-        let connection = try await lease()
+        let connection = try await lease(deadline: .now() + timeout)
         do {
-            let response = try await connection.send(head, body: body, timeout: timeout)
+            let response = try await connection.send(head, body: body, deadline: .now() + timeout)
             release(connection, reusable: response.keepAlive)
             return response
         } catch {
@@ -123,34 +140,64 @@ final class HTTP1ConnectionPool: Sendable {
             return (state.idle, state.waiters)
         }
         for entry in idle { entry.connection.close() }
-        for waiter in waiters { waiter.resume(throwing: Failure.shutDown) }
+        for waiter in waiters { waiter.continuation.resume(throwing: Failure.shutDown) }
     }
 
     // MARK: Leasing
 
-    private func lease() async throws -> HTTP1Connection {
+    private func lease(deadline: NIODeadline) async throws -> HTTP1Connection {
         var stale: [HTTP1Connection] = []
         defer { for connection in stale { connection.close() } }
-        var lease = try state.withLock { state in try take(&state, stale: &stale) }
-        if lease == nil {
-            // All places are taken: wait for one. `take` runs again under the same lock that queues the waiter,
-            // so a connection released in between is not missed.
-            lease = try await withCheckedThrowingContinuation { continuation in
+        let immediate = try state.withLock { state in try take(&state, stale: &stale) }
+        let lease: Lease
+        if let immediate { lease = immediate } else { lease = try await wait(until: deadline, stale: &stale) }
+        switch lease {
+        case .connection(let connection):
+            // A lease handed over just as the task was cancelled goes back at once.
+            if Task.isCancelled {
+                release(connection, reusable: true)
+                throw CancellationError()
+            }
+            return connection
+        case .open:
+            if Task.isCancelled {
+                releasePlace()
+                throw CancellationError()
+            }
+            return try await connect()
+        }
+    }
+
+    /// Waits in line for a connection or a place, until `deadline`; cancelling the task ends the wait at once.
+    private func wait(until deadline: NIODeadline, stale: inout [HTTP1Connection]) async throws -> Lease {
+        let id = state.withLock { state -> UInt64 in
+            state.nextWaiterID &+= 1
+            return state.nextWaiterID
+        }
+        var staleFound: [HTTP1Connection] = []
+        defer { stale += staleFound }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Lease, any Error>) in
+                // `take` runs again under the same lock that queues the waiter, so a connection released in between
+                // is not missed.
                 let now: Result<Lease, any Error>? = state.withLock { state in
                     do {
-                        if let lease = try take(&state, stale: &stale) { return .success(lease) }
+                        if let lease = try take(&state, stale: &staleFound) { return .success(lease) }
                     } catch {
                         return .failure(error)
                     }
-                    state.waiters.append(continuation)
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    state.waiters.append(Waiter(id: id, continuation: continuation))
                     return nil
                 }
-                if let now { continuation.resume(with: now) }
+                if let now { return continuation.resume(with: now) }
+                // The wait ends at the call's deadline; whoever takes the waiter out of the queue resumes it.
+                MultiThreadedEventLoopGroup.singleton.any().scheduleTask(deadline: deadline) { [self] in
+                    state.withLock { $0.removeWaiter(id) }?.continuation.resume(throwing: Failure.timeout)
+                }
             }
-        }
-        switch lease! {
-        case .connection(let connection): return connection
-        case .open: return try await connect()
+        } onCancel: {
+            state.withLock { $0.removeWaiter(id) }?.continuation.resume(throwing: CancellationError())
         }
     }
 
@@ -171,7 +218,7 @@ final class HTTP1ConnectionPool: Sendable {
     /// Returns a connection to the pool, or closes it and passes its place to a waiting request.
     private func release(_ connection: HTTP1Connection, reusable: Bool) {
         let keep = reusable && connection.isActive
-        let (waiter, close): (CheckedContinuation<Lease, any Error>?, Bool) = state.withLock { state in
+        let (waiter, close): (Waiter?, Bool) = state.withLock { state in
             if keep, !state.shutDown {
                 if let waiter = state.waiters.popFirst() { return (waiter, false) }
                 state.idle.append(Idle(connection: connection, since: .now()))
@@ -183,13 +230,13 @@ final class HTTP1ConnectionPool: Sendable {
             return (nil, true)
         }
         if close { connection.close() }
-        waiter?.resume(returning: keep && !close ? .connection(connection) : .open)
+        waiter?.continuation.resume(returning: keep && !close ? .connection(connection) : .open)
     }
 
     /// Opens a connection in a place already counted in `open`; gives the place back if it fails.
     private func connect() async throws -> HTTP1Connection {
         do {
-            let connection = HTTP1Connection(maxBodyBytes: maxBodyBytes)
+            let handler = HTTP1ExchangeHandler(maxBodyBytes: maxBodyBytes)
             let sslContext = try self.sslContext?.get()
             let serverHostname = Self.isIPAddress(origin.host) ? nil : origin.host
             let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -202,12 +249,11 @@ final class HTTP1ConnectionPool: Sendable {
                                 NIOSSLClientHandler(context: sslContext, serverHostname: serverHostname))
                         }
                         try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                        try channel.pipeline.syncOperations.addHandler(connection)
+                        try channel.pipeline.syncOperations.addHandler(handler)
                     }
                 }
                 .connect(host: origin.host, port: origin.port).get()
-            connection.channel = channel
-            return connection
+            return HTTP1Connection(channel: channel, handler: handler)
         } catch {
             releasePlace()
             throw error
@@ -215,12 +261,12 @@ final class HTTP1ConnectionPool: Sendable {
     }
 
     private func releasePlace() {
-        let waiter: CheckedContinuation<Lease, any Error>? = state.withLock { state in
+        let waiter: Waiter? = state.withLock { state in
             if !state.shutDown, let waiter = state.waiters.popFirst() { return waiter }
             state.open -= 1
             return nil
         }
-        waiter?.resume(returning: .open)
+        waiter?.continuation.resume(returning: .open)
     }
 
     private static func isIPAddress(_ host: String) -> Bool {

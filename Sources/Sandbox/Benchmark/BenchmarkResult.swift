@@ -22,6 +22,8 @@ public struct BenchmarkResult: Codable, Sendable {
     /// From each message's timestamp to its Consume at Gamebase, in milliseconds.
     public var endToEndMs: Latency
     public var workerCPUMicrosecondsPerPurchase: Double
+    /// Purchases the worker fulfils per second of its own CPU time: what a core buys.
+    public var purchasesPerWorkerCPUSecond: Double = 0
     /// CPU of the bench process itself (mock broker, simulator, producer) per purchase, over the same run.
     public var harnessCPUMicrosecondsPerPurchase: Double
     public var cores: Int
@@ -48,6 +50,7 @@ public struct BenchmarkResult: Codable, Sendable {
             ("end-to-end p50 / p90", String(format: "%.1f / %.1f ms", endToEndMs.p50, endToEndMs.p90)),
             ("end-to-end p99 / max", String(format: "%.1f / %.1f ms", endToEndMs.p99, endToEndMs.max)),
             ("worker CPU per purchase", String(format: "%.1f µs", workerCPUMicrosecondsPerPurchase)),
+            ("per worker CPU-second", String(format: "%.0f purchases", purchasesPerWorkerCPUSecond)),
             ("harness CPU per purchase", String(format: "%.1f µs (mock broker, simulator, producer)", harnessCPUMicrosecondsPerPurchase)),
             ("CPU ceiling", String(format: "%.0f purchases/s (%d cores / both CPU costs)", cpuCeiling, cores)),
             ("worker peak RSS", String(format: "%.1f MiB", peakRSSMiB)),

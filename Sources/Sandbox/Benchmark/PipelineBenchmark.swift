@@ -145,7 +145,8 @@ public enum PipelineBenchmark {
             }
             let seconds = last.timeIntervalSince(first)
             let duplicates = sandbox.simulator.state.consumes.values.filter { $0 > 1 }.count
-            return BenchmarkResult(
+            let workerMicroseconds = microseconds(cpu) / Double(options.purchases)
+            var result = BenchmarkResult(
                 purchases: options.purchases, warmupPurchases: options.warmup, gamebaseLatencyMs: options.latencyMs, maxInFlight: options.maxInFlight, offeredRate: options.rate,
                 ledger: ledgerURL.hasPrefix("postgres") ? "postgresql" : "sqlite", seconds: seconds,
                 throughput: Double(options.purchases) / seconds,
@@ -160,6 +161,8 @@ public enum PipelineBenchmark {
                 peakRSSMiB: Double(memory?.peak ?? rssSamples.max() ?? 0) / 1_048_576,
                 rssGrowthPercent: growth(rssSamples), recoverySeconds: recovery.map { Double($0.components.attoseconds) / 1e18 + Double($0.components.seconds) },
                 consumedTwice: duplicates, workerExitStatus: status.map(Int.init))
+            result.purchasesPerWorkerCPUSecond = workerMicroseconds > 0 ? 1_000_000 / workerMicroseconds : 0
+            return result
         }
     }
 
