@@ -250,7 +250,9 @@ struct GamebaseClientTests {
             let lines = CapturingLogHandler.Lines()
             let logger = Logger(label: "capture") { _ in CapturingLogHandler(sink: lines) }
             var descriptions: [String] = []
-            let good = Support.client(url, timeoutMilliseconds: 300, consumeTimeoutMilliseconds: 300, logger: logger)
+            // Consume times out (the simulator answers it after 800 ms); Get Payment Transaction has room to answer even
+            // on a machine busy with the rest of the suite.
+            let good = Support.client(url, timeoutMilliseconds: 5_000, consumeTimeoutMilliseconds: 300, logger: logger)
             let badKey = Support.client(url, secretKey: "wrong-\(Support.secretKey)", logger: logger)
             let down = Support.client("http://127.0.0.1:1", logger: logger)
             defer { Task { try await good.shutdown(); try await badKey.shutdown(); try await down.shutdown() } }
