@@ -28,6 +28,9 @@ public enum PurchaseRecordFuzz {
             "traceparent", "",
         ]
 
+    /// `FUZZ_TRACE=1`: print each record's outcome (to see what an input does: `scripts/fuzz.sh <target> <file>`).
+    static let trace = ProcessInfo.processInfo.environment["FUZZ_TRACE"] == "1"
+
     static let deadLetterReasons: [ConsumeFailureReason] = [.gamebaseUnavailable, .internalError, .malformedMessage]
 
     /// The dead-letter topic's size limits a configuration byte picks: the flow must move on whatever the topic takes
@@ -166,8 +169,18 @@ struct FlowRun {
         ledger.failWrite(record.ledgerFault)
         publisher.failPublish(record.publishFault)
 
+        // The dead-letter records of this input, whole and without its value, as the flow would build them.
+        let factory = processor.configuration.deadLetters
+        let attempts = record.deadLetter?.attempts ?? 1
+        let reason = record.deadLetter?.reason ?? .malformedMessage
+        let whole = factory.record(
+            for: input, reason: reason, error: "fuzz\nsecond line", attempts: attempts, at: settings.now)
+        checkDeadLetter(whole, input, reason: reason, attempts: attempts)
+        checkDeadLetter(factory.withoutValue(whole), input, reason: reason, attempts: attempts)
+
         var mark = publisher.count
         let outcome = await durably("process") { try await processor.process(input) }
+        if PurchaseRecordFuzz.trace { print("record \(input.source.offset): \(outcome)") }
         check(outcome, input, message)
         checkPublished(from: mark, input, message, deadLetter: (.malformedMessage, 1))
 
