@@ -1,7 +1,10 @@
 # The two commands of the README's quick start, and a few helpers.
 SWIFT ?= swift
 
-.PHONY: deps demo test sanitize build release clean
+.PHONY: deps demo test sanitize fuzz fuzz-smoke build release clean
+
+## Seconds `make fuzz` runs each fuzz target for.
+FUZZ_SECONDS ?= 60
 
 deps:
 	@scripts/install-deps.sh
@@ -13,13 +16,26 @@ demo: deps
 ## Runs the whole test suite: the deployment and interface documents (scripts/check-deploy.sh), then unit,
 ## mock-cluster, simulator, database, end-to-end and process-level tests. A throw-away PostgreSQL
 ## server is started on loopback for it (scripts/test-postgres.sh) and stopped afterwards; it speaks TLS with a
-## certificate from a test CA, whose path the TLS tests read from IAP_TEST_POSTGRES_CA.
+## certificate from a test CA, whose path the TLS tests read from IAP_TEST_POSTGRES_CA. Tests run one suite at a
+## time: the process and group tests time real faults, which a machine running every suite at once would stretch.
+## Last, the fuzz targets' smoke: every corpus input once, then 20 s of fuzzing per target (any crash fails the run).
 test: deps
 	scripts/check-deploy.sh
 	$(SWIFT) build --build-tests
 	@url=$$(scripts/test-postgres.sh start) && ca=$$(scripts/test-postgres.sh ca) && echo "IAP_TEST_POSTGRES_CA=$$ca" && \
-	  IAP_TEST_POSTGRES_URL="$$url" IAP_TEST_POSTGRES_CA="$$ca" $(SWIFT) test --skip-build; status=$$?; \
+	  IAP_TEST_POSTGRES_URL="$$url" IAP_TEST_POSTGRES_CA="$$ca" $(SWIFT) test --skip-build --no-parallel; status=$$?; \
 	  scripts/test-postgres.sh stop; exit $$status
+	SWIFT=$(SWIFT) scripts/fuzz.sh smoke
+
+## Builds the fuzz targets (FuzzTesting/, with libFuzzer and AddressSanitizer, in .build-fuzz) and fuzzes each
+## for FUZZ_SECONDS (default 60): `make fuzz FUZZ_SECONDS=1800`. New inputs go to .fuzz/corpus, crashes to
+## .fuzz/artifacts. See docs/fuzzing.md.
+fuzz: deps
+	SWIFT=$(SWIFT) scripts/fuzz.sh run $(FUZZ_SECONDS)
+
+## The smoke that `make test` ends with, alone.
+fuzz-smoke: deps
+	SWIFT=$(SWIFT) scripts/fuzz.sh smoke
 
 ## The Kafka layer's round-trip and group tests under AddressSanitizer (LeakSanitizer included): any leak or
 ## invalid access fails the run. XCTest is disabled: its own runner leaks a few bytes at exit.

@@ -10,7 +10,10 @@ let package = Package(
     name: "iap-worker",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "iap-worker", targets: ["iap-worker"])
+        .executable(name: "iap-worker", targets: ["iap-worker"]),
+        // For the fuzz targets, a package of their own in FuzzTesting/ that depends on this one by path (so that a
+        // build of this package never links them). Not an API for other packages.
+        .library(name: "IAPFuzzable", targets: ["Fulfilment", "Gamebase", "Ledger"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),

@@ -14,6 +14,11 @@ public struct DeadLetterFactory: Sendable {
     public static let headerPrefix = "iap-"
     /// Set on a dead-letter record whose value had to be left out (see ``withoutValue(_:)``): the original size.
     public static let omittedValueHeader = "iap-value-omitted-bytes"
+    /// The provenance headers every dead-letter record carries (DESIGN §2), in the order they are written.
+    public static let provenanceHeaders = [
+        "iap-original-topic", "iap-original-partition", "iap-original-offset", "iap-original-timestamp", "iap-reason",
+        "iap-error", "iap-attempts", "iap-failed-at", "iap-worker",
+    ]
 
     /// - Parameter attempts: attempts made now; added to the attempts recorded on the original (a re-driven record).
     public func record(
@@ -26,20 +31,18 @@ public struct DeadLetterFactory: Sendable {
         let source = input.originalSource ?? input.source
         let timestamp = input.originalTimestampMilliseconds ?? input.timestampMilliseconds
         let (total, overflow) = input.previousAttempts.addingReportingOverflow(max(0, attempts))
-        let provenance: [(String, String)] = [
-            ("iap-original-topic", source.topic),
-            ("iap-original-partition", String(source.partition)),
-            ("iap-original-offset", String(source.offset)),
-            ("iap-original-timestamp", timestamp.map { String($0) } ?? ""),
-            ("iap-reason", reason.rawValue),
-            ("iap-error", String(error.split(whereSeparator: \.isNewline).joined(separator: " ").prefix(500))),
-            ("iap-attempts", String(overflow ? Int.max : total)),
-            ("iap-failed-at", RFC3339.string(date)),
-            ("iap-worker", workerName),
+        let values = [
+            source.topic, String(source.partition), String(source.offset), timestamp.map { String($0) } ?? "",
+            reason.rawValue, String(error.split(whereSeparator: \.isNewline).joined(separator: " ").prefix(500)),
+            String(overflow ? Int.max : total), RFC3339.string(date), workerName,
         ]
-        return OutboundRecord(
-            topic: topic, key: input.key, value: input.value,
-            headers: original + provenance.map { RecordHeader(name: $0.0, string: $0.1) })
+        var provenance = zip(Self.provenanceHeaders, values).map { RecordHeader(name: $0, string: $1) }
+        // A producer's `iap-value-omitted-bytes` would otherwise be the last word on a record dead-lettered whole
+        // (found by fuzzing): the worker's own says that nothing was left out.
+        if original.contains(where: { $0.name == Self.omittedValueHeader }) {
+            provenance.append(RecordHeader(name: Self.omittedValueHeader, string: "0"))
+        }
+        return OutboundRecord(topic: topic, key: input.key, value: input.value, headers: original + provenance)
     }
 
     /// The record with its value left out and the original size recorded: what is dead-lettered when the whole
@@ -49,8 +52,11 @@ public struct DeadLetterFactory: Sendable {
         var trimmed = record
         trimmed.value = []
         if let key = record.key, key.count > 4_096 { trimmed.key = nil }
-        // Headers a producer added may be what made it too large: only the worker's own are kept.
-        trimmed.headers = record.headers.filter { $0.name.hasPrefix(Self.headerPrefix) }
+        // Headers a producer added may be what made it too large, its own `iap-*` ones included (found by fuzzing: a
+        // large one kept here made the trimmed record too large again, and the partition stalled): only the worker's
+        // own are kept, which are the last of each provenance name (``record(for:reason:error:attempts:at:)`` writes
+        // them after the original headers).
+        trimmed.headers = Self.provenanceHeaders.compactMap { name in record.headers.last { $0.name == name } }
         trimmed.headers.append(RecordHeader(name: Self.omittedValueHeader, string: String(record.value.count)))
         return trimmed
     }

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The libFuzzer targets of FuzzTesting/ (docs/fuzzing.md), built with libFuzzer and AddressSanitizer in .build-fuzz.
+#
+#   scripts/fuzz.sh build            build both targets
+#   scripts/fuzz.sh run SECONDS      build, then fuzz each target for SECONDS, one after the other (`make fuzz`)
+#   scripts/fuzz.sh smoke            build, run every corpus input once, then fuzz each target briefly (`make test`)
+#   scripts/fuzz.sh TARGET [ARG…]    run one built target with libFuzzer's own arguments (a crash file to reproduce)
+#
+# Inputs the fuzzers find go to .fuzz/corpus/<target>/, crashes to .fuzz/artifacts/ (both git-ignored); the
+# seed corpus in FuzzTesting/Corpus/ is only read. Any crash, failed check, leak or timeout exits non-zero.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SWIFT=${SWIFT:-swift}
+# libFuzzer reports crashes itself (and saves the input); Swift's backtracer would take the signal first and, with
+# no terminal, can hang on the dead process.
+export SWIFT_BACKTRACE=enable=no
+SCRATCH=.build-fuzz
+TARGETS=(FuzzPurchaseRecord FuzzGamebaseAnswer)
+# SMOKE_SECONDS of fuzzing per target after the corpus replay.
+SMOKE_SECONDS=${SMOKE_SECONDS:-20}
+# A purchase record input holds up to four records with their values: larger than libFuzzer's 4 KiB default.
+declare -A MAX_LEN=([FuzzPurchaseRecord]=20000 [FuzzGamebaseAnswer]=8192)
+
+# FUZZ_SKIP_BUILD=1: the targets are built already (run `scripts/fuzz.sh build` on its own, e.g. under a lock that
+# serialises builds on a shared machine, and fuzz without holding it).
+build() {
+  [ "${FUZZ_SKIP_BUILD:-}" = 1 ] && return
+  # The linker warns once per AddressSanitizer helper it cannot export (hundreds of lines, harmless): left out.
+  "$SWIFT" build --package-path FuzzTesting --scratch-path "$SCRATCH" --sanitize=fuzzer --sanitize=address 2>&1 |
+    { grep -v "warning: Cannot export local symbol '__asan" || true; }
+}
+
+binary() {
+  echo "$("$SWIFT" build --package-path FuzzTesting --scratch-path "$SCRATCH" --sanitize=fuzzer --sanitize=address \
+    --show-bin-path)/$1"
+}
+
+# fuzz TARGET [libFuzzer arguments…]: runs a target over its work corpus and the seed corpus.
+fuzz() {
+  local target=$1
+  shift
+  mkdir -p ".fuzz/corpus/$target" .fuzz/artifacts
+  # Fuzzing runs at the lowest priority and never under the build lock: it is long, and builds must go on.
+  nice -n 19 "$(binary "$target")" -dict="FuzzTesting/$target.dict" -max_len="${MAX_LEN[$target]}" -timeout=10 \
+    -rss_limit_mb=4096 -artifact_prefix=".fuzz/artifacts/$target-" -print_final_stats=1 "$@" \
+    ".fuzz/corpus/$target" "FuzzTesting/Corpus/$target"
+}
+
+case "${1:-}" in
+  build)
+    build
+    ;;
+  run)
+    seconds=${2:?usage: scripts/fuzz.sh run SECONDS}
+    build
+    for target in "${TARGETS[@]}"; do
+      echo "fuzz: $target for $seconds s" >&2
+      fuzz "$target" -max_total_time="$seconds"
+    done
+    ;;
+  smoke)
+    build
+    for target in "${TARGETS[@]}"; do
+      echo "fuzz smoke: $target: every corpus input once, then $SMOKE_SECONDS s of fuzzing" >&2
+      # -runs=0 replays the corpus and stops; the seeds and every crash ever found are in it.
+      fuzz "$target" -runs=0
+      fuzz "$target" -max_total_time="$SMOKE_SECONDS" -seed=1
+    done
+    ;;
+  FuzzPurchaseRecord | FuzzGamebaseAnswer)
+    target=$1
+    shift
+    nice -n 19 "$(binary "$target")" -dict="FuzzTesting/$target.dict" -max_len="${MAX_LEN[$target]}" "$@"
+    ;;
+  *)
+    sed -n '2,11p' "$0" >&2
+    exit 2
+    ;;
+esac
