@@ -53,7 +53,7 @@ public final class SQLiteLedgerStore: LedgerStore {
         try await write { db in
             try db.cachedStatement(
                 sql: """
-                    INSERT INTO grants (\(LedgerSchema.grantColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO grants (\(LedgerSchema.grantColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (payment_seq) DO NOTHING
                     """
             ).execute(arguments: StatementArguments(Self.values(of: grant)))
@@ -251,11 +251,11 @@ public final class SQLiteLedgerStore: LedgerStore {
 
     // MARK: Helpers
 
-    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do { return try await pool.read(body) } catch { throw Self.wrap(error) }
     }
 
-    private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do { return try await batcher.write(body) } catch { throw Self.wrap(error) }
     }
 
@@ -276,7 +276,7 @@ public final class SQLiteLedgerStore: LedgerStore {
             grant.productType, grant.price, grant.currency, grant.paymentId, grant.isTestPurchase, grant.purchaseTime,
             grant.payload, grant.state.rawValue, grant.grantedAt.epochMilliseconds, grant.consumedAt?.epochMilliseconds,
             grant.consumeAttempts, grant.lastResultCode, grant.eventPublishedAt?.epochMilliseconds, grant.source?.topic,
-            grant.source.map { Int64($0.partition) }, grant.source?.offset,
+            grant.source.map { Int64($0.partition) }, grant.source?.offset, grant.origin.rawValue,
         ]
     }
 
@@ -306,7 +306,7 @@ public final class SQLiteLedgerStore: LedgerStore {
             consumedAt: (row["consumed_at_ms"] as Int64?).map(Date.init(epochMilliseconds:)),
             consumeAttempts: row["consume_attempts"], lastResultCode: row["last_result_code"],
             eventPublishedAt: (row["event_published_at_ms"] as Int64?).map(Date.init(epochMilliseconds:)),
-            source: source(row))
+            source: source(row), origin: (row["origin"] as String?).flatMap(PurchaseOrigin.init(rawValue:)) ?? .message)
     }
 
     private static func rejection(from row: Row) -> RejectionRecord {
