@@ -50,6 +50,7 @@ public struct SimulatorFaults: Codable, Sendable, Hashable {
         unknownTokenResultCode =
             try c.decodeIfPresent(Int.self, forKey: .unknownTokenResultCode) ?? defaults.unknownTokenResultCode
         tokenResultCodes = try c.decodeIfPresent([String: Int].self, forKey: .tokenResultCodes) ?? defaults.tokenResultCodes
-        listNonConsumables = try c.decodeIfPresent(Bool.self, forKey: .listNonConsumables) ?? defaults.listNonConsumables
+        listNonConsumables =
+            try c.decodeIfPresent(Bool.self, forKey: .listNonConsumables) ?? defaults.listNonConsumables
     }
 }

@@ -119,7 +119,8 @@ public enum Demo {
         let reconcileDeadline = ContinuousClock.now + .seconds(60)
         while (parts.metrics.reconciledCounts["granted"] ?? 0) < 1 {
             guard ContinuousClock.now < reconcileDeadline else {
-                throw Failure(description: "the reconciler did not find the unreported purchase: \(parts.metrics.reconciledCounts)")
+                let counts = parts.metrics.reconciledCounts
+                throw Failure(description: "the reconciler did not find the unreported purchase: \(counts)")
             }
             try await Task.sleep(for: .milliseconds(100))
         }

@@ -26,7 +26,8 @@ public struct DemoReport: Sendable {
     /// The paymentSeqs whose item-granted event says `"source": "reconciliation"`.
     public var reconciledPaymentSeqs: [String] {
         records.filter { $0.topic == "iap.item-granted" }.compactMap { record -> String? in
-            guard let data = Self.json(record)["data"] as? [String: Any], data["source"] as? String == "reconciliation" else { return nil }
+            guard let data = Self.json(record)["data"] as? [String: Any], data["source"] as? String == "reconciliation"
+            else { return nil }
             return data["paymentSeq"] as? String
         }.sorted()
     }
@@ -68,9 +69,9 @@ public struct DemoReport: Sendable {
         lines.append("")
         let found = reconciledPaymentSeqs
         lines.append(
-            "Reconciliation: \(calls("consumable")) List Consumables calls found \(found.count) payment(s) paid but never "
-                + "reported (\(found.joined(separator: ", "))): granted through the same flow, its item-granted event "
-                + "with \"source\": \"reconciliation\".")
+            "Reconciliation: \(calls("consumable")) List Consumables calls found \(found.count) payment(s) paid but "
+                + "never reported (\(found.joined(separator: ", "))): granted through the same flow, its "
+                + "item-granted event with \"source\": \"reconciliation\".")
         let verify = calls("payment_transaction")
         let consume = calls("consume")
         let transient = gamebaseCalls.filter { $0.key.hasSuffix("/transient") }.values.reduce(0, +)

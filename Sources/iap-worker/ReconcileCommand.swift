@@ -23,7 +23,8 @@ struct ReconcileCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("config"), help: "YAML configuration file (default: $IAP_WORKER_CONFIG).")
     var configFile: String?
-    @Option(name: .customLong("user"), help: "A userId to check (repeatable); default: the users of the lookback window.")
+    @Option(
+        name: .customLong("user"), help: "A userId to check (repeatable); default: the users of the lookback window.")
     var users: [String] = []
     @Flag(name: .customLong("dry-run"), help: "Show what a pass would do; grant, record and publish nothing.")
     var dryRun = false
@@ -42,7 +43,8 @@ struct ReconcileCommand: AsyncParsableCommand {
             let gamebase = GamebaseClient(configuration: configuration.gamebaseConfiguration, logger: logger)
             do {
                 let report = try await Reconciler.runOnce(
-                    configuration: configuration, ledger: ledger, gamebase: gamebase, users: users, dryRun: dryRun, logger: logger)
+                    configuration: configuration, ledger: ledger, gamebase: gamebase, users: users, dryRun: dryRun,
+                    logger: logger)
                 try? await gamebase.shutdown()
                 return report
             } catch {
@@ -66,7 +68,8 @@ struct ReconcileCommand: AsyncParsableCommand {
                 + "\(report.usersChecked) user(s) checked of \(whom), \(report.payments) unconsumed payment(s) listed")
         if !report.findings.isEmpty {
             lines.append(
-                "  " + "user".padding(toLength: 24, withPad: " ", startingAt: 0) + "paymentSeq".padding(toLength: 24, withPad: " ", startingAt: 0)
+                "  " + "user".padding(toLength: 24, withPad: " ", startingAt: 0)
+                    + "paymentSeq".padding(toLength: 24, withPad: " ", startingAt: 0)
                     + "outcome".padding(toLength: 18, withPad: " ", startingAt: 0) + "detail")
             for finding in report.findings {
                 lines.append(
@@ -77,7 +80,9 @@ struct ReconcileCommand: AsyncParsableCommand {
         }
         if !report.outcomes.isEmpty {
             lines.append(
-                "summary: " + report.outcomes.sorted { $0.key < $1.key }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", "))
+                "summary: "
+                    + report.outcomes.sorted { $0.key < $1.key }.map { "\($0.key.rawValue) \($0.value)" }.joined(
+                        separator: ", "))
         }
         if let stopped = report.stoppedEarly { lines.append("stopped early: \(stopped)") }
         return lines.joined(separator: "\n")

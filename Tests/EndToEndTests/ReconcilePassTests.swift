@@ -55,7 +55,9 @@ struct ReconcilePassTests {
         func message(_ seq: String, user: String) async throws {
             let value = Array(EndToEndSystem.message(seq, user: user).utf8)
             let outcome = try await processor.process(
-                PurchaseInput(key: nil, value: value, source: MessageSource(topic: "purchase.completed", partition: 0, offset: 0)))
+                PurchaseInput(
+                    key: nil, value: value, source: MessageSource(topic: "purchase.completed", partition: 0, offset: 0))
+            )
             #expect(outcome == .granted(paymentSeq: seq, consumePending: false))
         }
 
@@ -63,22 +65,27 @@ struct ReconcilePassTests {
     }
 
     static func withHarness(
-        payments: [SimulatedPayment], rejectTestPurchases: Bool = false, faults: SimulatorFaults = SimulatorFaults(unknownFieldRate: 0),
+        payments: [SimulatedPayment], rejectTestPurchases: Bool = false,
+        faults: SimulatorFaults = SimulatorFaults(unknownFieldRate: 0),
         _ body: @Sendable (Harness) async throws -> Void
     ) async throws {
         try await EndToEndSystem.run(payments: payments, faults: faults) { system in
             try await LedgerStores.withStore(url: system.ledgerURL, logger: EndToEndSystem.logger) { ledger in
                 let configuration = system.configuration()
-                let gamebase = GamebaseClient(configuration: configuration.gamebaseConfiguration, logger: EndToEndSystem.logger)
+                let gamebase = GamebaseClient(
+                    configuration: configuration.gamebaseConfiguration, logger: EndToEndSystem.logger)
                 let publisher = Publisher()
                 let processor = PurchaseProcessor(
                     gamebase: gamebase, ledger: ledger, publisher: publisher,
                     configuration: FulfilmentConfiguration(
-                        groupID: "reconcile-test", rejectTestPurchases: rejectTestPurchases, verifyRetry: configuration.retry,
+                        groupID: "reconcile-test", rejectTestPurchases: rejectTestPurchases,
+                        verifyRetry: configuration.retry,
                         consumeRetry: configuration.retry),
                     logger: EndToEndSystem.logger)
                 do {
-                    try await body(Harness(simulator: system.simulator, ledger: ledger, processor: processor, publisher: publisher))
+                    try await body(
+                        Harness(simulator: system.simulator, ledger: ledger, processor: processor, publisher: publisher)
+                    )
                 } catch {
                     try? await gamebase.shutdown()
                     throw error
@@ -109,9 +116,14 @@ struct ReconcilePassTests {
             #expect(h.simulator.state.consumes["q1"] == 1)
             let grant = try #require(try await h.ledger.grant(paymentSeq: "q1"))
             #expect(grant.origin == .reconciliation && grant.state == .consumed && grant.userId == "u1")
-            #expect(h.publisher.data(on: "iap.item-granted").map { $0["source"] as? String } == ["message", "reconciliation"])
-            #expect(try await h.ledger.reconciliationSightings(
-                [ReconciliationSighting(paymentSeq: "q1", userId: "u1")], now: Date(), record: false).isEmpty, "forgotten once decided")
+            #expect(
+                h.publisher.data(on: "iap.item-granted").map { $0["source"] as? String } == [
+                    "message", "reconciliation",
+                ])
+            #expect(
+                try await h.ledger.reconciliationSightings(
+                    [ReconciliationSighting(paymentSeq: "q1", userId: "u1")], now: Date(), record: false
+                ).isEmpty, "forgotten once decided")
             // Consumed now: no longer listed, nothing more to do.
             #expect(await pass.run(.init()).outcomes.isEmpty)
         }
@@ -136,11 +148,13 @@ struct ReconcilePassTests {
         var test = EndToEndSystem.payment("t3", user: "u3")
         test.transaction.isTestPurchase = true
         let payments = [
-            EndToEndSystem.payment("m3", user: "u3"), EndToEndSystem.payment("s3", user: "u3", type: GamebaseProductType.autoRenewable),
+            EndToEndSystem.payment("m3", user: "u3"),
+            EndToEndSystem.payment("s3", user: "u3", type: GamebaseProductType.autoRenewable),
             test,
         ]
         try await Self.withHarness(
-            payments: payments, rejectTestPurchases: true, faults: SimulatorFaults(unknownFieldRate: 0, listNonConsumables: true)
+            payments: payments, rejectTestPurchases: true,
+            faults: SimulatorFaults(unknownFieldRate: 0, listNonConsumables: true)
         ) { h in
             try await h.message("m3", user: "u3")
             let verifications = h.calls["payment_transaction"] ?? 0
@@ -156,7 +170,9 @@ struct ReconcilePassTests {
             #expect(try await h.ledger.grant(paymentSeq: "t3") == nil)
             #expect(h.simulator.state.consumes["s3"] == nil && h.simulator.state.consumes["t3"] == nil)
             let reasons = h.publisher.data(on: "iap.consume-failed").map { $0["reason"] as? String }
-            #expect(reasons.sorted { ($0 ?? "") < ($1 ?? "") } == ["not_consumable", "test_purchase"], "one event per rejected claim")
+            #expect(
+                reasons.sorted { ($0 ?? "") < ($1 ?? "") } == ["not_consumable", "test_purchase"],
+                "one event per rejected claim")
         }
     }
 
@@ -167,7 +183,9 @@ struct ReconcilePassTests {
             let dry = await h.pass().run(.init(dryRun: true, claim: true))
             #expect(dry.findings.map(\.outcome) == [.skippedGrace])
             #expect(dry.findings.first?.detail.contains("not seen before") == true)
-            #expect(try await h.ledger.claimReconciliationUsers(["u4"], now: Date(), nextCheck: Date()) == ["u4"], "no claim was made")
+            #expect(
+                try await h.ledger.claimReconciliationUsers(["u4"], now: Date(), nextCheck: Date()) == ["u4"],
+                "no claim was made")
             _ = await h.pass().run(.init())
             #expect(h.simulator.state.consumes["q4"] == 1, "grace zero: the real pass took it")
             let again = await h.pass().run(.init(dryRun: true))
@@ -216,7 +234,9 @@ struct ReconcilePassTests {
             for user in users { try await h.message("late-\(user)", user: user) }
             let pass = h.pass(rate: 4)
             let short = await pass.run(.init(claim: true, deadline: .now + .milliseconds(700)))
-            #expect(short.usersLeft > 0 && short.usersChecked + short.usersLeft == 10, "\(short.usersChecked) + \(short.usersLeft)")
+            #expect(
+                short.usersLeft > 0 && short.usersChecked + short.usersLeft == 10,
+                "\(short.usersChecked) + \(short.usersLeft)")
             #expect(short.stoppedEarly?.contains("interval") == true)
             let rest = await pass.run(.init(claim: true))
             #expect(rest.usersChecked == short.usersLeft, "claimed users wait for their next interval")

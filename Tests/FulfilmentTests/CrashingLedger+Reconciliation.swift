@@ -8,7 +8,9 @@ extension CrashingLedger {
     func claimReconciliationUsers(_ userIds: [String], now: Date, nextCheck: Date) async throws -> [String] {
         try await base.claimReconciliationUsers(userIds, now: now, nextCheck: nextCheck)
     }
-    func reconciliationSightings(_ payments: [ReconciliationSighting], now: Date, record: Bool) async throws -> [String: Date] {
+    func reconciliationSightings(_ payments: [ReconciliationSighting], now: Date, record: Bool) async throws -> [String:
+        Date]
+    {
         try await base.reconciliationSightings(payments, now: now, record: record)
     }
     func forgetReconciliationSightings(paymentSeqs: [String]) async throws {

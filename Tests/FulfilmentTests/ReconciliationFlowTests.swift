@@ -24,7 +24,9 @@ struct ReconciliationFlowTests {
         try await FlowHarness.run(backend) { (h: FlowHarness) async throws in
             h.payment("r1")
             h.payment("m1")
-            #expect(try await h.processor.process(Self.reconciled("r1")) == .granted(paymentSeq: "r1", consumePending: false))
+            #expect(
+                try await h.processor.process(Self.reconciled("r1"))
+                    == .granted(paymentSeq: "r1", consumePending: false))
             #expect(try await h.process("m1") == .granted(paymentSeq: "m1", consumePending: false))
 
             let reconciled = try #require(try await h.ledger.grant(paymentSeq: "r1"))
@@ -64,12 +66,17 @@ struct ReconciliationFlowTests {
     }
 
     @Test(arguments: LedgerBackend.allCases)
-    func aReconciliationRejectionIsPublishedOnceAndAnsweredFromTheLedgerAfterwards(backend: LedgerBackend) async throws {
+    func aReconciliationRejectionIsPublishedOnceAndAnsweredFromTheLedgerAfterwards(backend: LedgerBackend) async throws
+    {
         try await FlowHarness.run(backend, rejectTestPurchases: true) { (h: FlowHarness) async throws in
             h.payment("sub-1", type: GamebaseProductType.autoRenewable)
             h.payment("test-1", test: true)
-            #expect(try await h.processor.process(Self.reconciled("sub-1")) == .rejected(paymentSeq: "sub-1", reason: .notConsumable))
-            #expect(try await h.processor.process(Self.reconciled("test-1")) == .rejected(paymentSeq: "test-1", reason: .testPurchase))
+            #expect(
+                try await h.processor.process(Self.reconciled("sub-1"))
+                    == .rejected(paymentSeq: "sub-1", reason: .notConsumable))
+            #expect(
+                try await h.processor.process(Self.reconciled("test-1"))
+                    == .rejected(paymentSeq: "test-1", reason: .testPurchase))
             #expect(h.gamebase.verifyCalls == 2)
             // The next pass, and the player's own late message (the same claim), are answered by the ledger.
             #expect(try await h.processor.process(Self.reconciled("sub-1")) == .duplicate(paymentSeq: "sub-1"))

@@ -36,15 +36,20 @@ struct SimulatorListConsumablesTests {
             let amazon = try await Raw.request(
                 Raw.path(url, "consumable"), method: .POST, body: #"{"userId":"u1","marketIds":["AMAZON"]}"#)
             #expect((amazon.json?["result"] as? [[String: Any]])?.compactMap { $0["paymentSeq"] as? String } == ["4"])
-            let nobody = try await Raw.request(Raw.path(url, "consumable"), method: .POST, body: #"{"userId":"nobody"}"#)
+            let nobody = try await Raw.request(
+                Raw.path(url, "consumable"), method: .POST, body: #"{"userId":"nobody"}"#)
             #expect(nobody.resultCode == 0)
             #expect((nobody.json?["result"] as? [Any])?.isEmpty == true, "nothing unconsumed: an empty array")
 
             // The client reads the same.
             let client = Support.client(url)
-            let listed = try await client.listConsumables(userId: "u1", marketIds: nil, transactionID: GamebaseTransactionID())
+            let listed = try await client.listConsumables(
+                userId: "u1", marketIds: nil, transactionID: GamebaseTransactionID())
             #expect(listed.map(\.paymentSeq) == ["1", "2", "6"])
-            #expect(try await client.listConsumables(userId: "nobody", marketIds: nil, transactionID: GamebaseTransactionID()).isEmpty)
+            #expect(
+                try await client.listConsumables(
+                    userId: "nobody", marketIds: nil, transactionID: GamebaseTransactionID()
+                ).isEmpty)
             try await client.shutdown()
         }
     }

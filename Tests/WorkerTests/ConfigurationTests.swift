@@ -31,7 +31,8 @@ import Worker
         #expect(
             configuration.reconcile
                 == Reconciler.Configuration(
-                    interval: .seconds(600), grace: .seconds(600), lookback: .seconds(72 * 3_600), maxCallsPerSecond: 20))
+                    interval: .seconds(600), grace: .seconds(600), lookback: .seconds(72 * 3_600),
+                    maxCallsPerSecond: 20))
         #expect(configuration.reconcile.isEnabled)
     }
 
@@ -41,7 +42,8 @@ import Worker
             environment: ["RECONCILE_LOOKBACK_HOURS": "24", "RECONCILE_MAX_CALLS_PER_SECOND": "5"])
         #expect(
             configuration.reconcile
-                == Reconciler.Configuration(interval: .seconds(5), grace: .zero, lookback: .seconds(24 * 3_600), maxCallsPerSecond: 5))
+                == Reconciler.Configuration(
+                    interval: .seconds(5), grace: .zero, lookback: .seconds(24 * 3_600), maxCallsPerSecond: 5))
         let displayed = Dictionary(uniqueKeysWithValues: configuration.displayed.map { ($0.key, $0.value) })
         #expect(displayed["reconcile.interval_ms"] == "5000")
         #expect(displayed["reconcile.lookback_hours"] == "24")

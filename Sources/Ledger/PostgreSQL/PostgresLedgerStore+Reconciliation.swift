@@ -75,7 +75,8 @@ extension PostgresLedgerStore {
                     """, logger: logger)
             }
             let rows = try await client.query(
-                "SELECT payment_seq, first_seen_ms FROM reconcile_sightings WHERE payment_seq = ANY(\(seqs))", logger: logger)
+                "SELECT payment_seq, first_seen_ms FROM reconcile_sightings WHERE payment_seq = ANY(\(seqs))",
+                logger: logger)
             var seen: [String: Date] = [:]
             for try await (seq, ms) in rows.decode((String, Int64).self) { seen[seq] = Date(epochMilliseconds: ms) }
             return seen

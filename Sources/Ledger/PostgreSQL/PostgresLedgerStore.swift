@@ -103,8 +103,8 @@ public final class PostgresLedgerStore: LedgerStore, Service {
                         \(g.marketId), \(g.productType), \(g.price), \(g.currency), \(g.paymentId), \(g.isTestPurchase),
                         \(g.purchaseTime), \(g.payload), \(g.state.rawValue), \(g.grantedAt.epochMilliseconds),
                         \(g.consumedAt?.epochMilliseconds), \(Int32(g.consumeAttempts)), \(g.lastResultCode.map(Int32.init)),
-                        \(g.eventPublishedAt?.epochMilliseconds), \(g.source?.topic), \(g.source?.partition), \(g.source?.offset),
-                        \(g.origin.rawValue))
+                        \(g.eventPublishedAt?.epochMilliseconds), \(g.source?.topic), \(g.source?.partition),
+                        \(g.source?.offset), \(g.origin.rawValue))
                     ON CONFLICT (payment_seq) DO NOTHING RETURNING payment_seq
                 )
                 INSERT INTO outbox (\(unescaped: LedgerSchema.outboxColumns))

@@ -11,7 +11,8 @@ extension SQLiteLedgerStore {
         let reasons = ConsumeFailureReason.userConfirmingReasons
         let marks = Array(repeating: "?", count: reasons.count).joined(separator: ", ")
         return try await read { db in
-            let arguments = StatementArguments([since, since] as [Int64]) + StatementArguments(reasons)
+            let arguments =
+                StatementArguments([since, since] as [Int64]) + StatementArguments(reasons)
                 + StatementArguments([due, Int64(limit)] as [Int64])
             return try String.fetchAll(
                 db.cachedStatement(
@@ -35,12 +36,17 @@ extension SQLiteLedgerStore {
         let nowMs = now.epochMilliseconds
         let next = nextCheck.epochMilliseconds
         return try await write { db in
+            let rows = Array(repeating: "(?, 0)", count: users.count).joined(separator: ", ")
             try db.execute(
-                sql: "INSERT INTO reconcile_users (user_id, next_check_ms) VALUES \(Array(repeating: "(?, 0)", count: users.count).joined(separator: ", ")) ON CONFLICT (user_id) DO NOTHING",
+                sql:
+                    "INSERT INTO reconcile_users (user_id, next_check_ms) VALUES \(rows) ON CONFLICT DO NOTHING",
                 arguments: StatementArguments(users))
             return try String.fetchAll(
                 db,
-                sql: "UPDATE reconcile_users SET next_check_ms = ? WHERE user_id IN (\(marks)) AND next_check_ms <= ? RETURNING user_id",
+                sql: """
+                    UPDATE reconcile_users SET next_check_ms = ?
+                    WHERE user_id IN (\(marks)) AND next_check_ms <= ? RETURNING user_id
+                    """,
                 arguments: StatementArguments([next]) + StatementArguments(users) + StatementArguments([nowMs]))
         }
     }
@@ -78,7 +84,8 @@ extension SQLiteLedgerStore {
         let marks = Array(repeating: "?", count: paymentSeqs.count).joined(separator: ", ")
         try await write { db in
             try db.execute(
-                sql: "DELETE FROM reconcile_sightings WHERE payment_seq IN (\(marks))", arguments: StatementArguments(paymentSeqs))
+                sql: "DELETE FROM reconcile_sightings WHERE payment_seq IN (\(marks))",
+                arguments: StatementArguments(paymentSeqs))
         }
     }
 

@@ -53,7 +53,8 @@ public final class SQLiteLedgerStore: LedgerStore {
         try await write { db in
             try db.cachedStatement(
                 sql: """
-                    INSERT INTO grants (\(LedgerSchema.grantColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO grants (\(LedgerSchema.grantColumns))
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (payment_seq) DO NOTHING
                     """
             ).execute(arguments: StatementArguments(Self.values(of: grant)))

@@ -122,7 +122,8 @@ public enum WorkerApplication {
         let reconciler = Reconciler(
             pass: ReconcilePass(
                 processor: processor, configuration: configuration.reconcile,
-                health: WorkerReconcileHealth(gamebaseMonitor: gamebaseMonitor, ledgerMonitor: ledgerMonitor, intake: intake),
+                health: WorkerReconcileHealth(
+                    gamebaseMonitor: gamebaseMonitor, ledgerMonitor: ledgerMonitor, intake: intake),
                 metrics: metrics, logger: logger),
             metrics: metrics, logger: logger)
         let admin = AdminServer(host: adminHost, port: configuration.serverPort, metrics: metrics, health: health, logger: logger)
@@ -143,8 +144,8 @@ public enum WorkerApplication {
         return (
             group,
             Parts(
-                engine: engine, processor: processor, sweeper: sweeper, reconciler: reconciler, admin: admin, metrics: metrics,
-                health: health, consumer: consumer, producer: producer)
+                engine: engine, processor: processor, sweeper: sweeper, reconciler: reconciler, admin: admin,
+                metrics: metrics, health: health, consumer: consumer, producer: producer)
         )
     }
 }

@@ -65,7 +65,8 @@ public struct ConfigurationKey: Sendable, Hashable {
             "reconcile.grace_ms", default: "600000",
             "How long a payment stays unconsumed and ungranted, from the pass that first saw it, before it is taken"),
         ConfigurationKey(
-            "reconcile.lookback_hours", default: "72", "Users with a grant (or a confirmed rejection) this recent are reconciled"),
+            "reconcile.lookback_hours", default: "72",
+            "Users with a grant (or a confirmed rejection) this recent are reconciled"),
         ConfigurationKey(
             "reconcile.max_calls_per_second", default: "20",
             "Gamebase calls a second by the reconciler at most (List Consumables, Get Payment Transaction, Consume)"),

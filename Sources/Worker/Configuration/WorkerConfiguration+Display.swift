@@ -35,7 +35,8 @@ extension WorkerConfiguration {
             ("reconcile.interval_ms", String(Self.milliseconds(reconcile.interval))),
             ("reconcile.grace_ms", String(Self.milliseconds(reconcile.grace))),
             ("reconcile.lookback_hours", String(Self.milliseconds(reconcile.lookback) / 3_600_000)),
-            ("reconcile.max_calls_per_second", String(reconcile.maxCallsPerSecond)), ("server.port", String(serverPort)),
+            ("reconcile.max_calls_per_second", String(reconcile.maxCallsPerSecond)),
+            ("server.port", String(serverPort)),
             ("log.level", logLevel.rawValue), ("log.format", logFormat.rawValue),
         ]
         return rows

@@ -24,7 +24,9 @@ extension DeadlineLedgerStore {
     }
 
     public func forgetReconciliationSightings(paymentSeqs: [String]) async throws {
-        try await bounded("reconciliation forget") { [base] in try await base.forgetReconciliationSightings(paymentSeqs: paymentSeqs) }
+        try await bounded("reconciliation forget") { [base] in
+            try await base.forgetReconciliationSightings(paymentSeqs: paymentSeqs)
+        }
     }
 
     public func pruneReconciliation(before: Date) async throws {

@@ -64,7 +64,9 @@ public final class WorkerMetrics: Sendable {
     private let reconcileOverruns: Counter
 
     /// Outcomes of `iap_reconciled_total`.
-    public static let reconcileOutcomes = ["granted", "already_granted", "already_rejected", "rejected", "skipped_grace", "failed"]
+    public static let reconcileOutcomes = [
+        "granted", "already_granted", "already_rejected", "rejected", "skipped_grace", "failed",
+    ]
 
     static let passBuckets: [Duration] = [
         .milliseconds(100), .milliseconds(500), .seconds(1), .seconds(5), .seconds(15), .seconds(30), .seconds(60),
@@ -105,15 +107,18 @@ public final class WorkerMetrics: Sendable {
         var reconciled: [String: Counter] = [:]
         for outcome in Self.reconcileOutcomes {
             reconciled[outcome] = registry.makeCounter(
-                descriptor: Self.describe(Name.reconciled, "Payments listed unconsumed at Gamebase by the reconciler, by outcome"),
+                descriptor: Self.describe(
+                    Name.reconciled, "Payments listed unconsumed at Gamebase by the reconciler, by outcome"),
                 labels: [("outcome", outcome)])
         }
         reconciledCounters = reconciled
         reconcileDuration = registry.makeDurationHistogram(
-            descriptor: Self.describe(Name.reconcileDuration, "Duration of one reconciliation pass"), buckets: Self.passBuckets)
+            descriptor: Self.describe(Name.reconcileDuration, "Duration of one reconciliation pass"),
+            buckets: Self.passBuckets)
         reconcileOverruns = registry.makeCounter(
             descriptor: Self.describe(
-                Name.reconcileOverruns, "Reconciliation passes that could not check every due user within the interval"))
+                Name.reconcileOverruns,
+                "Reconciliation passes that could not check every due user within the interval"))
     }
 
     /// Counts payments a reconciliation pass handled (`iap_reconciled_total{outcome}`).

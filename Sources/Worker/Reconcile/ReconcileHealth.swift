@@ -48,7 +48,9 @@ public struct StandaloneReconcileHealth: ReconcileHealth {
     public var allowsGamebaseCalls: Bool { true }
     public var ledgerAvailable: Bool { true }
     public var processingSince: Date { .distantPast }
-    public func verdictAfterFailure() async -> GamebaseProbeVerdict { await gamebase.probe(transactionID: GamebaseTransactionID()) }
+    public func verdictAfterFailure() async -> GamebaseProbeVerdict {
+        await gamebase.probe(transactionID: GamebaseTransactionID())
+    }
     public func configurationRejected(_ error: GamebaseError) {}
     public func ledgerFailed(_ error: any Error) async {}
 }

@@ -23,7 +23,9 @@ extension ReconcilePass {
         }
 
         /// The outcomes `iap_reconciled_total` counts (a dry run changes nothing, so it counts nothing).
-        public static let counted: [Outcome] = [.granted, .alreadyGranted, .alreadyRejected, .rejected, .skippedGrace, .failed]
+        public static let counted: [Outcome] = [
+            .granted, .alreadyGranted, .alreadyRejected, .rejected, .skippedGrace, .failed,
+        ]
     }
 
     /// One line of what a pass found.

@@ -23,7 +23,9 @@ public struct ReconcilePass: Sendable {
         /// When the pass must end (the next pass's start): users not reached by then are left for it.
         public var deadline: ContinuousClock.Instant?
 
-        public init(users: [String]? = nil, dryRun: Bool = false, claim: Bool = false, deadline: ContinuousClock.Instant? = nil) {
+        public init(
+            users: [String]? = nil, dryRun: Bool = false, claim: Bool = false, deadline: ContinuousClock.Instant? = nil
+        ) {
             self.users = users
             self.dryRun = dryRun
             self.claim = claim
@@ -71,12 +73,15 @@ public struct ReconcilePass: Sendable {
         } catch is CancellationError {
             report.stoppedEarly = "cancelled"
         } catch {
-            report.stoppedEarly = "the ledger failed: \(error)"
+            // The ledger, or Kafka publishing an event of the flow.
+            report.stoppedEarly = "a ledger or Kafka call failed: \(error)"
             await health.ledgerFailed(error)
         }
         report.duration = ContinuousClock.now - started
         if !options.dryRun {
-            for outcome in Outcome.counted { if let count = report.outcomes[outcome] { metrics.countReconciled(outcome.rawValue, by: count) } }
+            for outcome in Outcome.counted {
+                if let count = report.outcomes[outcome] { metrics.countReconciled(outcome.rawValue, by: count) }
+            }
             metrics.recordReconcilePass(report.duration)
         }
         return report
@@ -85,9 +90,12 @@ public struct ReconcilePass: Sendable {
     private func run(_ options: Options, into report: inout Report) async throws {
         let now = Date()
         guard health.ledgerAvailable else { throw Interrupted(reason: "the ledger is unavailable") }
-        guard health.allowsGamebaseCalls else { throw Interrupted(reason: "Gamebase calls are held (circuit open or stopped)") }
+        guard health.allowsGamebaseCalls else {
+            throw Interrupted(reason: "Gamebase calls are held (circuit open or stopped)")
+        }
         if options.claim, !options.dryRun {
-            try await processor.ledger.pruneReconciliation(before: now.addingTimeInterval(-configuration.lookback.seconds))
+            try await processor.ledger.pruneReconciliation(
+                before: now.addingTimeInterval(-configuration.lookback.seconds))
         }
         let users: [String]
         if let given = options.users {
@@ -101,14 +109,25 @@ public struct ReconcilePass: Sendable {
         while index < users.count {
             let batch = Array(users[index..<min(index + claimBatch, users.count)])
             if let deadline = options.deadline, ContinuousClock.now >= deadline {
-                report.usersLeft = users.count - index
+                // Left: the users still unclaimed since this pass started (other instances may have taken the rest
+                // of this pass's list), whom the next pass takes first.
+                report.usersLeft =
+                    options.claim
+                    ? try await processor.ledger.reconciliationUsers(
+                        activeSince: now.addingTimeInterval(-configuration.lookback.seconds), dueAt: now,
+                        limit: maxUsersPerPass
+                    ).count : users.count - index
+                guard report.usersLeft > 0 else { return }
                 throw Interrupted(reason: "the interval ended before every due user was checked")
             }
             guard health.ledgerAvailable else { throw Interrupted(reason: "the ledger is unavailable") }
-            guard health.allowsGamebaseCalls else { throw Interrupted(reason: "Gamebase calls are held (circuit open or stopped)") }
+            guard health.allowsGamebaseCalls else {
+                throw Interrupted(reason: "Gamebase calls are held (circuit open or stopped)")
+            }
             let claimed =
                 options.claim && !options.dryRun
-                ? try await processor.ledger.claimReconciliationUsers(batch, now: Date(), nextCheck: nextCheck(passStart: now))
+                ? try await processor.ledger.claimReconciliationUsers(
+                    batch, now: Date(), nextCheck: nextCheck(passStart: now))
                 : batch
             let claimedSet = Set(claimed)
             for user in batch where claimedSet.contains(user) {
@@ -123,7 +142,8 @@ public struct ReconcilePass: Sendable {
     /// interval later (less a hundredth of it, at most a second, so clock jitter never makes it miss that pass).
     /// Due users are read when a pass starts, so this puts every user in every pass, and no pass of any instance
     /// takes it again before then. The grace is measured from the same instant (a payment counts as first seen when
-    /// its pass started), so with `grace_ms` ≤ `interval_ms` the pass after the one that first saw a payment takes it.
+    /// its pass started), so with `grace_ms` ≤ `interval_ms` the pass after the one that first saw a payment takes
+    /// it.
     func nextCheck(passStart: Date) -> Date {
         let interval = configuration.interval.seconds
         return passStart.addingTimeInterval(interval - min(interval / 100, 1))
@@ -138,7 +158,9 @@ public struct ReconcilePass: Sendable {
     /// Waits for a token and checks that Gamebase may still be called; before every call of the pass.
     func gate() async throws {
         try await limiter.acquire()
-        guard health.allowsGamebaseCalls else { throw Interrupted(reason: "Gamebase calls are held (circuit open or stopped)") }
+        guard health.allowsGamebaseCalls else {
+            throw Interrupted(reason: "Gamebase calls are held (circuit open or stopped)")
+        }
     }
 
     private func check(_ user: String, sightedAt: Date, options: Options, report: inout Report) async throws {
@@ -147,11 +169,15 @@ public struct ReconcilePass: Sendable {
             let transactionID = GamebaseTransactionID()
             listed = try await processor.configuration.verifyRetry.run { _ in
                 try await gate()
-                return try await processor.gamebase.listConsumables(userId: user, marketIds: nil, transactionID: transactionID)
+                return try await processor.gamebase.listConsumables(
+                    userId: user, marketIds: nil, transactionID: transactionID)
             }
         } catch let error as GamebaseError {
             try Task.checkCancellation()
-            report.record(Finding(userId: user, paymentSeq: nil, outcome: .failed, detail: "List Consumables failed: \(error.message)"))
+            report.record(
+                Finding(
+                    userId: user, paymentSeq: nil, outcome: .failed, detail: "List Consumables failed: \(error.message)"
+                ))
             try await judge(error)
             return
         }
@@ -159,7 +185,10 @@ public struct ReconcilePass: Sendable {
         var undecided: [(item: ConsumableItem, message: PurchaseMessage)] = []
         for item in listed.sorted(by: { $0.paymentSeq < $1.paymentSeq }) {
             guard let token = item.accessToken, !token.isEmpty, !item.paymentSeq.isEmpty else {
-                report.record(Finding(userId: user, paymentSeq: item.paymentSeq, outcome: .failed, detail: "listed without an accessToken"))
+                report.record(
+                    Finding(
+                        userId: user, paymentSeq: item.paymentSeq, outcome: .failed,
+                        detail: "listed without an accessToken"))
                 continue
             }
             let message = PurchaseMessage(userId: user, paymentSeq: item.paymentSeq, purchaseToken: token)
@@ -167,11 +196,15 @@ public struct ReconcilePass: Sendable {
                 paymentSeq: message.paymentSeq,
                 rejection: RejectionKey(paymentSeq: message.paymentSeq, userId: user, tokenHash: message.tokenHash))
             if let grant = known.grant {
-                let detail = grant.state == .granted ? "granted, awaiting Consume (the sweeper's)" : "granted and consumed"
-                report.record(Finding(userId: user, paymentSeq: item.paymentSeq, outcome: .alreadyGranted, detail: detail))
+                let detail =
+                    grant.state == .granted ? "granted, awaiting Consume (the sweeper's)" : "granted and consumed"
+                report.record(
+                    Finding(userId: user, paymentSeq: item.paymentSeq, outcome: .alreadyGranted, detail: detail))
             } else if let rejection = known.rejection {
                 report.record(
-                    Finding(userId: user, paymentSeq: item.paymentSeq, outcome: .alreadyRejected, detail: "rejected before: \(rejection.reason)"))
+                    Finding(
+                        userId: user, paymentSeq: item.paymentSeq, outcome: .alreadyRejected,
+                        detail: "rejected before: \(rejection.reason)"))
             } else {
                 undecided.append((item, message))
             }
@@ -185,7 +218,9 @@ public struct ReconcilePass: Sendable {
             let now = Date()
             guard let firstSeen = sightings[message.paymentSeq] else {
                 report.record(
-                    Finding(userId: user, paymentSeq: message.paymentSeq, outcome: .skippedGrace, detail: "not seen before: its grace starts now"))
+                    Finding(
+                        userId: user, paymentSeq: message.paymentSeq, outcome: .skippedGrace,
+                        detail: "not seen before: its grace starts now"))
                 continue
             }
             let takeAt = max(firstSeen, health.processingSince).addingTimeInterval(configuration.grace.seconds)
@@ -200,7 +235,7 @@ public struct ReconcilePass: Sendable {
                 report.record(
                     Finding(
                         userId: user, paymentSeq: message.paymentSeq, outcome: .wouldTake,
-                        detail: "unconsumed and ungranted since \(RFC3339.string(firstSeen)): a pass would verify and grant it"))
+                        detail: "unconsumed and ungranted since \(RFC3339.string(firstSeen)): a pass would take it"))
                 continue
             }
             let finding = try await take(message, report: &report)
@@ -231,7 +266,9 @@ public struct ReconcilePass: Sendable {
         if case .failure(let malformed) = parsed {
             return finding(.failed, "Gamebase listed a payment the flow cannot take: \(malformed.problem)")
         }
-        let metadata: Logger.Metadata = ["iap.payment_seq": "\(message.paymentSeq)", "iap.user_id": "\(message.userId)"]
+        let metadata: Logger.Metadata = [
+            "iap.payment_seq": "\(message.paymentSeq)", "iap.user_id": "\(message.userId)",
+        ]
         let logGrant = { (pending: Bool) in
             var lineMetadata = metadata
             lineMetadata["iap.outcome"] = "granted"
@@ -244,7 +281,8 @@ public struct ReconcilePass: Sendable {
             outcome = try await processor.process(input, parsed: parsed, gate: { try await gate() })
         } catch let interrupted as Interrupted {
             // Held between the grant and its Consume: the grant stands (the sweeper consumes it) and is counted.
-            if let grant = try? await processor.ledger.grant(paymentSeq: message.paymentSeq), grant.origin == .reconciliation,
+            if let grant = try? await processor.ledger.grant(paymentSeq: message.paymentSeq),
+                grant.origin == .reconciliation,
                 grant.userId.hasSameBytes(as: message.userId)
             {
                 logGrant(true)
@@ -255,7 +293,8 @@ public struct ReconcilePass: Sendable {
         switch outcome {
         case .granted(_, let pending):
             logGrant(pending)
-            return finding(.granted, pending ? "granted; Consume pending (the sweeper retries it)" : "granted and consumed")
+            return finding(
+                .granted, pending ? "granted; Consume pending (the sweeper retries it)" : "granted and consumed")
         case .duplicate:
             return finding(.alreadyGranted, "a message for it was handled meanwhile")
         case .rejected(_, let reason):
@@ -274,7 +313,8 @@ public struct ReconcilePass: Sendable {
                 report.record(finding(.granted, "granted; Consume pending (the sweeper retries it)"))
             }
             throw Interrupted(
-                reason: "Gamebase rejects the configuration" + (durable ? " (after granting \(message.paymentSeq))" : ""),
+                reason: "Gamebase rejects the configuration"
+                    + (durable ? " (after granting \(message.paymentSeq))" : ""),
                 configurationRejected: true)
         case .malformed(let problem):
             return finding(.failed, problem)

@@ -15,19 +15,22 @@ extension Reconciler {
         configuration: WorkerConfiguration, ledger: any LedgerStore, gamebase: any GamebaseAPI, users: [String]?,
         dryRun: Bool, metrics: WorkerMetrics = WorkerMetrics(), logger: Logger
     ) async throws -> ReconcilePass.Report {
-        let producer = dryRun ? nil : try KafkaProducer(configuration: configuration.producerConfiguration, logger: logger)
+        let producer =
+            dryRun ? nil : try KafkaProducer(configuration: configuration.producerConfiguration, logger: logger)
         let publisher: any EventPublisher = producer.map { KafkaEventPublisher(producer: $0) } ?? RefusingPublisher()
         let processor = PurchaseProcessor(
             gamebase: gamebase, ledger: ledger, publisher: publisher,
             configuration: FulfilmentConfiguration(
                 groupID: configuration.groupID, itemGrantedTopic: configuration.topics.itemGranted,
-                consumeFailedTopic: configuration.topics.consumeFailed, deadLetterTopic: configuration.topics.deadLetter,
+                consumeFailedTopic: configuration.topics.consumeFailed,
+                deadLetterTopic: configuration.topics.deadLetter,
                 workerName: "iap-worker reconcile", rejectTestPurchases: configuration.rejectTestPurchases,
                 maxMessageBytes: configuration.maxMessageBytes, verifyRetry: configuration.retry,
                 consumeRetry: configuration.retry),
             logger: logger)
         let pass = ReconcilePass(
-            processor: processor, configuration: configuration.reconcile, health: StandaloneReconcileHealth(gamebase: gamebase),
+            processor: processor, configuration: configuration.reconcile,
+            health: StandaloneReconcileHealth(gamebase: gamebase),
             metrics: metrics, logger: logger)
         let report = await pass.run(ReconcilePass.Options(users: users, dryRun: dryRun, claim: false))
         await producer?.close()

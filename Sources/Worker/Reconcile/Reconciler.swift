@@ -26,7 +26,8 @@ public struct Reconciler: Service {
         public var maxCallsPerSecond: Int
 
         public init(
-            interval: Duration = .seconds(600), grace: Duration = .seconds(600), lookback: Duration = .seconds(72 * 3_600),
+            interval: Duration = .seconds(600), grace: Duration = .seconds(600),
+            lookback: Duration = .seconds(72 * 3_600),
             maxCallsPerSecond: Int = 20
         ) {
             self.interval = interval
@@ -82,7 +83,11 @@ public struct Reconciler: Service {
             metrics.countReconcileOverrun()
             metadata["reconcile.users_left"] = "\(report.usersLeft)"
             logger.warning(
-                "reconciliation pass could not check every due user within reconcile.interval_ms; the next pass starts with those left (raise reconcile.max_calls_per_second within Gamebase's limits, or shorten reconcile.lookback_hours)",
+                """
+                reconciliation pass could not check every due user within reconcile.interval_ms; the next pass \
+                starts with those left (raise reconcile.max_calls_per_second within Gamebase's limits, or shorten \
+                reconcile.lookback_hours)
+                """,
                 metadata: metadata)
         } else if let stopped = report.stoppedEarly, stopped != "cancelled" {
             metadata["reconcile.stopped"] = "\(stopped)"
