@@ -180,9 +180,11 @@ struct ReconcilePassTests {
         let payments = [EndToEndSystem.payment("m4", user: "u4"), EndToEndSystem.payment("q4", user: "u4")]
         try await Self.withHarness(payments: payments) { h in
             try await h.message("m4", user: "u4")
-            let dry = await h.pass().run(.init(dryRun: true, claim: true))
+            let dry = await h.pass(grace: .seconds(1)).run(.init(dryRun: true, claim: true))
             #expect(dry.findings.map(\.outcome) == [.skippedGrace])
             #expect(dry.findings.first?.detail.contains("not seen before") == true)
+            // Without a grace, a pass would take it at once: so says the dry run.
+            #expect(await h.pass().run(.init(dryRun: true)).findings.map(\.outcome) == [.wouldTake])
             #expect(
                 try await h.ledger.claimReconciliationUsers(["u4"], now: Date(), nextCheck: Date()) == ["u4"],
                 "no claim was made")

@@ -202,6 +202,68 @@ extension ProcessTests {
     }
 }
 
+extension ProcessTests.Reconciliation {
+    @Test func theReconcileCommandShowsThenDoesWhatAPassWouldAndExitsLikeReprocess() async throws {
+        let cluster = try await ProcessTests.Cluster.start(purchases: 2, simulatorArguments: [])
+        try await cluster.addPayments([EndToEndSystem.payment("q0", user: "u0")])
+        let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
+        var environment = Self.environment(
+            cluster, ledgerURL: ledgerURL, group: "reconcile-cmd-\(UUID().uuidString.prefix(6))", interval: 0, grace: 0)
+        let worker = try cluster.worker("worker", environment)
+        try await cluster.producePurchases()
+        try await cluster.waitFor("p0 and p1 are consumed", within: 60, workers: [worker]) {
+            try await simulatorCounters(cluster.simulatorURL).consumes.count == 2
+        }
+        #expect(try await worker.terminate() == 0)
+        #expect(try await simulatorCounters(cluster.simulatorURL).lists.isEmpty, "interval 0: no reconciler ran")
+
+        let dryRun = try ChildProcess(
+            "reconcile-dry", ["reconcile", "--dry-run"], environment: environment, folder: cluster.folder)
+        #expect(try await dryRun.exitStatus() == 0)
+        #expect(
+            dryRun.output.contains("dry run: nothing granted, recorded or published; 2 user(s) checked"),
+            "\(dryRun.output)")
+        #expect(
+            dryRun.output.split(separator: "\n").contains {
+                $0.contains("u0") && $0.contains("q0") && $0.contains("would_take")
+            })
+        #expect(try await simulatorCounters(cluster.simulatorURL).consumes["q0"] == nil)
+
+        let pass = try ChildProcess(
+            "reconcile", ["reconcile", "--user", "u0"], environment: environment, folder: cluster.folder)
+        #expect(try await pass.exitStatus() == 0)
+        #expect(
+            pass.output.split(separator: "\n").contains { $0.contains("q0") && $0.contains("granted and consumed") })
+        #expect(pass.output.contains("summary: granted 1"), "\(pass.output)")
+        #expect(try await simulatorCounters(cluster.simulatorURL).consumes["q0"] == 1)
+        let events = try await cluster.readTopic("iap.item-granted").filter { $0.eventID == "q0:item-granted" }
+        #expect(
+            events.count == 1
+                && (events.first?.json["data"] as? [String: Any])?["source"] as? String == "reconciliation")
+
+        environment["GAMEBASE_SECRET_KEY"] = "not-the-key"
+        let refused = try ChildProcess(
+            "reconcile-refused", ["reconcile"], environment: environment, folder: cluster.folder)
+        #expect(try await refused.exitStatus() == 1, "a configuration Gamebase rejects exits 1, as reprocess")
+        #expect(refused.output.contains("stopped early: Gamebase rejects the configuration"), "\(refused.output)")
+    }
+}
+
+extension ChildProcess {
+    /// Waits for the process to exit by itself; returns its status.
+    func exitStatus(within seconds: Double = 60) async throws -> Int32 {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning {
+            guard Date() < deadline else {
+                kill9()
+                throw ProcessTestError("\(name) did not exit within \(seconds) s:\n\(diagnosticOutput)")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return process.terminationStatus
+    }
+}
+
 /// `GET /admin/counters` of a simulator process, all of it.
 struct SimulatorCounters {
     var calls: [String: Int]

@@ -216,19 +216,23 @@ public struct ReconcilePass: Sendable {
         var decided: [String] = []
         for (_, message) in undecided {
             let now = Date()
-            guard let firstSeen = sightings[message.paymentSeq] else {
+            // A dry run records nothing: a payment not seen before is judged as the pass would record it.
+            guard let firstSeen = sightings[message.paymentSeq] ?? (options.dryRun ? sightedAt : nil) else {
                 report.record(
                     Finding(
-                        userId: user, paymentSeq: message.paymentSeq, outcome: .skippedGrace,
-                        detail: "not seen before: its grace starts now"))
+                        userId: user, paymentSeq: message.paymentSeq, outcome: .failed,
+                        detail: "its sighting was not recorded"))
                 continue
             }
             let takeAt = max(firstSeen, health.processingSince).addingTimeInterval(configuration.grace.seconds)
             if now < takeAt {
+                let seen =
+                    sightings[message.paymentSeq] == nil
+                    ? "not seen before (its grace starts now)" : "first seen \(RFC3339.string(firstSeen))"
                 report.record(
                     Finding(
                         userId: user, paymentSeq: message.paymentSeq, outcome: .skippedGrace,
-                        detail: "first seen \(RFC3339.string(firstSeen)); taken from \(RFC3339.string(takeAt)) on"))
+                        detail: "\(seen); taken from \(RFC3339.string(takeAt)) on"))
                 continue
             }
             if options.dryRun {
