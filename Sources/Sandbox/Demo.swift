@@ -150,6 +150,7 @@ public enum Demo {
           KAFKA_BOOTSTRAP_SERVERS=\(sandbox.cluster.bootstrapServers) GAMEBASE_BASE_URL=\(sandbox.simulatorURL) \\
             GAMEBASE_APP_ID=\(Sandbox.appID) GAMEBASE_SECRET_KEY=\(Sandbox.secretKey) LEDGER_URL=\(sandbox.ledgerURL) \\
             iap-worker reprocess --dry-run
+          (the same variables) iap-worker reconcile --dry-run --user \(DemoBatch.unreported.userId)
         """
     }
 }

@@ -14,7 +14,7 @@ struct ReconcileCommand: AsyncParsableCommand {
             Lists the unconsumed payments of the given users (--user, repeatable), or of every user with a grant or a \
             confirmed rejection within reconcile.lookback_hours, and runs each payment the ledger has neither granted \
             nor rejected through the consume flow, once it has stayed unconsumed for reconcile.grace_ms since a pass \
-            first saw it (a payment seen for the first time is recorded and left: run it again after the grace). \
+            first saw it (a payment seen for the first time is recorded, and left unless reconcile.grace_ms is 0: run it again after the grace). \
             At most reconcile.max_calls_per_second Gamebase calls. Prints one line per payment and a summary. \
             Exits 0, also when it stops early because Gamebase does not answer (run it again later); 1 when Gamebase \
             rejects the configuration.

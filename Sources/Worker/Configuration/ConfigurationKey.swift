@@ -69,7 +69,8 @@ public struct ConfigurationKey: Sendable, Hashable {
             "Users with a grant (or a confirmed rejection) this recent are reconciled"),
         ConfigurationKey(
             "reconcile.max_calls_per_second", default: "20",
-            "Gamebase calls a second by the reconciler at most (List Consumables, Get Payment Transaction, Consume)"),
+            "Gamebase calls a second by one instance's reconciler at most (List Consumables, Get Payment Transaction, "
+                + "Consume)"),
         ConfigurationKey("server.port", default: "8080", "HTTP port of /metrics, /healthz and /readyz"),
         ConfigurationKey("log.level", default: "info", "trace, debug, info, notice, warning, error or critical"),
         ConfigurationKey("log.format", default: "json", "json or text"),

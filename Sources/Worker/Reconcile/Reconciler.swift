@@ -22,7 +22,8 @@ public struct Reconciler: Service {
         public var grace: Duration
         /// Users with a grant (or a rejection Gamebase confirmed as theirs) this recent are reconciled.
         public var lookback: Duration
-        /// Gamebase calls a second by the reconciler at most (List Consumables, Get Payment Transaction, Consume).
+        /// Gamebase calls a second by this instance's reconciler at most (List Consumables, Get Payment Transaction,
+        /// Consume).
         public var maxCallsPerSecond: Int
 
         public init(
