@@ -20,7 +20,8 @@ struct ReconcilePassTests {
         var allowsGamebaseCalls: Bool { allows.withLock { $0 } }
         var ledgerAvailable: Bool { true }
         var processingSince: Date { since.withLock { $0 } }
-        func verdictAfterFailure() async -> GamebaseProbeVerdict { .answers }
+        let verdict = Mutex(GamebaseProbeVerdict.answers)
+        func verdictAfterFailure() async -> GamebaseProbeVerdict { verdict.withLock { $0 } }
         func configurationRejected(_ error: GamebaseError) {}
         func ledgerFailed(_ error: any Error) async {}
     }
@@ -227,6 +228,24 @@ struct ReconcilePassTests {
             let times = h.simulator.state.listTimesByUser.values.flatMap { $0 }.sorted()
             let gaps = zip(times.dropFirst(), times).map { $0.timeIntervalSince($1) }
             #expect(gaps.allSatisfy { $0 > 0.08 }, "List calls are spaced by the rate: \(gaps)")
+        }
+    }
+
+    @Test func aPassEndsWhenGamebaseStopsAnswering() async throws {
+        let users = (0..<5).map { "down-u\($0)" }
+        try await Self.withHarness(payments: users.map { EndToEndSystem.payment("down-\($0)", user: $0) }) { h in
+            for user in users { try await h.message("down-\(user)", user: user) }
+            var faults = h.simulator.state.faults
+            faults.outage = true
+            h.simulator.state.faults = faults
+            h.health.verdict.withLock {
+                $0 = .unavailable(
+                    GamebaseError(code: .timeout, api: "payment_transaction", transactionID: "t", message: "down"))
+            }
+            let report = await h.pass().run(.init())
+            #expect(report.stoppedEarly == "Gamebase does not answer")
+            #expect(report.outcomes == [.failed: 1], "the first user's list failed; no other user was tried")
+            #expect(h.calls["consumable"] == 3, "one list, with its retries")
         }
     }
 

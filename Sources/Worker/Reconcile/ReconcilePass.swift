@@ -242,17 +242,16 @@ public struct ReconcilePass: Sendable {
                         detail: "unconsumed and ungranted since \(RFC3339.string(firstSeen)): a pass would take it"))
                 continue
             }
-            let finding = try await take(message, report: &report)
-            report.record(finding)
-            if finding.outcome != .failed { decided.append(message.paymentSeq) }
+            if try await take(message, report: &report) { decided.append(message.paymentSeq) }
         }
         // A decided payment needs no grace any more (best effort: a sighting left behind is pruned after the
         // lookback window).
         if !decided.isEmpty { try? await processor.ledger.forgetReconciliationSightings(paymentSeqs: decided) }
     }
 
-    /// Runs one payment through the flow, as the message its user never sent.
-    private func take(_ message: PurchaseMessage, report: inout Report) async throws -> Finding {
+    /// Runs one payment through the flow, as the message its user never sent, and records what happened; returns
+    /// whether the payment is decided now (granted or rejected, by this pass or meanwhile).
+    private func take(_ message: PurchaseMessage, report: inout Report) async throws -> Bool {
         var text = ""
         JSONText.appendObject(to: &text) { object in
             object.string("userId", message.userId)
@@ -268,7 +267,8 @@ public struct ReconcilePass: Sendable {
         // The flow's own limits apply: what it would call malformed is never handed to it (it would dead-letter it).
         let parsed = processor.parse(input)
         if case .failure(let malformed) = parsed {
-            return finding(.failed, "Gamebase listed a payment the flow cannot take: \(malformed.problem)")
+            report.record(finding(.failed, "Gamebase listed a payment the flow cannot take: \(malformed.problem)"))
+            return false
         }
         let metadata: Logger.Metadata = [
             "iap.payment_seq": "\(message.paymentSeq)", "iap.user_id": "\(message.userId)",
@@ -297,18 +297,23 @@ public struct ReconcilePass: Sendable {
         switch outcome {
         case .granted(_, let pending):
             logGrant(pending)
-            return finding(
-                .granted, pending ? "granted; Consume pending (the sweeper retries it)" : "granted and consumed")
+            report.record(
+                finding(
+                    .granted, pending ? "granted; Consume pending (the sweeper retries it)" : "granted and consumed"))
+            return true
         case .duplicate:
-            return finding(.alreadyGranted, "a message for it was handled meanwhile")
+            report.record(finding(.alreadyGranted, "a message for it was handled meanwhile"))
+            return true
         case .rejected(_, let reason):
             logger.info(
                 "reconciliation rejected a listed payment",
                 metadata: metadata.merging(["iap.outcome": "rejected", "iap.reason": "\(reason.rawValue)"]) { $1 })
-            return finding(.rejected, "rejected: \(reason.rawValue)")
+            report.record(finding(.rejected, "rejected: \(reason.rawValue)"))
+            return true
         case .gamebaseUnavailable(let error, _):
+            report.record(finding(.failed, "Gamebase failed: \(error.message)"))
             try await judge(error)
-            return finding(.failed, "Gamebase failed: \(error.message)")
+            return false
         case .stop(let error, let durable):
             health.configurationRejected(error)
             if durable {
@@ -321,7 +326,8 @@ public struct ReconcilePass: Sendable {
                     + (durable ? " (after granting \(message.paymentSeq))" : ""),
                 configurationRejected: true)
         case .malformed(let problem):
-            return finding(.failed, problem)
+            report.record(finding(.failed, problem))
+            return false
         }
     }
 
