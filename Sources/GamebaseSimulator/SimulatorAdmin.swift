@@ -5,7 +5,9 @@ import NIOFoundationCompat
 
 /// The simulator's own endpoints (not part of Gamebase):
 /// - `POST /admin/payments`: a JSON array of payments to add;
-/// - `GET /admin/counters`: calls per API and successful consumes per paymentSeq;
+/// - `GET /admin/counters`: calls per API, successful consumes per paymentSeq and when each was first consumed
+///   (`consumedAt`), and List Consumables calls per userId with when they came (`listTimes`); times in epoch
+///   milliseconds;
 /// - `GET /admin/faults`, `POST /admin/faults`: read or change fault injection.
 struct SimulatorAdmin {
     let state: SimulatorState
@@ -13,6 +15,9 @@ struct SimulatorAdmin {
     struct Counters: Codable {
         var calls: [String: Int]
         var consumes: [String: Int]
+        var lists: [String: Int]
+        var listTimes: [String: [Int64]]
+        var consumedAt: [String: Int64]
     }
 
     func respond(to request: Request, path: String) async throws -> Response {
@@ -27,7 +32,11 @@ struct SimulatorAdmin {
                 return Response(status: .badRequest, body: .init(byteBuffer: ByteBuffer(string: "invalid payments: \(error)")))
             }
         case (.get, "/admin/counters"):
-            return json(Counters(calls: state.calls, consumes: state.consumes))
+            return json(
+                Counters(
+                    calls: state.calls, consumes: state.consumes, lists: state.listsByUser,
+                    listTimes: state.listTimesByUser.mapValues { $0.map(Self.epochMilliseconds) },
+                    consumedAt: state.firstConsumedAt.mapValues(Self.epochMilliseconds)))
         case (.get, "/admin/faults"):
             return json(state.faults)
         case (.post, "/admin/faults"):
@@ -41,6 +50,8 @@ struct SimulatorAdmin {
             return Response(status: .notFound)
         }
     }
+
+    static func epochMilliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
 
     private func json(_ value: some Encodable) -> Response {
         let data = (try? JSONEncoder().encode(value)) ?? Data()

@@ -17,11 +17,14 @@ public struct SimulatorFaults: Codable, Sendable, Hashable {
     /// Tokens that Get Payment Transaction answers with a given failure code on every call (a token Gamebase
     /// chokes on, e.g. 9999): a poison purchase.
     public var tokenResultCodes: [String: Int]
+    /// List Consumables also lists unconsumed `AUTO_RENEWABLE` payments. Whether the real server does is unconfirmed
+    /// (contract §6: the SDK's list has only consumable types); off, the simulator lists consumable types only.
+    public var listNonConsumables: Bool
 
     public init(
         latencyMs: Int = 0, faultRate: Double = 0, slowConsumeRate: Double = 0, slowConsumeDelayMs: Int = 12_000,
         unknownFieldRate: Double = 0.1, outage: Bool = false, unknownTokenResultCode: Int = 1100,
-        tokenResultCodes: [String: Int] = [:]
+        tokenResultCodes: [String: Int] = [:], listNonConsumables: Bool = false
     ) {
         self.latencyMs = latencyMs
         self.faultRate = faultRate
@@ -31,6 +34,7 @@ public struct SimulatorFaults: Codable, Sendable, Hashable {
         self.outage = outage
         self.unknownTokenResultCode = unknownTokenResultCode
         self.tokenResultCodes = tokenResultCodes
+        self.listNonConsumables = listNonConsumables
     }
 
     public init(from decoder: any Decoder) throws {
@@ -46,5 +50,7 @@ public struct SimulatorFaults: Codable, Sendable, Hashable {
         unknownTokenResultCode =
             try c.decodeIfPresent(Int.self, forKey: .unknownTokenResultCode) ?? defaults.unknownTokenResultCode
         tokenResultCodes = try c.decodeIfPresent([String: Int].self, forKey: .tokenResultCodes) ?? defaults.tokenResultCodes
+        listNonConsumables =
+            try c.decodeIfPresent(Bool.self, forKey: .listNonConsumables) ?? defaults.listNonConsumables
     }
 }

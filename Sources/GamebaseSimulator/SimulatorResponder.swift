@@ -87,6 +87,7 @@ struct SimulatorResponder: Sendable {
             guard let userId = body.userId, !userId.isEmpty else {
                 return reply.failure(.missingParameter, "userId is required")
             }
+            state.countList(userId: userId)
             let markets = body.marketIds ?? body.marketId.map { [$0] }
             let items = state.consumables(userId: userId, marketIds: markets).map { t in
                 ConsumableItem(

@@ -17,6 +17,9 @@ public final class SimulatorState: Sendable {
         var calls: [String: Int] = [:]
         var consumes: [String: Int] = [:]
         var firstConsumedAt: [String: Date] = [:]
+        /// List Consumables calls by userId, and when the latest of them came.
+        var lists: [String: Int] = [:]
+        var listTimes: [String: [Date]] = [:]
     }
 
     private let storage: Mutex<Storage>
@@ -52,6 +55,25 @@ public final class SimulatorState: Sendable {
 
     /// When each paymentSeq was first consumed: the end of its purchase's journey (the benchmark's clock).
     public var firstConsumedAt: [String: Date] { storage.withLock { $0.firstConsumedAt } }
+
+    /// List Consumables calls answered, by userId.
+    public var listsByUser: [String: Int] { storage.withLock { $0.lists } }
+
+    /// When each user's List Consumables calls came (the latest ``listTimesKept``), oldest first.
+    public var listTimesByUser: [String: [Date]] { storage.withLock { $0.listTimes } }
+
+    /// How many call times are kept per user.
+    public static let listTimesKept = 100
+
+    func countList(userId: String) {
+        storage.withLock { storage in
+            storage.lists[userId, default: 0] += 1
+            var times = storage.listTimes[userId, default: []]
+            times.append(Date())
+            if times.count > Self.listTimesKept { times.removeFirst(times.count - Self.listTimesKept) }
+            storage.listTimes[userId] = times
+        }
+    }
 
     public func payment(token: String) -> SimulatedPayment? {
         storage.withLock { $0.byToken[token]?.payment }
@@ -103,14 +125,15 @@ public final class SimulatorState: Sendable {
     }
 
     /// The user's unconsumed consumable payments, filtered by store. An empty filter means every store but
-    /// AMAZON (contract §6).
+    /// AMAZON (contract §6). With `listNonConsumables` (a fault setting), subscriptions are listed too.
     func consumables(userId: String, marketIds: [String]?) -> [PaymentTransaction] {
         let filter = Set(marketIds ?? [])
         return storage.withLock { storage in
-            storage.byToken.values.compactMap { entry in
+            let everyType = storage.faults.listNonConsumables
+            return storage.byToken.values.compactMap { entry in
                 let transaction = entry.payment.transaction
                 guard transaction.userId == userId, !entry.payment.consumed,
-                    GamebaseProductType.isConsumable(transaction.productType)
+                    everyType || GamebaseProductType.isConsumable(transaction.productType)
                 else { return nil }
                 let market = transaction.marketId ?? ""
                 if filter.isEmpty ? market == "AMAZON" : !filter.contains(market) { return nil }

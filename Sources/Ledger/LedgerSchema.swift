@@ -72,14 +72,41 @@ enum LedgerSchema {
                     """,
                     "CREATE INDEX outbox_unpublished ON outbox (created_at_ms) WHERE published_at_ms IS NULL",
                     "CREATE INDEX outbox_payment_seq ON outbox (payment_seq)",
-                ])
+                ]),
+            LedgerMigration(
+                name: "002_reconciliation",
+                sql: [
+                    // How a grant's payment was found: 'message' or 'reconciliation' (NULL: granted before this
+                    // column existed, always from a message).
+                    "ALTER TABLE grants ADD COLUMN origin TEXT",
+                    // The users of the lookback window: index-only scans of the recent grants and rejections.
+                    "CREATE INDEX grants_granted_at_user ON grants (granted_at_ms, user_id)",
+                    "CREATE INDEX rejections_rejected_at_user ON rejections (rejected_at_ms, reason, user_id)",
+                    // When each user is next due for a check; a claim moves it one interval ahead.
+                    """
+                    CREATE TABLE reconcile_users (
+                        user_id TEXT PRIMARY KEY,
+                        next_check_ms BIGINT NOT NULL
+                    )
+                    """,
+                    "CREATE INDEX reconcile_users_next_check ON reconcile_users (next_check_ms)",
+                    // When each payment was first seen unconsumed and ungranted: the start of its grace period.
+                    """
+                    CREATE TABLE reconcile_sightings (
+                        payment_seq TEXT PRIMARY KEY,
+                        user_id TEXT NOT NULL,
+                        first_seen_ms BIGINT NOT NULL
+                    )
+                    """,
+                    "CREATE INDEX reconcile_sightings_first_seen ON reconcile_sightings (first_seen_ms)",
+                ]),
         ]
     }
 
     static let grantColumns = """
         payment_seq, user_id, gamebase_product_id, purchase_token, product_seq, market_id, product_type, price, \
         currency, payment_id, is_test_purchase, purchase_time, payload, state, granted_at_ms, consumed_at_ms, \
-        consume_attempts, last_result_code, event_published_at_ms, source_topic, source_partition, source_offset
+        consume_attempts, last_result_code, event_published_at_ms, source_topic, source_partition, source_offset, origin
         """
     static let rejectionColumns = """
         payment_seq, user_id, token_hash, reason, result_code, result_message, detail, event_id, rejected_at_ms, \

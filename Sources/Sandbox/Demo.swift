@@ -46,6 +46,9 @@ public enum Demo {
             let configuration = {
                 var configuration = sandbox.workerConfiguration(groupID: "iap-worker-demo")
                 configuration.serverPort = options.port
+                // Seconds, not the production minutes, so the demo shows a paid-but-unreported purchase found.
+                configuration.reconcile = Reconciler.Configuration(
+                    interval: .seconds(2), grace: .seconds(3), lookback: .seconds(3_600), maxCallsPerSecond: 50)
                 return configuration
             }()
             return try await LedgerStores.withStore(url: configuration.ledgerURL, logger: logger) { ledger in
@@ -112,6 +115,15 @@ public enum Demo {
         }
         faults.faultRate = 0
         sandbox.simulator.state.faults = faults
+        // The paid-but-unreported purchase: a pass sees it, its grace passes, the next pass grants it.
+        let reconcileDeadline = ContinuousClock.now + .seconds(60)
+        while (parts.metrics.reconciledCounts["granted"] ?? 0) < 1 {
+            guard ContinuousClock.now < reconcileDeadline else {
+                let counts = parts.metrics.reconciledCounts
+                throw Failure(description: "the reconciler did not find the unreported purchase: \(counts)")
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
         // Consumes that failed after their grant are finished by the sweeper.
         var stats = try await ledger.stats()
         let sweepDeadline = ContinuousClock.now + .seconds(30)
@@ -125,7 +137,8 @@ public enum Demo {
             quiet: .seconds(1), logger: logger)
         return DemoReport(
             batch: batch, outcomes: parts.metrics.purchaseCounts, gamebaseCalls: parts.metrics.gamebaseCounts,
-            simulatorConsumes: sandbox.simulator.state.consumes, ledger: stats, records: records, elapsed: elapsed)
+            simulatorConsumes: sandbox.simulator.state.consumes, ledger: stats, records: records,
+            reconciled: parts.metrics.reconciledCounts, elapsed: elapsed)
     }
 
     static func keepRunningHelp(sandbox: Sandbox, port: Int) -> String {
@@ -137,6 +150,7 @@ public enum Demo {
           KAFKA_BOOTSTRAP_SERVERS=\(sandbox.cluster.bootstrapServers) GAMEBASE_BASE_URL=\(sandbox.simulatorURL) \\
             GAMEBASE_APP_ID=\(Sandbox.appID) GAMEBASE_SECRET_KEY=\(Sandbox.secretKey) LEDGER_URL=\(sandbox.ledgerURL) \\
             iap-worker reprocess --dry-run
+          (the same variables) iap-worker reconcile --dry-run --user \(DemoBatch.unreported.userId)
         """
     }
 }

@@ -47,6 +47,9 @@ public struct DemoBatch: Sendable {
         messages.append(("player-sub", Self.message("demo-subscription", user: "player-sub")))
         payments.append(Self.payment("demo-elsewhere", user: "player-else", consumed: true))
         messages.append(("player-else", Self.message("demo-elsewhere", user: "player-else")))
+        // Paid at Gamebase, never reported (the game lost its network after the payment): no message at all. Its
+        // player sent another purchase, so the reconciler lists that player's unconsumed payments and grants it.
+        payments.append(Self.payment(Self.unreported.paymentSeq, user: Self.unreported.userId))
         let malformed = [
             "this is not JSON", #"{"userId":42,"paymentSeq":"demo-x","purchaseToken":"t"}"#, #"["an","array"]"#,
             #"{"userId":"player-1","paymentSeq":"demo-1"}"#,
@@ -63,8 +66,11 @@ public struct DemoBatch: Sendable {
             Kind(label: "subscription", count: 1), Kind(label: "consumed elsewhere", count: 1),
             Kind(label: "malformed", count: malformed.count),
         ]
-        self.expectedGrants = purchases + 1
+        self.expectedGrants = purchases + 2
     }
+
+    /// The purchase paid at Gamebase whose message never came: the reconciler's to find.
+    public static let unreported = (paymentSeq: "demo-unreported", userId: "player-1")
 
     static func payment(
         _ seq: String, user: String, type: String = GamebaseProductType.consumable, consumed: Bool = false

@@ -15,10 +15,21 @@ public struct DemoReport: Sendable {
     public let ledger: LedgerStats
     /// Records read back from the item-granted, consume-failed and dead-letter topics.
     public let records: [KafkaMessage]
+    /// `iap_reconciled_total` by outcome.
+    public let reconciled: [String: Int]
     public let elapsed: Duration
 
     public var grantedEventIDs: Set<String> {
         Set(records.filter { $0.topic == "iap.item-granted" }.compactMap { Self.json($0)["id"] as? String })
+    }
+
+    /// The paymentSeqs whose item-granted event says `"source": "reconciliation"`.
+    public var reconciledPaymentSeqs: [String] {
+        records.filter { $0.topic == "iap.item-granted" }.compactMap { record -> String? in
+            guard let data = Self.json(record)["data"] as? [String: Any], data["source"] as? String == "reconciliation"
+            else { return nil }
+            return data["paymentSeq"] as? String
+        }.sorted()
     }
 
     public var consumeFailedReasons: [String: Int] {
@@ -56,6 +67,11 @@ public struct DemoReport: Sendable {
             lines.append(row("dead-lettered:  \(reason)", count))
         }
         lines.append("")
+        let found = reconciledPaymentSeqs
+        lines.append(
+            "Reconciliation: \(calls("consumable")) List Consumables calls found \(found.count) payment(s) paid but "
+                + "never reported (\(found.joined(separator: ", "))): granted through the same flow, its "
+                + "item-granted event with \"source\": \"reconciliation\".")
         let verify = calls("payment_transaction")
         let consume = calls("consume")
         let transient = gamebaseCalls.filter { $0.key.hasSuffix("/transient") }.values.reduce(0, +)

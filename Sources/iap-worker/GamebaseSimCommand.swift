@@ -12,8 +12,8 @@ struct GamebaseSimCommand: AsyncParsableCommand {
         discussion: """
             FILE is a JSON array of payments: each object holds the Get Payment Transaction result fields \
             (paymentSeq, userId and accessToken required) plus "consumed": true|false. More payments can be added \
-            while it runs with POST /admin/payments; GET /admin/counters shows calls per API and consumes per \
-            paymentSeq; POST /admin/faults changes fault injection.
+            while it runs with POST /admin/payments; GET /admin/counters shows calls per API, consumes per \
+            paymentSeq and List Consumables calls per userId; POST /admin/faults changes fault injection.
             """
     )
 
@@ -43,6 +43,10 @@ struct GamebaseSimCommand: AsyncParsableCommand {
         name: .customLong("token-result-code"),
         help: "TOKEN=CODE: Get Payment Transaction answers CODE for TOKEN on every call (a poison purchase); repeatable.")
     var tokenResultCodes: [String] = []
+    @Flag(
+        name: .customLong("list-non-consumables"),
+        help: "List Consumables lists unconsumed subscriptions (AUTO_RENEWABLE) too; unconfirmed for the real server.")
+    var listNonConsumables = false
 
     /// `--token-result-code` values, parsed.
     var parsedTokenResultCodes: [String: Int] {
@@ -84,7 +88,8 @@ struct GamebaseSimCommand: AsyncParsableCommand {
             faults: SimulatorFaults(
                 latencyMs: latencyMs, faultRate: faultRate, slowConsumeRate: slowConsumeRate,
                 slowConsumeDelayMs: slowConsumeDelayMs, unknownFieldRate: unknownFieldRate,
-                unknownTokenResultCode: unknownTokenCode, tokenResultCodes: try parsedTokenResultCodes))
+                unknownTokenResultCode: unknownTokenCode, tokenResultCodes: try parsedTokenResultCodes,
+                listNonConsumables: listNonConsumables))
         let simulator = GamebaseSimulator(
             configuration: .init(host: host, port: port, appID: appID, secretKey: secretKey), state: state, logger: logger)
         let announcer = Announcer(simulator: simulator, payments: payments.count)

@@ -50,6 +50,9 @@ struct LedgerCommand: AsyncParsableCommand {
                     print("    consume attempts \(grant.consumeAttempts), last result code \(grant.lastResultCode.map(String.init) ?? "-")")
                     print("    event published \(grant.eventPublishedAt.map(Self.time) ?? "not yet")")
                     if let source = grant.source { print("    from \(source.topic)[\(source.partition)]@\(source.offset)") }
+                    if grant.origin == .reconciliation {
+                        print("    found by reconciliation (List Consumables): no message reported it")
+                    }
                 } else {
                     print("  grant: none")
                 }

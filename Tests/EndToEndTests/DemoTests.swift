@@ -18,5 +18,10 @@ struct DemoTests {
         // The forged token is rejected, or — when a rebalance redelivers it after the owner's grant — a duplicate.
         #expect((reasons["invalid_purchase"] ?? 0) + (report.outcomes["duplicate"] ?? 0) == 1 + 3)
         #expect(report.rendered.contains("Every valid purchase was granted once"))
+        // The purchase paid and never reported is found by the reconciler and granted once, and says so.
+        #expect(report.reconciled["granted"] == 1)
+        #expect(report.reconciledPaymentSeqs == [DemoBatch.unreported.paymentSeq])
+        #expect(report.simulatorConsumes[DemoBatch.unreported.paymentSeq] == 1)
+        #expect(report.rendered.contains("found 1 payment(s) paid but never reported (demo-unreported)"))
     }
 }

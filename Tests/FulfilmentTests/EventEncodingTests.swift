@@ -61,7 +61,9 @@ struct EventEncodingTests {
         let payload = factory.itemGranted(grant).payload
         let object = try #require(try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
         let data = try #require(object["data"] as? [String: Any])
-        #expect(Set(data.keys) == ["userId", "paymentSeq", "gamebaseProductId", "isTestPurchase", "grantedAt"])
+        #expect(
+            Set(data.keys) == ["userId", "paymentSeq", "gamebaseProductId", "isTestPurchase", "grantedAt", "source"])
+        #expect(data["source"] as? String == "message", "always written: a grant is from a message unless said")
         #expect(!String(decoding: payload, as: UTF8.self).contains("null"))
         #expect(try matchesCodableForm(payload, ItemGrantedData.self))
     }

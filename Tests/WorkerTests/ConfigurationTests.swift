@@ -28,6 +28,28 @@ import Worker
         #expect(configuration.logFormat == .json)
         #expect(configuration.gamebaseSecretKey.revealed == "s3cr3t-value")
         #expect(configuration.consumerConfiguration.kafka["session.timeout.ms"] == "6000")
+        #expect(
+            configuration.reconcile
+                == Reconciler.Configuration(
+                    interval: .seconds(600), grace: .seconds(600), lookback: .seconds(72 * 3_600),
+                    maxCallsPerSecond: 20))
+        #expect(configuration.reconcile.isEnabled)
+    }
+
+    @Test func reconciliationIsConfiguredAndTurnedOffByItsKeys() async throws {
+        let configuration = try await WorkerConfiguration.load(
+            configFile: try Self.file(Self.minimal + "\nreconcile:\n  interval_ms: 5000\n  grace_ms: 0\n"),
+            environment: ["RECONCILE_LOOKBACK_HOURS": "24", "RECONCILE_MAX_CALLS_PER_SECOND": "5"])
+        #expect(
+            configuration.reconcile
+                == Reconciler.Configuration(
+                    interval: .seconds(5), grace: .zero, lookback: .seconds(24 * 3_600), maxCallsPerSecond: 5))
+        let displayed = Dictionary(uniqueKeysWithValues: configuration.displayed.map { ($0.key, $0.value) })
+        #expect(displayed["reconcile.interval_ms"] == "5000")
+        #expect(displayed["reconcile.lookback_hours"] == "24")
+        let off = try await WorkerConfiguration.load(
+            configFile: try Self.file(Self.minimal), environment: ["RECONCILE_INTERVAL_MS": "0"])
+        #expect(!off.reconcile.isEnabled)
     }
 
     @Test func environmentOverridesTheFile() async throws {
@@ -68,6 +90,11 @@ import Worker
         ("gamebase:\n  base_url: ftp://x", "gamebase.base_url"),
         ("gamebase:\n  base_url: https://", "gamebase.base_url"),
         ("worker:\n  retry:\n    initial_backoff_ms: 900\n    max_backoff_ms: 100", "worker.retry.max_backoff_ms"),
+        ("reconcile:\n  interval_ms: 10", "reconcile.interval_ms"),
+        ("reconcile:\n  interval_ms: -1", "reconcile.interval_ms"),
+        ("reconcile:\n  grace_ms: soon", "reconcile.grace_ms"),
+        ("reconcile:\n  lookback_hours: 0", "reconcile.lookback_hours"),
+        ("reconcile:\n  max_calls_per_second: 0", "reconcile.max_calls_per_second"),
     ])
     func anInvalidValueFailsNamingTheKey(yaml: String, key: String) async throws {
         var text = Self.minimal + "\n" + yaml

@@ -51,6 +51,8 @@ public struct ItemGrantedData: Codable, Sendable, Hashable, EventData {
     public var payload: String?
     public var isTestPurchase: Bool
     public var grantedAt: String
+    /// `message`, or `reconciliation` when the reconciler found the payment through List Consumables.
+    public var source: String
 }
 
 /// `data` of a consume-failed event.
@@ -80,6 +82,7 @@ extension ItemGrantedData {
         object.string("payload", payload)
         object.bool("isTestPurchase", isTestPurchase)
         object.string("grantedAt", grantedAt)
+        object.string("source", source)
     }
 }
 

@@ -30,7 +30,7 @@ public struct EventFactory: Sendable {
             productSeq: grant.productSeq, marketId: grant.marketId, productType: grant.productType,
             price: grant.price.flatMap { Decimal(string: $0) }, currency: grant.currency, paymentId: grant.paymentId,
             purchaseTime: grant.purchaseTime, payload: grant.payload, isTestPurchase: grant.isTestPurchase,
-            grantedAt: RFC3339.string(grant.grantedAt))
+            grantedAt: RFC3339.string(grant.grantedAt), source: grant.origin.rawValue)
         let event = CloudEvent(
             id: id, source: source, type: Self.itemGrantedType, subject: grant.paymentSeq,
             time: RFC3339.string(grant.grantedAt), data: data)

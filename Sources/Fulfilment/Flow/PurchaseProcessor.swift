@@ -128,7 +128,8 @@ public struct PurchaseProcessor: Sendable {
             purchaseToken: message.purchaseToken, productSeq: transaction.productSeq, marketId: transaction.marketId,
             productType: transaction.productType, price: transaction.price.map { "\($0)" }, currency: transaction.currency,
             paymentId: transaction.paymentId, isTestPurchase: transaction.isTestPurchase ?? false,
-            purchaseTime: transaction.purchaseTime, payload: transaction.payload, grantedAt: now(), source: input.source)
+            purchaseTime: transaction.purchaseTime, payload: transaction.payload, grantedAt: now(),
+            source: input.recordedSource, origin: input.origin)
         let event = configuration.events.itemGranted(grant)
         switch try await ledger.insertGrant(grant, event: event) {
         case .alreadyGranted(let existing):
@@ -256,6 +257,8 @@ public struct PurchaseProcessor: Sendable {
         error: GamebaseError? = nil, attempts: Int
     ) async throws -> PurchaseOutcome {
         let date = now()
+        // No message asked for this one: say so to whoever reads the event.
+        let detail = input.origin == .reconciliation ? "\(detail) (found by reconciliation)" : detail
         let eventID = EventFactory.rejectionID(message)
         let event = configuration.events.consumeFailed(
             id: eventID, userId: message.userId, paymentSeq: message.paymentSeq, reason: reason,
@@ -264,7 +267,7 @@ public struct PurchaseProcessor: Sendable {
         let rejection = RejectionRecord(
             key: RejectionKey(paymentSeq: message.paymentSeq, userId: message.userId, tokenHash: message.tokenHash),
             reason: reason.rawValue, resultCode: error?.resultCode?.rawValue, resultMessage: error?.resultMessage,
-            detail: detail, eventID: eventID, rejectedAt: date, source: input.source)
+            detail: detail, eventID: eventID, rejectedAt: date, source: input.recordedSource)
         if try await ledger.insertRejection(rejection, event: event) {
             try await publish(event)
         } else if let stored = try await ledger.event(id: eventID), stored.publishedAt == nil {

@@ -43,14 +43,18 @@ public struct GrantRecord: Sendable, Hashable {
     public var consumeAttempts: Int
     public var lastResultCode: Int?
     public var eventPublishedAt: Date?
+    /// The message it was granted for; `nil` for a payment found by reconciliation.
     public var source: MessageSource?
+    /// How the payment was found (`data.source` of its item-granted event).
+    public var origin: PurchaseOrigin
 
     public init(
         paymentSeq: String, userId: String, gamebaseProductId: String, purchaseToken: String, productSeq: Int64? = nil,
         marketId: String? = nil, productType: String? = nil, price: String? = nil, currency: String? = nil,
         paymentId: String? = nil, isTestPurchase: Bool = false, purchaseTime: String? = nil, payload: String? = nil,
         state: GrantState = .granted, grantedAt: Date, consumedAt: Date? = nil, consumeAttempts: Int = 0,
-        lastResultCode: Int? = nil, eventPublishedAt: Date? = nil, source: MessageSource? = nil
+        lastResultCode: Int? = nil, eventPublishedAt: Date? = nil, source: MessageSource? = nil,
+        origin: PurchaseOrigin = .message
     ) {
         self.paymentSeq = paymentSeq
         self.userId = userId
@@ -72,6 +76,7 @@ public struct GrantRecord: Sendable, Hashable {
         self.lastResultCode = lastResultCode
         self.eventPublishedAt = eventPublishedAt
         self.source = source
+        self.origin = origin
     }
 }
 

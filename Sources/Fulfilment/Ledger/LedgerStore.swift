@@ -1,10 +1,11 @@
 import Foundation
 
 /// The ledger the consume flow keeps: grants (one per paymentSeq), rejections (one per judged message) and the
-/// outbox of events. Every state change is a guarded write, so concurrent workers can never both grant.
+/// outbox of events (and, through ``ReconciliationLedger``, what the reconciler keeps). Every state change is a
+/// guarded write, so concurrent workers can never both grant.
 ///
 /// Every method throws ``LedgerError``.
-public protocol LedgerStore: Sendable {
+public protocol LedgerStore: ReconciliationLedger {
     /// Runs the named migrations that have not run yet.
     func migrate() async throws
 

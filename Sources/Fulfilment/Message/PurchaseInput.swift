@@ -13,10 +13,13 @@ public struct PurchaseInput: Sendable, Hashable {
     /// dead-letter topic (by `reprocess`). On a purchase record they are whatever its producer wrote: kept as they
     /// are, never believed.
     public var provenanceTrusted: Bool
+    /// `.reconciliation` for a payment the reconciler found through List Consumables: no message exists, so
+    /// `source` names no record and is not stored with the grant.
+    public var origin: PurchaseOrigin
 
     public init(
         key: [UInt8]?, value: [UInt8], headers: [RecordHeader] = [], source: MessageSource,
-        timestampMilliseconds: Int64?, provenanceTrusted: Bool = false
+        timestampMilliseconds: Int64?, provenanceTrusted: Bool = false, origin: PurchaseOrigin = .message
     ) {
         self.key = key
         self.value = value
@@ -24,16 +27,22 @@ public struct PurchaseInput: Sendable, Hashable {
         self.source = source
         self.timestampMilliseconds = timestampMilliseconds
         self.provenanceTrusted = provenanceTrusted
+        self.origin = origin
     }
 
     public init(
         key: [UInt8]?, value: [UInt8], headers: [RecordHeader] = [], source: MessageSource, timestamp: Date? = nil,
-        provenanceTrusted: Bool = false
+        provenanceTrusted: Bool = false, origin: PurchaseOrigin = .message
     ) {
         self.init(
             key: key, value: value, headers: headers, source: source,
-            timestampMilliseconds: timestamp.map(\.clampedEpochMilliseconds), provenanceTrusted: provenanceTrusted)
+            timestampMilliseconds: timestamp.map(\.clampedEpochMilliseconds), provenanceTrusted: provenanceTrusted,
+            origin: origin)
     }
+
+    /// Where the grant or rejection of this input came from, as the ledger keeps it: the record read, or nothing
+    /// for a payment found by reconciliation.
+    public var recordedSource: MessageSource? { origin == .message ? source : nil }
 
     /// The record's timestamp as a date (milliseconds beyond what a date holds are clamped).
     public var timestamp: Date? {

@@ -65,6 +65,7 @@ extension PostgresLedgerStore {
             object.string("source_topic", g.source?.topic)
             object.integer("source_partition", g.source?.partition)
             object.integer("source_offset", g.source?.offset)
+            object.string("origin", g.origin.rawValue)
             Self.writeEvent(e, to: &object)
         }
         return try await wrap {
@@ -76,7 +77,7 @@ extension PostgresLedgerStore {
                         market_id text, product_type text, price text, currency text, payment_id text, is_test_purchase boolean,
                         purchase_time text, payload text, state text, granted_at_ms bigint, consumed_at_ms bigint,
                         consume_attempts integer, last_result_code integer, event_published_at_ms bigint, source_topic text,
-                        source_partition integer, source_offset bigint, \(unescaped: Self.eventColumns))
+                        source_partition integer, source_offset bigint, origin text, \(unescaped: Self.eventColumns))
                 ),
                 granted AS (
                     INSERT INTO grants (\(unescaped: LedgerSchema.grantColumns))

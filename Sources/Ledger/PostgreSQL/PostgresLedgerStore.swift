@@ -103,7 +103,8 @@ public final class PostgresLedgerStore: LedgerStore, Service {
                         \(g.marketId), \(g.productType), \(g.price), \(g.currency), \(g.paymentId), \(g.isTestPurchase),
                         \(g.purchaseTime), \(g.payload), \(g.state.rawValue), \(g.grantedAt.epochMilliseconds),
                         \(g.consumedAt?.epochMilliseconds), \(Int32(g.consumeAttempts)), \(g.lastResultCode.map(Int32.init)),
-                        \(g.eventPublishedAt?.epochMilliseconds), \(g.source?.topic), \(g.source?.partition), \(g.source?.offset))
+                        \(g.eventPublishedAt?.epochMilliseconds), \(g.source?.topic), \(g.source?.partition),
+                        \(g.source?.offset), \(g.origin.rawValue))
                     ON CONFLICT (payment_seq) DO NOTHING RETURNING payment_seq
                 )
                 INSERT INTO outbox (\(unescaped: LedgerSchema.outboxColumns))
@@ -367,7 +368,8 @@ public final class PostgresLedgerStore: LedgerStore, Service {
             consumeAttempts: Int(try r["consume_attempts"].decode(Int32.self)),
             lastResultCode: try r["last_result_code"].decode(Int32?.self).map(Int.init),
             eventPublishedAt: try r["event_published_at_ms"].decode(Int64?.self).map(Date.init(epochMilliseconds:)),
-            source: try source(r))
+            source: try source(r),
+            origin: try r["origin"].decode(String?.self).flatMap(PurchaseOrigin.init(rawValue:)) ?? .message)
     }
 
     static func rejection(from row: PostgresRow) throws -> RejectionRecord {

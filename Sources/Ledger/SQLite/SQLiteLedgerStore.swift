@@ -53,7 +53,7 @@ public final class SQLiteLedgerStore: LedgerStore {
     static func insertGrant(_ grant: GrantRecord, _ event: OutboxEvent, _ db: Database) throws -> GrantInsertResult {
         try db.cachedStatement(
             sql: """
-                INSERT INTO grants (\(LedgerSchema.grantColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO grants (\(LedgerSchema.grantColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (payment_seq) DO NOTHING
                 """
         ).execute(arguments: StatementArguments(Self.values(of: grant)))
@@ -282,7 +282,7 @@ public final class SQLiteLedgerStore: LedgerStore {
             grant.productType, grant.price, grant.currency, grant.paymentId, grant.isTestPurchase, grant.purchaseTime,
             grant.payload, grant.state.rawValue, grant.grantedAt.epochMilliseconds, grant.consumedAt?.epochMilliseconds,
             grant.consumeAttempts, grant.lastResultCode, grant.eventPublishedAt?.epochMilliseconds, grant.source?.topic,
-            grant.source.map { Int64($0.partition) }, grant.source?.offset,
+            grant.source.map { Int64($0.partition) }, grant.source?.offset, grant.origin.rawValue,
         ]
     }
 
@@ -312,7 +312,7 @@ public final class SQLiteLedgerStore: LedgerStore {
             consumedAt: (row["consumed_at_ms"] as Int64?).map(Date.init(epochMilliseconds:)),
             consumeAttempts: row["consume_attempts"], lastResultCode: row["last_result_code"],
             eventPublishedAt: (row["event_published_at_ms"] as Int64?).map(Date.init(epochMilliseconds:)),
-            source: source(row))
+            source: source(row), origin: (row["origin"] as String?).flatMap(PurchaseOrigin.init(rawValue:)) ?? .message)
     }
 
     static func rejection(from row: Row) -> RejectionRecord {

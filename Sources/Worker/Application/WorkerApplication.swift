@@ -16,6 +16,7 @@ public enum WorkerApplication {
         public let engine: PurchaseEngine
         public let processor: PurchaseProcessor
         public let sweeper: Sweeper
+        public let reconciler: Reconciler
         public let admin: AdminServer
         public let metrics: WorkerMetrics
         public let health: WorkerHealth
@@ -120,6 +121,13 @@ public enum WorkerApplication {
         let sweeper = Sweeper(
             processor: processor, interval: configuration.sweepInterval, grace: configuration.sweepGrace, metrics: metrics,
             gamebaseMonitor: gamebaseMonitor, ledgerMonitor: ledgerMonitor, logger: logger)
+        let reconciler = Reconciler(
+            pass: ReconcilePass(
+                processor: processor, configuration: configuration.reconcile,
+                health: WorkerReconcileHealth(
+                    gamebaseMonitor: gamebaseMonitor, ledgerMonitor: ledgerMonitor, intake: intake),
+                metrics: metrics, logger: logger),
+            metrics: metrics, logger: logger)
         let admin = AdminServer(host: adminHost, port: configuration.serverPort, metrics: metrics, health: health, logger: logger)
 
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
@@ -129,6 +137,7 @@ public enum WorkerApplication {
         services.append(.init(service: OnShutdown { await producer.close() }))
         services.append(.init(service: admin))
         services.append(.init(service: sweeper))
+        if configuration.reconcile.isEnabled { services.append(.init(service: reconciler)) }
         services.append(.init(service: engine))
         let group = ServiceGroup(
             configuration: .init(
@@ -137,8 +146,8 @@ public enum WorkerApplication {
         return (
             group,
             Parts(
-                engine: engine, processor: processor, sweeper: sweeper, admin: admin, metrics: metrics, health: health,
-                consumer: consumer, producer: producer)
+                engine: engine, processor: processor, sweeper: sweeper, reconciler: reconciler, admin: admin,
+                metrics: metrics, health: health, consumer: consumer, producer: producer)
         )
     }
 }

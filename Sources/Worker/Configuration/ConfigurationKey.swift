@@ -58,6 +58,19 @@ public struct ConfigurationKey: Sendable, Hashable {
         ConfigurationKey("worker.retry.max_backoff_ms", default: "5000", "Longest retry wait"),
         ConfigurationKey("worker.reject_test_purchases", default: "false", "Reject store test purchases (reason test_purchase)"),
         ConfigurationKey("worker.shutdown_timeout_ms", default: "30000", "How long SIGTERM waits for in-flight purchases"),
+        ConfigurationKey(
+            "reconcile.interval_ms", default: "600000",
+            "Between reconciliation passes through Gamebase's List Consumables (0 turns reconciliation off)"),
+        ConfigurationKey(
+            "reconcile.grace_ms", default: "600000",
+            "How long a payment stays unconsumed and ungranted, from the pass that first saw it, before it is taken"),
+        ConfigurationKey(
+            "reconcile.lookback_hours", default: "72",
+            "Users with a grant (or a confirmed rejection) this recent are reconciled"),
+        ConfigurationKey(
+            "reconcile.max_calls_per_second", default: "20",
+            "Gamebase calls a second by one instance's reconciler at most (List Consumables, Get Payment Transaction, "
+                + "Consume)"),
         ConfigurationKey("server.port", default: "8080", "HTTP port of /metrics, /healthz and /readyz"),
         ConfigurationKey("log.level", default: "info", "trace, debug, info, notice, warning, error or critical"),
         ConfigurationKey("log.format", default: "json", "json or text"),

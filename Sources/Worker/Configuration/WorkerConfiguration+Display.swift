@@ -31,7 +31,12 @@ extension WorkerConfiguration {
             ("worker.retry.initial_backoff_ms", String(Self.milliseconds(retry.initialBackoff))),
             ("worker.retry.max_backoff_ms", String(Self.milliseconds(retry.maxBackoff))),
             ("worker.reject_test_purchases", String(rejectTestPurchases)),
-            ("worker.shutdown_timeout_ms", String(shutdownTimeoutMilliseconds)), ("server.port", String(serverPort)),
+            ("worker.shutdown_timeout_ms", String(shutdownTimeoutMilliseconds)),
+            ("reconcile.interval_ms", String(Self.milliseconds(reconcile.interval))),
+            ("reconcile.grace_ms", String(Self.milliseconds(reconcile.grace))),
+            ("reconcile.lookback_hours", String(Self.milliseconds(reconcile.lookback) / 3_600_000)),
+            ("reconcile.max_calls_per_second", String(reconcile.maxCallsPerSecond)),
+            ("server.port", String(serverPort)),
             ("log.level", logLevel.rawValue), ("log.format", logFormat.rawValue),
         ]
         return rows

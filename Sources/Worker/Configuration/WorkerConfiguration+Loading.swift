@@ -88,6 +88,7 @@ extension WorkerConfiguration {
         retry = RetryPolicy(maxAttempts: attempts, initialBackoff: .milliseconds(initial), maxBackoff: .milliseconds(maximum))
         rejectTestPurchases = try values.bool("worker.reject_test_purchases", default: false)
         shutdownTimeoutMilliseconds = try values.int("worker.shutdown_timeout_ms", default: shutdownTimeoutMilliseconds, in: 0...3_600_000)
+        reconcile = try Self.reconcile(values)
 
         serverPort = try values.int("server.port", default: serverPort, in: 0...65_535)
         let level = try values.string("log.level", default: "info")
@@ -100,6 +101,20 @@ extension WorkerConfiguration {
             throw ConfigurationError(key: "log.format", problem: "must be json or text")
         }
         logFormat = parsedFormat
+    }
+
+    /// `reconcile.*`.
+    static func reconcile(_ values: ConfigValues) throws -> Reconciler.Configuration {
+        let interval = try values.int("reconcile.interval_ms", default: 600_000, in: 0...86_400_000)
+        if interval > 0, interval < 1_000 {
+            throw ConfigurationError(key: "reconcile.interval_ms", problem: "must be 0 (off) or at least 1000")
+        }
+        let grace = try values.int("reconcile.grace_ms", default: 600_000, in: 0...604_800_000)
+        let lookback = try values.int("reconcile.lookback_hours", default: 72, in: 1...8_760)
+        let rate = try values.int("reconcile.max_calls_per_second", default: 20, in: 1...10_000)
+        return Reconciler.Configuration(
+            interval: .milliseconds(interval), grace: .milliseconds(grace), lookback: .seconds(lookback * 3_600),
+            maxCallsPerSecond: rate)
     }
 
     /// `kafka.librdkafka` of a YAML file, flattened to librdkafka property names.

@@ -42,6 +42,8 @@ public struct WorkerConfiguration: Sendable {
     public var retry = RetryPolicy(maxAttempts: 4, initialBackoff: .milliseconds(200), maxBackoff: .milliseconds(5_000))
     public var rejectTestPurchases = false
     public var shutdownTimeoutMilliseconds = 30_000
+    /// `reconcile.*`.
+    public var reconcile = Reconciler.Configuration()
 
     public var serverPort = 8080
     public var logLevel = Logger.Level.info

@@ -16,7 +16,7 @@ public struct DeadlineLedgerStore: LedgerStore {
         self.watchdog = DeadlineWatchdog()
     }
 
-    private func bounded<T: Sendable>(_ what: String, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+    func bounded<T: Sendable>(_ what: String, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
         do {
             return try await watchdog.run(limit, what, operation)
         } catch let exceeded as DeadlineExceeded {

@@ -23,6 +23,9 @@ public final class WorkerMetrics: Sendable {
         public static let ready = "iap_ready"
         public static let pollAge = "iap_poll_age_seconds"
         public static let buildInfo = "iap_build_info"
+        public static let reconciled = "iap_reconciled_total"
+        public static let reconcileDuration = "iap_reconcile_duration_seconds"
+        public static let reconcileOverruns = "iap_reconcile_overruns_total"
     }
 
     /// The version `iap_build_info` reports.
@@ -54,6 +57,21 @@ public final class WorkerMetrics: Sendable {
     private let reasonCounters = Mutex<[String: Counter]>([:])
     /// Partitions whose lag is reported: the assigned ones (a revoked partition's gauge is removed).
     private let lagPartitions = Mutex<Set<String>>([])
+    private let reconciledCounters: [String: Counter]
+    private let reconciledTallies = Mutex<[String: Int]>([:])
+    private let reconcileDuration: DurationHistogram
+    /// Reconciliation passes that could not check every due user within `reconcile.interval_ms`.
+    private let reconcileOverruns: Counter
+
+    /// Outcomes of `iap_reconciled_total`.
+    public static let reconcileOutcomes = [
+        "granted", "already_granted", "already_rejected", "rejected", "skipped_grace", "failed",
+    ]
+
+    static let passBuckets: [Duration] = [
+        .milliseconds(100), .milliseconds(500), .seconds(1), .seconds(5), .seconds(15), .seconds(30), .seconds(60),
+        .seconds(120), .seconds(300), .seconds(600), .seconds(1_200), .seconds(3_600),
+    ]
 
     static let latencyBuckets: [Duration] = [
         .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
@@ -86,6 +104,41 @@ public final class WorkerMetrics: Sendable {
         registry.makeGauge(
             descriptor: Self.describe(Name.buildInfo, "Always 1; the version in a label"), labels: [("version", Self.version)]
         ).set(to: 1)
+        var reconciled: [String: Counter] = [:]
+        for outcome in Self.reconcileOutcomes {
+            reconciled[outcome] = registry.makeCounter(
+                descriptor: Self.describe(
+                    Name.reconciled, "Payments listed unconsumed at Gamebase by the reconciler, by outcome"),
+                labels: [("outcome", outcome)])
+        }
+        reconciledCounters = reconciled
+        reconcileDuration = registry.makeDurationHistogram(
+            descriptor: Self.describe(Name.reconcileDuration, "Duration of one reconciliation pass"),
+            buckets: Self.passBuckets)
+        reconcileOverruns = registry.makeCounter(
+            descriptor: Self.describe(
+                Name.reconcileOverruns,
+                "Reconciliation passes that could not check every due user within the interval"))
+    }
+
+    /// Counts payments a reconciliation pass handled (`iap_reconciled_total{outcome}`).
+    public func countReconciled(_ outcome: String, by count: Int = 1) {
+        guard count > 0, let counter = reconciledCounters[outcome] else { return }
+        counter.increment(by: Int64(count))
+        reconciledTallies.withLock { $0[outcome, default: 0] += count }
+    }
+
+    /// Payments counted by reconciliation passes so far, by outcome.
+    public var reconciledCounts: [String: Int] { reconciledTallies.withLock { $0 } }
+
+    /// A reconciliation pass ended before checking every due user (`iap_reconcile_overruns_total`).
+    public func countReconcileOverrun() {
+        reconcileOverruns.increment()
+    }
+
+    /// One reconciliation pass's duration.
+    public func recordReconcilePass(_ duration: Duration) {
+        reconcileDuration.record(max(.zero, duration))
     }
 
     /// Counts a rejection (`iap_rejections_total{reason}`) or a dead letter (`iap_dead_letters_total{reason}`).

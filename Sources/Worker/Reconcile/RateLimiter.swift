@@ -1,0 +1,17 @@
+import Synchronization
+
+/// Paces calls: ``acquire()`` returns when the caller may make its call, never more than the bucket's rate.
+final class RateLimiter: Sendable {
+    private let bucket: Mutex<TokenBucket>
+
+    /// - Parameter perSecond: calls a second at most, evenly spaced (a burst of one).
+    init(perSecond: Double) {
+        bucket = Mutex(TokenBucket(rate: perSecond, capacity: 1, now: .now))
+    }
+
+    /// Waits for a token. Throws `CancellationError` when cancelled while waiting (the token is spent).
+    func acquire() async throws {
+        let wait = bucket.withLock { $0.reserve(now: .now) }
+        if wait > .zero { try await Task.sleep(for: wait) }
+    }
+}

@@ -1,0 +1,356 @@
+import Foundation
+import Fulfilment
+import Gamebase
+import Logging
+
+/// One reconciliation pass: lists the unconsumed payments of the users the ledger saw recently (Gamebase's List
+/// Consumables) and runs each one the ledger has neither granted nor rejected, once it is past its grace period,
+/// through the same flow as a purchase message (``PurchaseProcessor/process(_:parsed:gate:)``), as
+/// `(userId, paymentSeq, purchaseToken = accessToken)`. Nothing here grants: the flow does, with every check, the
+/// unique paymentSeq and the outbox.
+///
+/// Every Gamebase call of the pass (List Consumables, and the flow's Get Payment Transaction and Consume) first
+/// takes a token from `limiter` and checks that Gamebase may be called.
+public struct ReconcilePass: Sendable {
+    public struct Options: Sendable {
+        /// The users to check; `nil`: the users of the lookback window (``ReconciliationLedger``).
+        public var users: [String]?
+        /// Look and report; grant, record and claim nothing.
+        public var dryRun: Bool
+        /// Claim each user before checking it, so instances sharing the ledger check a user once per interval,
+        /// and take only users that are due. The daemon claims; the command checks whom it is told.
+        public var claim: Bool
+        /// When the pass must end (the next pass's start): users not reached by then are left for it.
+        public var deadline: ContinuousClock.Instant?
+
+        public init(
+            users: [String]? = nil, dryRun: Bool = false, claim: Bool = false, deadline: ContinuousClock.Instant? = nil
+        ) {
+            self.users = users
+            self.dryRun = dryRun
+            self.claim = claim
+            self.deadline = deadline
+        }
+    }
+
+    let processor: PurchaseProcessor
+    let configuration: Reconciler.Configuration
+    let limiter: RateLimiter
+    let health: any ReconcileHealth
+    let metrics: WorkerMetrics
+    let logger: Logger
+
+    public init(
+        processor: PurchaseProcessor, configuration: Reconciler.Configuration, health: any ReconcileHealth,
+        metrics: WorkerMetrics, logger: Logger
+    ) {
+        self.processor = processor
+        self.configuration = configuration
+        self.limiter = RateLimiter(perSecond: Double(configuration.maxCallsPerSecond))
+        self.health = health
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// Users claimed at once: about a second of calls, so a claimed user is listed soon after its claim.
+    var claimBatch: Int { max(1, min(configuration.maxCallsPerSecond, 100)) }
+
+    /// Why a pass stops before its end.
+    struct Interrupted: Error {
+        var reason: String
+        var configurationRejected = false
+    }
+
+    /// Runs the pass. It never throws: what failed is in the report (and told to `health`).
+    public func run(_ options: Options) async -> Report {
+        let started = ContinuousClock.now
+        var report = Report()
+        do {
+            try await run(options, into: &report)
+        } catch let interrupted as Interrupted {
+            report.stoppedEarly = interrupted.reason
+            report.configurationRejected = interrupted.configurationRejected
+        } catch is CancellationError {
+            report.stoppedEarly = "cancelled"
+        } catch {
+            // The ledger, or Kafka publishing an event of the flow.
+            report.stoppedEarly = "a ledger or Kafka call failed: \(error)"
+            await health.ledgerFailed(error)
+        }
+        report.duration = ContinuousClock.now - started
+        if !options.dryRun {
+            for outcome in Outcome.counted {
+                if let count = report.outcomes[outcome] { metrics.countReconciled(outcome.rawValue, by: count) }
+            }
+            metrics.recordReconcilePass(report.duration)
+        }
+        return report
+    }
+
+    private func run(_ options: Options, into report: inout Report) async throws {
+        let now = Date()
+        guard health.ledgerAvailable else { throw Interrupted(reason: "the ledger is unavailable") }
+        guard health.allowsGamebaseCalls else {
+            throw Interrupted(reason: "Gamebase calls are held (circuit open or stopped)")
+        }
+        if options.claim, !options.dryRun {
+            try await processor.ledger.pruneReconciliation(
+                before: now.addingTimeInterval(-configuration.lookback.seconds))
+        }
+        let users: [String]
+        if let given = options.users {
+            users = given
+        } else {
+            users = try await processor.ledger.reconciliationUsers(
+                activeSince: now.addingTimeInterval(-configuration.lookback.seconds), dueAt: options.claim ? now : nil,
+                limit: options.claim ? maxUsersPerPass : Int.max)
+        }
+        var index = 0
+        while index < users.count {
+            let batch = Array(users[index..<min(index + claimBatch, users.count)])
+            if let deadline = options.deadline, ContinuousClock.now >= deadline {
+                // Left: the users still unclaimed since this pass started (other instances may have taken the rest
+                // of this pass's list), whom the next pass takes first.
+                report.usersLeft =
+                    options.claim
+                    ? try await processor.ledger.reconciliationUsers(
+                        activeSince: now.addingTimeInterval(-configuration.lookback.seconds), dueAt: now,
+                        limit: maxUsersPerPass
+                    ).count : users.count - index
+                guard report.usersLeft > 0 else { return }
+                throw Interrupted(reason: "the interval ended before every due user was checked")
+            }
+            guard health.ledgerAvailable else { throw Interrupted(reason: "the ledger is unavailable") }
+            guard health.allowsGamebaseCalls else {
+                throw Interrupted(reason: "Gamebase calls are held (circuit open or stopped)")
+            }
+            let claimed =
+                options.claim && !options.dryRun
+                ? try await processor.ledger.claimReconciliationUsers(
+                    batch, now: Date(), nextCheck: nextCheck(passStart: now))
+                : batch
+            let claimedSet = Set(claimed)
+            for user in batch where claimedSet.contains(user) {
+                try await check(user, sightedAt: now, options: options, report: &report)
+                report.usersChecked += 1
+            }
+            index += batch.count
+        }
+    }
+
+    /// When a user claimed by the pass that started at `passStart` is due again: at the next pass's start, one
+    /// interval later (less a hundredth of it, at most a second, so clock jitter never makes it miss that pass).
+    /// Due users are read when a pass starts, so this puts every user in every pass, and no pass of any instance
+    /// takes it again before then. The grace is measured from the same instant (a payment counts as first seen when
+    /// its pass started), so with `grace_ms` ≤ `interval_ms` the pass after the one that first saw a payment takes
+    /// it.
+    func nextCheck(passStart: Date) -> Date {
+        let interval = configuration.interval.seconds
+        return passStart.addingTimeInterval(interval - min(interval / 100, 1))
+    }
+
+    /// Users a daemon pass reads at most: what its rate allows in one interval (each user costs a call at least).
+    var maxUsersPerPass: Int {
+        let perInterval = configuration.interval.seconds * Double(configuration.maxCallsPerSecond)
+        return Int(min(max(perInterval, 100), 10_000_000))
+    }
+
+    /// Waits for a token and checks that Gamebase may still be called; before every call of the pass.
+    func gate() async throws {
+        try await limiter.acquire()
+        guard health.allowsGamebaseCalls else {
+            throw Interrupted(reason: "Gamebase calls are held (circuit open or stopped)")
+        }
+    }
+
+    private func check(_ user: String, sightedAt: Date, options: Options, report: inout Report) async throws {
+        let listed: [ConsumableItem]
+        do {
+            let transactionID = GamebaseTransactionID()
+            listed = try await processor.configuration.verifyRetry.run { _ in
+                try await gate()
+                return try await processor.gamebase.listConsumables(
+                    userId: user, marketIds: nil, transactionID: transactionID)
+            }
+        } catch let error as GamebaseError {
+            try Task.checkCancellation()
+            report.record(
+                Finding(
+                    userId: user, paymentSeq: nil, outcome: .failed, detail: "List Consumables failed: \(error.message)"
+                ))
+            try await judge(error)
+            return
+        }
+        // What the ledger knows decides first: granted or rejected payments never reach the grace table.
+        var undecided: [(item: ConsumableItem, message: PurchaseMessage)] = []
+        for item in listed.sorted(by: { $0.paymentSeq < $1.paymentSeq }) {
+            guard let token = item.accessToken, !token.isEmpty, !item.paymentSeq.isEmpty else {
+                report.record(
+                    Finding(
+                        userId: user, paymentSeq: item.paymentSeq, outcome: .failed,
+                        detail: "listed without an accessToken"))
+                continue
+            }
+            let message = PurchaseMessage(userId: user, paymentSeq: item.paymentSeq, purchaseToken: token)
+            let known = try await processor.ledger.lookup(
+                paymentSeq: message.paymentSeq,
+                rejection: RejectionKey(paymentSeq: message.paymentSeq, userId: user, tokenHash: message.tokenHash))
+            if let grant = known.grant {
+                let detail =
+                    grant.state == .granted ? "granted, awaiting Consume (the sweeper's)" : "granted and consumed"
+                report.record(
+                    Finding(userId: user, paymentSeq: item.paymentSeq, outcome: .alreadyGranted, detail: detail))
+            } else if let rejection = known.rejection {
+                report.record(
+                    Finding(
+                        userId: user, paymentSeq: item.paymentSeq, outcome: .alreadyRejected,
+                        detail: "rejected before: \(rejection.reason)"))
+            } else {
+                undecided.append((item, message))
+            }
+        }
+        guard !undecided.isEmpty else { return }
+        let sightings = try await processor.ledger.reconciliationSightings(
+            undecided.map { ReconciliationSighting(paymentSeq: $0.message.paymentSeq, userId: user) }, now: sightedAt,
+            record: !options.dryRun)
+        var decided: [String] = []
+        for (_, message) in undecided {
+            let now = Date()
+            // A dry run records nothing: a payment not seen before is judged as the pass would record it.
+            guard let firstSeen = sightings[message.paymentSeq] ?? (options.dryRun ? sightedAt : nil) else {
+                report.record(
+                    Finding(
+                        userId: user, paymentSeq: message.paymentSeq, outcome: .failed,
+                        detail: "its sighting was not recorded"))
+                continue
+            }
+            let takeAt = max(firstSeen, health.processingSince).addingTimeInterval(configuration.grace.seconds)
+            if now < takeAt {
+                let seen =
+                    sightings[message.paymentSeq] == nil
+                    ? "not seen before (its grace starts now)" : "first seen \(RFC3339.string(firstSeen))"
+                report.record(
+                    Finding(
+                        userId: user, paymentSeq: message.paymentSeq, outcome: .skippedGrace,
+                        detail: "\(seen); taken from \(RFC3339.string(takeAt)) on"))
+                continue
+            }
+            if options.dryRun {
+                report.record(
+                    Finding(
+                        userId: user, paymentSeq: message.paymentSeq, outcome: .wouldTake,
+                        detail: "unconsumed and ungranted since \(RFC3339.string(firstSeen)): a pass would take it"))
+                continue
+            }
+            if try await take(message, report: &report) { decided.append(message.paymentSeq) }
+        }
+        // A decided payment needs no grace any more (best effort: a sighting left behind is pruned after the
+        // lookback window).
+        if !decided.isEmpty { try? await processor.ledger.forgetReconciliationSightings(paymentSeqs: decided) }
+    }
+
+    /// Runs one payment through the flow, as the message its user never sent, and records what happened; returns
+    /// whether the payment is decided now (granted or rejected, by this pass or meanwhile).
+    private func take(_ message: PurchaseMessage, report: inout Report) async throws -> Bool {
+        var text = ""
+        JSONText.appendObject(to: &text) { object in
+            object.string("userId", message.userId)
+            object.string("paymentSeq", message.paymentSeq)
+            object.string("purchaseToken", message.purchaseToken)
+        }
+        let input = PurchaseInput(
+            key: Array(message.userId.utf8), value: Array(text.utf8), source: Self.source, timestamp: Date(),
+            origin: .reconciliation)
+        let finding = { (outcome: Outcome, detail: String) in
+            Finding(userId: message.userId, paymentSeq: message.paymentSeq, outcome: outcome, detail: detail)
+        }
+        // The flow's own limits apply: what it would call malformed is never handed to it (it would dead-letter it).
+        let parsed = processor.parse(input)
+        if case .failure(let malformed) = parsed {
+            report.record(finding(.failed, "Gamebase listed a payment the flow cannot take: \(malformed.problem)"))
+            return false
+        }
+        let metadata: Logger.Metadata = [
+            "iap.payment_seq": "\(message.paymentSeq)", "iap.user_id": "\(message.userId)",
+        ]
+        let logGrant = { (pending: Bool) in
+            var lineMetadata = metadata
+            lineMetadata["iap.outcome"] = "granted"
+            lineMetadata["iap.source"] = "reconciliation"
+            if pending { lineMetadata["iap.consume_pending"] = "true" }
+            logger.notice("reconciliation granted a payment no message reported", metadata: lineMetadata)
+        }
+        let outcome: PurchaseOutcome
+        do {
+            outcome = try await processor.process(input, parsed: parsed, gate: { try await gate() })
+        } catch let interrupted as Interrupted {
+            // Held between the grant and its Consume: the grant stands (the sweeper consumes it) and is counted.
+            if let grant = try? await processor.ledger.grant(paymentSeq: message.paymentSeq),
+                grant.origin == .reconciliation,
+                grant.userId.hasSameBytes(as: message.userId)
+            {
+                logGrant(true)
+                report.record(finding(.granted, "granted; Consume pending (the sweeper retries it)"))
+            }
+            throw interrupted
+        }
+        switch outcome {
+        case .granted(_, let pending):
+            logGrant(pending)
+            report.record(
+                finding(
+                    .granted, pending ? "granted; Consume pending (the sweeper retries it)" : "granted and consumed"))
+            return true
+        case .duplicate:
+            report.record(finding(.alreadyGranted, "a message for it was handled meanwhile"))
+            return true
+        case .rejected(_, let reason):
+            logger.info(
+                "reconciliation rejected a listed payment",
+                metadata: metadata.merging(["iap.outcome": "rejected", "iap.reason": "\(reason.rawValue)"]) { $1 })
+            report.record(finding(.rejected, "rejected: \(reason.rawValue)"))
+            return true
+        case .gamebaseUnavailable(let error, _):
+            report.record(finding(.failed, "Gamebase failed: \(error.message)"))
+            try await judge(error)
+            return false
+        case .stop(let error, let durable):
+            health.configurationRejected(error)
+            if durable {
+                // Granted; Consume met the configuration failure and waits for it (the sweeper's).
+                logGrant(true)
+                report.record(finding(.granted, "granted; Consume pending (the sweeper retries it)"))
+            }
+            throw Interrupted(
+                reason: "Gamebase rejects the configuration"
+                    + (durable ? " (after granting \(message.paymentSeq))" : ""),
+                configurationRejected: true)
+        case .malformed(let problem):
+            report.record(finding(.failed, problem))
+            return false
+        }
+    }
+
+    /// After a Gamebase failure: a configuration failure or an outage ends the pass; anything else was this call's.
+    private func judge(_ error: GamebaseError) async throws {
+        switch error.kind {
+        case .configuration:
+            health.configurationRejected(error)
+            throw Interrupted(reason: "Gamebase rejects the configuration", configurationRejected: true)
+        case .transient:
+            guard case .answers = await health.verdictAfterFailure() else {
+                throw Interrupted(reason: "Gamebase does not answer")
+            }
+        case .permanent, .alreadyConsumed:
+            return
+        }
+    }
+
+    /// The `source` of a reconciled input: no record was read, and the ledger stores none for it.
+    static let source = MessageSource(topic: "gamebase.list-consumables", partition: -1, offset: -1)
+}
+
+extension Duration {
+    /// The duration in seconds, as a floating-point number.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

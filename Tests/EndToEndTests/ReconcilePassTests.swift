@@ -1,0 +1,268 @@
+import Foundation
+import Fulfilment
+import Gamebase
+import GamebaseSimulator
+import IAPTestSupport
+import Ledger
+import Logging
+import Synchronization
+import Testing
+import Worker
+
+/// One reconciliation pass against the simulator over HTTP and a real ledger: what it takes, when, and what it
+/// leaves alone.
+@Suite("Reconciliation passes", .serialized, .timeLimit(.minutes(3)))
+struct ReconcilePassTests {
+    /// The dependencies' verdicts, set by the test.
+    final class Health: ReconcileHealth {
+        let allows = Mutex(true)
+        let since = Mutex(Date.distantPast)
+        var allowsGamebaseCalls: Bool { allows.withLock { $0 } }
+        var ledgerAvailable: Bool { true }
+        var processingSince: Date { since.withLock { $0 } }
+        let verdict = Mutex(GamebaseProbeVerdict.answers)
+        func verdictAfterFailure() async -> GamebaseProbeVerdict { verdict.withLock { $0 } }
+        func configurationRejected(_ error: GamebaseError) {}
+        func ledgerFailed(_ error: any Error) async {}
+    }
+
+    /// Keeps what the flow publishes.
+    final class Publisher: EventPublisher {
+        let records = Mutex<[OutboundRecord]>([])
+        func publish(_ record: OutboundRecord) async throws { records.withLock { $0.append(record) } }
+        func data(on topic: String) -> [[String: Any]] {
+            records.withLock { $0 }.filter { $0.topic == topic }.compactMap {
+                (try? JSONSerialization.jsonObject(with: Data($0.value)) as? [String: Any])?["data"] as? [String: Any]
+            }
+        }
+    }
+
+    struct Harness: Sendable {
+        let simulator: GamebaseSimulator
+        let ledger: any LedgerStore
+        let processor: PurchaseProcessor
+        let publisher: Publisher
+        let health = Health()
+
+        func pass(grace: Duration = .zero, rate: Int = 1_000, interval: Duration = .seconds(60)) -> ReconcilePass {
+            ReconcilePass(
+                processor: processor,
+                configuration: Reconciler.Configuration(
+                    interval: interval, grace: grace, lookback: .seconds(3_600), maxCallsPerSecond: rate),
+                health: health, metrics: WorkerMetrics(), logger: EndToEndSystem.logger)
+        }
+
+        /// A purchase message processed the usual way: its user is now one the reconciler knows.
+        func message(_ seq: String, user: String) async throws {
+            let value = Array(EndToEndSystem.message(seq, user: user).utf8)
+            let outcome = try await processor.process(
+                PurchaseInput(
+                    key: nil, value: value, source: MessageSource(topic: "purchase.completed", partition: 0, offset: 0))
+            )
+            #expect(outcome == .granted(paymentSeq: seq, consumePending: false))
+        }
+
+        var calls: [String: Int] { simulator.state.calls }
+    }
+
+    static func withHarness(
+        payments: [SimulatedPayment], rejectTestPurchases: Bool = false,
+        faults: SimulatorFaults = SimulatorFaults(unknownFieldRate: 0),
+        _ body: @Sendable (Harness) async throws -> Void
+    ) async throws {
+        try await EndToEndSystem.run(payments: payments, faults: faults) { system in
+            try await LedgerStores.withStore(url: system.ledgerURL, logger: EndToEndSystem.logger) { ledger in
+                let configuration = system.configuration()
+                let gamebase = GamebaseClient(
+                    configuration: configuration.gamebaseConfiguration, logger: EndToEndSystem.logger)
+                let publisher = Publisher()
+                let processor = PurchaseProcessor(
+                    gamebase: gamebase, ledger: ledger, publisher: publisher,
+                    configuration: FulfilmentConfiguration(
+                        groupID: "reconcile-test", rejectTestPurchases: rejectTestPurchases,
+                        verifyRetry: configuration.retry,
+                        consumeRetry: configuration.retry),
+                    logger: EndToEndSystem.logger)
+                do {
+                    try await body(
+                        Harness(simulator: system.simulator, ledger: ledger, processor: processor, publisher: publisher)
+                    )
+                } catch {
+                    try? await gamebase.shutdown()
+                    throw error
+                }
+                try await gamebase.shutdown()
+            }
+        }
+    }
+
+    static func outcomes(_ report: ReconcilePass.Report) -> [String: ReconcilePass.Outcome] {
+        Dictionary(report.findings.compactMap { f in f.paymentSeq.map { ($0, f.outcome) } }) { $1 }
+    }
+
+    @Test func aPaymentIsTakenOnlyOnceItsGraceHasPassedSinceAPassFirstSawIt() async throws {
+        let payments = [EndToEndSystem.payment("m1", user: "u1"), EndToEndSystem.payment("q1", user: "u1")]
+        try await Self.withHarness(payments: payments) { h in
+            try await h.message("m1", user: "u1")
+            let pass = h.pass(grace: .milliseconds(1_500))
+            let first = await pass.run(.init())
+            #expect(first.usersChecked == 1)
+            #expect(Self.outcomes(first) == ["q1": .skippedGrace], "m1 is consumed, so not listed; q1 is new")
+            #expect(await pass.run(.init()).outcomes == [.skippedGrace: 1], "still within its grace")
+            #expect(h.simulator.state.consumes["q1"] == nil)
+            // The grace runs from the first sighting, kept in the ledger: a new pass (a restarted worker) agrees.
+            try await Task.sleep(for: .milliseconds(1_600))
+            let taken = await h.pass(grace: .milliseconds(1_500)).run(.init())
+            #expect(Self.outcomes(taken) == ["q1": .granted])
+            #expect(h.simulator.state.consumes["q1"] == 1)
+            let grant = try #require(try await h.ledger.grant(paymentSeq: "q1"))
+            #expect(grant.origin == .reconciliation && grant.state == .consumed && grant.userId == "u1")
+            #expect(
+                h.publisher.data(on: "iap.item-granted").map { $0["source"] as? String } == [
+                    "message", "reconciliation",
+                ])
+            #expect(
+                try await h.ledger.reconciliationSightings(
+                    [ReconciliationSighting(paymentSeq: "q1", userId: "u1")], now: Date(), record: false
+                ).isEmpty, "forgotten once decided")
+            // Consumed now: no longer listed, nothing more to do.
+            #expect(await pass.run(.init()).outcomes.isEmpty)
+        }
+    }
+
+    @Test func aHoldOfTheWorkersIntakeRestartsTheGrace() async throws {
+        let payments = [EndToEndSystem.payment("m2", user: "u2"), EndToEndSystem.payment("q2", user: "u2")]
+        try await Self.withHarness(payments: payments) { h in
+            try await h.message("m2", user: "u2")
+            let pass = h.pass(grace: .seconds(1))
+            _ = await pass.run(.init())
+            try await Task.sleep(for: .milliseconds(1_100))
+            // Intake was held until just now (an outage): messages it held back may still be on their way.
+            h.health.since.withLock { $0 = Date() }
+            #expect(Self.outcomes(await pass.run(.init())) == ["q2": .skippedGrace])
+            try await Task.sleep(for: .milliseconds(1_100))
+            #expect(Self.outcomes(await pass.run(.init())) == ["q2": .granted])
+        }
+    }
+
+    @Test func aSubscriptionOrATestPurchaseFoundIsRejectedOnceAndNeverVerifiedAgain() async throws {
+        var test = EndToEndSystem.payment("t3", user: "u3")
+        test.transaction.isTestPurchase = true
+        let payments = [
+            EndToEndSystem.payment("m3", user: "u3"),
+            EndToEndSystem.payment("s3", user: "u3", type: GamebaseProductType.autoRenewable),
+            test,
+        ]
+        try await Self.withHarness(
+            payments: payments, rejectTestPurchases: true,
+            faults: SimulatorFaults(unknownFieldRate: 0, listNonConsumables: true)
+        ) { h in
+            try await h.message("m3", user: "u3")
+            let verifications = h.calls["payment_transaction"] ?? 0
+            let first = await h.pass().run(.init())
+            #expect(Self.outcomes(first) == ["s3": .rejected, "t3": .rejected])
+            #expect(h.calls["payment_transaction"] == verifications + 2)
+            for _ in 0..<3 {
+                #expect(Self.outcomes(await h.pass().run(.init())) == ["s3": .alreadyRejected, "t3": .alreadyRejected])
+            }
+            #expect(h.calls["payment_transaction"] == verifications + 2, "answered by the ledger, never verified again")
+            #expect(h.calls["consumable"] == 4)
+            #expect(try await h.ledger.grant(paymentSeq: "s3") == nil)
+            #expect(try await h.ledger.grant(paymentSeq: "t3") == nil)
+            #expect(h.simulator.state.consumes["s3"] == nil && h.simulator.state.consumes["t3"] == nil)
+            let reasons = h.publisher.data(on: "iap.consume-failed").map { $0["reason"] as? String }
+            #expect(
+                reasons.sorted { ($0 ?? "") < ($1 ?? "") } == ["not_consumable", "test_purchase"],
+                "one event per rejected claim")
+        }
+    }
+
+    @Test func aDryRunRecordsAndGrantsNothing() async throws {
+        let payments = [EndToEndSystem.payment("m4", user: "u4"), EndToEndSystem.payment("q4", user: "u4")]
+        try await Self.withHarness(payments: payments) { h in
+            try await h.message("m4", user: "u4")
+            let dry = await h.pass(grace: .seconds(1)).run(.init(dryRun: true, claim: true))
+            #expect(dry.findings.map(\.outcome) == [.skippedGrace])
+            #expect(dry.findings.first?.detail.contains("not seen before") == true)
+            // Without a grace, a pass would take it at once: so says the dry run.
+            #expect(await h.pass().run(.init(dryRun: true)).findings.map(\.outcome) == [.wouldTake])
+            #expect(
+                try await h.ledger.claimReconciliationUsers(["u4"], now: Date(), nextCheck: Date()) == ["u4"],
+                "no claim was made")
+            _ = await h.pass().run(.init())
+            #expect(h.simulator.state.consumes["q4"] == 1, "grace zero: the real pass took it")
+            let again = await h.pass().run(.init(dryRun: true))
+            #expect(again.findings.isEmpty)
+
+            // A payment past its grace: a dry run says it would take it, and does not.
+            h.simulator.state.add([EndToEndSystem.payment("q5", user: "u4")])
+            _ = await h.pass(grace: .milliseconds(200)).run(.init())
+            try await Task.sleep(for: .milliseconds(300))
+            let would = await h.pass(grace: .milliseconds(200)).run(.init(dryRun: true))
+            #expect(Self.outcomes(would) == ["q5": .wouldTake])
+            #expect(try await h.ledger.grant(paymentSeq: "q5") == nil)
+            #expect(h.simulator.state.consumes["q5"] == nil)
+        }
+    }
+
+    @Test func everyGamebaseCallOfAPassWaitsForItsTokenAndNoneIsMadeWhileCallsAreHeld() async throws {
+        let users = (0..<12).map { "rate-u\($0)" }
+        let payments = users.map { EndToEndSystem.payment("rate-\($0)", user: $0) }
+        try await Self.withHarness(payments: payments) { h in
+            for user in users {
+                try await h.message("rate-\(user)", user: user)
+                h.simulator.state.add([EndToEndSystem.payment("unreported-\(user)", user: user)])
+            }
+            h.health.allows.withLock { $0 = false }
+            let held = await h.pass().run(.init())
+            #expect(held.stoppedEarly?.contains("held") == true)
+            #expect(h.calls["consumable"] == nil, "no call while the circuit is open")
+            h.health.allows.withLock { $0 = true }
+
+            // 12 lists, then 12 × (Get Payment Transaction + Consume): 36 calls at 10 a second.
+            let started = ContinuousClock.now
+            _ = await h.pass(rate: 10).run(.init())
+            let elapsed = ContinuousClock.now - started
+            #expect(h.simulator.state.consumedCount == 24)
+            #expect(elapsed >= .milliseconds(3_400), "36 calls at 10/s take at least 3.5 s, took \(elapsed)")
+            let times = h.simulator.state.listTimesByUser.values.flatMap { $0 }.sorted()
+            let gaps = zip(times.dropFirst(), times).map { $0.timeIntervalSince($1) }
+            #expect(gaps.allSatisfy { $0 > 0.08 }, "List calls are spaced by the rate: \(gaps)")
+        }
+    }
+
+    @Test func aPassEndsWhenGamebaseStopsAnswering() async throws {
+        let users = (0..<5).map { "down-u\($0)" }
+        try await Self.withHarness(payments: users.map { EndToEndSystem.payment("down-\($0)", user: $0) }) { h in
+            for user in users { try await h.message("down-\(user)", user: user) }
+            var faults = h.simulator.state.faults
+            faults.outage = true
+            h.simulator.state.faults = faults
+            h.health.verdict.withLock {
+                $0 = .unavailable(
+                    GamebaseError(code: .timeout, api: "payment_transaction", transactionID: "t", message: "down"))
+            }
+            let report = await h.pass().run(.init())
+            #expect(report.stoppedEarly == "Gamebase does not answer")
+            #expect(report.outcomes == [.failed: 1], "the first user's list failed; no other user was tried")
+            #expect(h.calls["consumable"] == 3, "one list, with its retries")
+        }
+    }
+
+    @Test func aPassOutOfTimeLeavesTheRestToTheNextWhichStartsWithThem() async throws {
+        let users = (0..<10).map { "late-u\($0)" }
+        try await Self.withHarness(payments: users.map { EndToEndSystem.payment("late-\($0)", user: $0) }) { h in
+            for user in users { try await h.message("late-\(user)", user: user) }
+            let pass = h.pass(rate: 4)
+            let short = await pass.run(.init(claim: true, deadline: .now + .milliseconds(700)))
+            #expect(
+                short.usersLeft > 0 && short.usersChecked + short.usersLeft == 10,
+                "\(short.usersChecked) + \(short.usersLeft)")
+            #expect(short.stoppedEarly?.contains("interval") == true)
+            let rest = await pass.run(.init(claim: true))
+            #expect(rest.usersChecked == short.usersLeft, "claimed users wait for their next interval")
+            #expect(Set(h.simulator.state.listsByUser.keys) == Set(users))
+            #expect(h.simulator.state.listsByUser.values.allSatisfy { $0 == 1 })
+        }
+    }
+}
