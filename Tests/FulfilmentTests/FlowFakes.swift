@@ -125,7 +125,7 @@ final class RecordingPublisher: EventPublisher {
 }
 
 /// A real ledger that crashes (throws) at a chosen step, once.
-final class CrashingLedger: LedgerStore {
+final class CrashingLedger: LedgerStore, ReconciliationPassThrough {
     enum Step: String, CaseIterable, Sendable {
         case insertGrant, markPublished, markConsumed, recordConsumeFailure
     }

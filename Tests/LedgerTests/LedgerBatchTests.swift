@@ -134,7 +134,7 @@ struct LedgerBatchTests {
 }
 
 /// A store that counts the batches it is given.
-final class CountingStore: LedgerStore {
+final class CountingStore: LedgerStore, ReconciliationPassThrough {
     let base: any LedgerStore
     private let counts = Mutex(0)
     init(_ base: any LedgerStore) { self.base = base }

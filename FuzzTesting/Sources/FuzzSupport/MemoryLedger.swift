@@ -1,4 +1,5 @@
 import Foundation
+import Fulfilment
 import Ledger
 import Synchronization
 
@@ -35,6 +36,9 @@ public final class MemoryLedger: LedgerStore {
         var failWrite: Int?
         /// Every successful grant insert, for the "never two grants" check.
         var grantInserts: [[UInt8]: Int] = [:]
+        /// The reconciler's state: each user's next check, and when each payment was first seen (ms).
+        var reconcileUsers: [String: Int64] = [:]
+        var sightings: [String: (userId: String, firstSeen: Int64)] = [:]
     }
 
     let state = Mutex(State())

@@ -142,6 +142,14 @@ public final class GamebaseClient: GamebaseAPI {
         return envelope.result ?? []
     }
 
+    /// Reads a Get Payment Transaction answer as the client does (for benchmarks that bring their own transport):
+    /// the payment, or nil for a refusal.
+    /// - Throws: `JSONReader.Failure` for a body that is not the envelope.
+    package static func readPaymentAnswer(_ body: [UInt8]) throws -> PaymentTransaction? {
+        let envelope = try GamebaseEnvelope.read(body, result: PaymentTransaction.read)
+        return envelope.header.isSuccessful ? envelope.result : nil
+    }
+
     // MARK: Transport
 
     private func call<Result>(

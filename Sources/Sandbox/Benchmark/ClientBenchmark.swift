@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import Gamebase
 import Logging
@@ -13,6 +14,9 @@ public enum ClientBenchmark {
     public enum Client: String, CaseIterable, Codable, Sendable {
         /// `GamebaseClient.paymentTransaction`, as the worker calls it.
         case gamebase
+        /// async-http-client as the worker would configure it (no redirects, no tracing), its answer read with the
+        /// worker's own reader: what the worker's pool is measured against.
+        case asyncHTTPClient = "async-http-client"
         /// A request written and its answer collected on a kept-alive NIO channel, nothing more.
         case bare
     }
@@ -42,10 +46,10 @@ public enum ClientBenchmark {
         public var medianCPUMicrosecondsPerRequest: [String: Double]
 
         public var table: String {
-            var lines = ["client     requests/s   CPU µs/request"]
+            var lines = ["client              requests/s   CPU µs/request"]
             for run in runs {
                 lines.append(
-                    run.client.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0)
+                    run.client.rawValue.padding(toLength: 20, withPad: " ", startingAt: 0)
                         + String(format: "%10.0f   %14.1f", run.requestsPerSecond, run.cpuMicrosecondsPerRequest))
             }
             for client in Client.allCases {
@@ -130,6 +134,37 @@ public enum ClientBenchmark {
                 throw error
             }
             try await gamebase.shutdown()
+        case .asyncHTTPClient:
+            var configuration = HTTPClient.Configuration()
+            configuration.redirectConfiguration = .disallow
+            configuration.tracing.tracer = nil
+            configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = options.concurrency
+            let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            let url = "\(baseURL)/tcgb-inapp/v1.3/apps/\(appID)/payment/transaction?accessToken=\(token)"
+            do {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for _ in 0..<options.concurrency {
+                        group.addTask {
+                            for _ in 0..<perTask {
+                                var request = HTTPClientRequest(url: url)
+                                request.headers.add(name: "Content-Type", value: "application/json; charset=UTF-8")
+                                request.headers.add(name: "X-Secret-Key", value: secretKey)
+                                request.headers.add(name: "X-TCGB-Transaction-Id", value: GamebaseTransactionID().value)
+                                let response = try await http.execute(request, timeout: .seconds(10))
+                                let body = try await response.body.collect(upTo: 4 << 20)
+                                guard try GamebaseClient.readPaymentAnswer(Array(body.readableBytesView)) != nil else {
+                                    throw Failure(description: "no payment in the answer")
+                                }
+                            }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            } catch {
+                try? await http.shutdown()
+                throw error
+            }
+            try await http.shutdown()
         case .bare:
             let url = URL(string: baseURL)!
             let path = "/tcgb-inapp/v1.3/apps/\(appID)/payment/transaction?accessToken=\(token)"
