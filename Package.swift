@@ -212,6 +212,7 @@ let package = Package(
                 "Worker",
                 "Kafka",
                 "Gamebase",
+                "IAPTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings

@@ -150,6 +150,30 @@ extension ProcessTests {
             try await cluster.expectInvariants(ledgerURL: ledgerURL)
         }
 
+        /// The same with the worker's first verifies (a cold connection pool) the ones cut short.
+        @Test func sigtermWhileTheFirstVerifiesWaitDeadLettersNothing() async throws {
+            let cluster = try await Cluster.start(purchases: 20, simulatorArguments: ["--latency-ms", "3000"])
+            let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
+            var environment = cluster.workerEnvironment(ledgerURL: ledgerURL, group: "cold-\(UUID().uuidString.prefix(6))")
+            environment["GAMEBASE_TIMEOUT_MS"] = "10000"
+            environment["WORKER_SHUTDOWN_TIMEOUT_MS"] = "300"
+            try await cluster.producePurchases()
+            let worker = try cluster.worker("worker", environment)
+            try await cluster.waitFor("verifies are under way", within: 60, workers: [worker]) {
+                try await simulatorCalls(cluster.simulatorURL)["payment_transaction", default: 0] > 0
+            }
+            #expect(try await worker.terminate() == 0)
+            #expect(try await cluster.readTopic("purchase.completed.dlq").isEmpty, "work cut short by shutdown is not a failure")
+            #expect(try await cluster.readTopic("iap.consume-failed").isEmpty)
+            #expect(worker.outcomeCounts["dead_lettered"] == nil)
+            // A restart finishes everything, once.
+            environment["WORKER_SHUTDOWN_TIMEOUT_MS"] = "30000"
+            let second = try cluster.worker("worker-2", environment)
+            try await cluster.waitUntilAllConsumed(within: 120, workers: [second], ledgerURL: ledgerURL)
+            #expect(try await second.terminate() == 0)
+            try await cluster.expectInvariants(ledgerURL: ledgerURL)
+        }
+
         @Test func sigtermAtAnyMomentOfStartUpExitsZero() async throws {
             let cluster = try await Cluster.start(purchases: 1, simulatorArguments: [])
             let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)

@@ -108,7 +108,7 @@ struct LedgerBatchTests {
     @Test(arguments: LedgerBackend.allCases)
     func theBatcherCoalescesConcurrentCallsAndAnswersEachItsOwn(backend: LedgerBackend) async throws {
         try await TestDatabases.withFreshLedger(backend) { base in
-            let counting = CountingStore(base)
+            let counting = CountingLedger(base)
             let store = LedgerBatcher(counting)
             let results = try await withThrowingTaskGroup(of: (Int, GrantInsertResult).self) { group in
                 for i in 0..<200 {
@@ -131,56 +131,67 @@ struct LedgerBatchTests {
             #expect(counting.grantBatches < 200, "calls went in batches (\(counting.grantBatches) batches)")
         }
     }
-}
 
-/// A store that counts the batches it is given.
-final class CountingStore: LedgerStore, ReconciliationPassThrough {
-    let base: any LedgerStore
-    private let counts = Mutex(0)
-    init(_ base: any LedgerStore) { self.base = base }
-    var grantBatches: Int { counts.withLock { $0 } }
-
-    func insertGrants(_ writes: [GrantWrite]) async throws -> [GrantInsertResult] {
-        counts.withLock { $0 += 1 }
-        return try await base.insertGrants(writes)
+    /// A value the database refuses (PostgreSQL's text holds no NUL) fails the purchase that carries it, not the
+    /// others batched with it.
+    @Test(arguments: LedgerBackend.allCases)
+    func aRowTheDatabaseRefusesFailsOnlyItsOwnCallInABatch(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { base in
+            let counting = CountingLedger(base)
+            let store = LedgerBatcher(counting)
+            let results = await withTaskGroup(of: (Int, Result<GrantInsertResult, any Error>).self) { group in
+                for i in 0..<40 {
+                    group.addTask {
+                        var grant = T.grant("n\(i)")
+                        if i == 7 { grant.payload = "before\u{0}after" }
+                        do {
+                            return (i, .success(try await store.insertGrant(grant, event: T.event("n\(i):item-granted", seq: "n\(i)"))))
+                        } catch {
+                            return (i, .failure(error))
+                        }
+                    }
+                }
+                return await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+            }
+            for (i, result) in results {
+                switch (backend, i, result) {
+                case (.postgres, 7, .failure(let error)):
+                    #expect((error as? LedgerError)?.code == .query, "\(error)")
+                case (.postgres, 7, .success):
+                    Issue.record("PostgreSQL stored a NUL in text")
+                case (_, _, .success(let answer)):
+                    #expect(answer == .inserted, "n\(i)")
+                case (_, _, .failure(let error)):
+                    Issue.record("n\(i) failed with its batch: \(error)")
+                }
+            }
+            let granted = try await base.stats().granted
+            #expect(granted == (backend == .postgres ? 39 : 40))
+        }
     }
 
-    func migrate() async throws { try await base.migrate() }
-    func grant(paymentSeq: String) async throws -> GrantRecord? { try await base.grant(paymentSeq: paymentSeq) }
-    func rejection(_ key: RejectionKey) async throws -> RejectionRecord? { try await base.rejection(key) }
-    func lookup(paymentSeq: String, rejection key: RejectionKey) async throws -> (grant: GrantRecord?, rejection: RejectionRecord?) {
-        try await base.lookup(paymentSeq: paymentSeq, rejection: key)
+    /// A result code is whatever Gamebase answered: a value beyond the database's integer column is stored clamped,
+    /// by the single calls and the batches alike, and never traps.
+    @Test(arguments: LedgerBackend.allCases)
+    func resultCodesAtTheExtremesAreStoredWithoutATrap(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            for seq in ["x1", "x2", "x3"] {
+                _ = try await store.insertGrant(T.grant(seq), event: T.event("\(seq):item-granted", seq: seq))
+            }
+            let now = Date()
+            try await store.recordConsumeFailure(paymentSeq: "x1", resultCode: Int.max)
+            _ = try await store.markConsumed(paymentSeq: "x2", resultCode: Int.min, at: now)
+            #expect(try await store.recordConsumes([ConsumeRecord(paymentSeq: "x3", consumed: false, resultCode: Int.max, at: now)]) == [false], "a failed attempt, counted")
+            var rejection = Self.rejection("x4", user: "u4")
+            rejection.rejection.resultCode = Int.min
+            #expect(try await store.insertRejections([rejection]) == [true])
+            var single = Self.rejection("x5", user: "u5")
+            single.rejection.resultCode = Int.max
+            #expect(try await store.insertRejection(single.rejection, event: single.event))
+            let limit = backend == .postgres ? Int(Int32.max) : Int.max
+            #expect(try await store.grant(paymentSeq: "x1")?.lastResultCode == limit)
+            #expect(try await store.grant(paymentSeq: "x3")?.lastResultCode == limit)
+            #expect(try await store.grant(paymentSeq: "x2")?.state == .consumed)
+        }
     }
-    func insertGrant(_ grant: GrantRecord, event: OutboxEvent) async throws -> GrantInsertResult {
-        try await base.insertGrant(grant, event: event)
-    }
-    func insertRejection(_ rejection: RejectionRecord, event: OutboxEvent) async throws -> Bool {
-        try await base.insertRejection(rejection, event: event)
-    }
-    func event(id: String) async throws -> OutboxEvent? { try await base.event(id: id) }
-    func markPublished(eventID: String, at date: Date) async throws { try await base.markPublished(eventID: eventID, at: date) }
-    func markConsumed(paymentSeq: String, resultCode: Int, at date: Date) async throws -> Bool {
-        try await base.markConsumed(paymentSeq: paymentSeq, resultCode: resultCode, at: date)
-    }
-    func recordConsumeFailure(paymentSeq: String, resultCode: Int?) async throws {
-        try await base.recordConsumeFailure(paymentSeq: paymentSeq, resultCode: resultCode)
-    }
-    func markConsumed(paymentSeq: String, resultCode: Int, at date: Date, publishedEventID: String?) async throws -> Bool {
-        try await base.markConsumed(paymentSeq: paymentSeq, resultCode: resultCode, at: date, publishedEventID: publishedEventID)
-    }
-    func recordConsumeFailure(paymentSeq: String, resultCode: Int?, at date: Date, publishedEventID: String?) async throws {
-        try await base.recordConsumeFailure(paymentSeq: paymentSeq, resultCode: resultCode, at: date, publishedEventID: publishedEventID)
-    }
-    func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [GrantRecord] {
-        try await base.claimUnconsumedGrants(grantedBefore: grantedBefore, limit: limit, lease: lease, now: now)
-    }
-    func claimUnpublishedEvents(createdBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [OutboxEvent] {
-        try await base.claimUnpublishedEvents(createdBefore: createdBefore, limit: limit, lease: lease, now: now)
-    }
-    func rejections(paymentSeq: String) async throws -> [RejectionRecord] { try await base.rejections(paymentSeq: paymentSeq) }
-    func events(paymentSeq: String) async throws -> [OutboxEvent] { try await base.events(paymentSeq: paymentSeq) }
-    func stats() async throws -> LedgerStats { try await base.stats() }
-    func countUnconsumed() async throws -> Int { try await base.countUnconsumed() }
-    func oldestUnconsumedGrantedAt() async throws -> Date? { try await base.oldestUnconsumedGrantedAt() }
-    func close() async throws { try await base.close() }
 }

@@ -15,13 +15,20 @@ public struct LedgerBatcher: LedgerStore {
     private let consumes: Coalescer<ConsumeRecord, Bool>
     private let published: Coalescer<PublishedEvent, Void>
 
+    /// A batch the database refused (one row's value, a deadlock, a constraint) is run again call by call, so that
+    /// only the purchase that causes it fails; a ledger that is away or late fails the batch as it is.
+    static let isolates: @Sendable (any Error) -> Bool = { error in
+        guard let error = error as? LedgerError else { return false }
+        return error.code == .query || error.code == .conflict
+    }
+
     public init(_ base: any LedgerStore, maxBatch: Int = 512) {
         self.base = base
-        lookups = Coalescer(maxBatch: maxBatch) { try await base.lookup($0) }
-        grants = Coalescer(maxBatch: maxBatch) { try await base.insertGrants($0) }
-        rejectionWrites = Coalescer(maxBatch: maxBatch) { try await base.insertRejections($0) }
-        consumes = Coalescer(maxBatch: maxBatch) { try await base.recordConsumes($0) }
-        published = Coalescer(maxBatch: maxBatch) { events in
+        lookups = Coalescer(maxBatch: maxBatch, isolates: Self.isolates) { try await base.lookup($0) }
+        grants = Coalescer(maxBatch: maxBatch, isolates: Self.isolates) { try await base.insertGrants($0) }
+        rejectionWrites = Coalescer(maxBatch: maxBatch, isolates: Self.isolates) { try await base.insertRejections($0) }
+        consumes = Coalescer(maxBatch: maxBatch, isolates: Self.isolates) { try await base.recordConsumes($0) }
+        published = Coalescer(maxBatch: maxBatch, isolates: Self.isolates) { events in
             try await base.markPublished(events)
             return Array(repeating: (), count: events.count)
         }

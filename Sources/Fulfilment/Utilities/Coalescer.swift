@@ -7,8 +7,12 @@ import Synchronization
 /// The caller that starts a batch runs it (no hop to a queue of its own); when it ends, the first waiting call
 /// starts the next one. The batch runs in a task of its own, so cancelling the caller that happens to run it does
 /// not fail everyone else's calls.
-final class Coalescer<Request: Sendable, Response: Sendable>: Sendable {
-    typealias Run = @Sendable ([Request]) async throws -> [Response]
+///
+/// One bad request must not fail the others: a batch that fails with an error `isolates` accepts (a statement the
+/// database refused, say for one row's value) is run again one request at a time, so only the request that causes
+/// it fails. An error it does not accept (the database is away) fails the whole batch, and ends a retry one by one.
+package final class Coalescer<Request: Sendable, Response: Sendable>: Sendable {
+    package typealias Run = @Sendable ([Request]) async throws -> [Response]
 
     private enum Turn {
         case done(Result<Response, any Error>)
@@ -31,17 +35,20 @@ final class Coalescer<Request: Sendable, Response: Sendable>: Sendable {
 
     private let state = Mutex(State())
     private let run: Run
+    private let isolates: @Sendable (any Error) -> Bool
     let maxBatch: Int
 
     /// - Parameters:
     ///   - maxBatch: calls per batch at most (what waits beyond it goes into the next).
+    ///   - isolates: whether a failed batch is run again one request at a time.
     ///   - run: runs a batch; answers one response per request, in order.
-    init(maxBatch: Int = 512, run: @escaping Run) {
+    package init(maxBatch: Int = 512, isolates: @escaping @Sendable (any Error) -> Bool = { _ in false }, run: @escaping Run) {
         self.maxBatch = max(1, maxBatch)
+        self.isolates = isolates
         self.run = run
     }
 
-    func submit(_ request: Request) async throws -> Response {
+    package func submit(_ request: Request) async throws -> Response {
         let id = state.withLock { state -> UInt64 in
             state.nextID &+= 1
             return state.nextID
@@ -70,9 +77,7 @@ final class Coalescer<Request: Sendable, Response: Sendable>: Sendable {
             state.pending.removeFirst(batch.count)
             return batch
         }
-        let requests = batch.map(\.request)
-        let run = self.run
-        let outcome = await Task { try await run(requests) }.result
+        let results = await results(of: batch.map(\.request))
         let next = state.withLock { state -> Entry? in
             if let first = state.pending.first { return first }
             state.running = false
@@ -80,16 +85,39 @@ final class Coalescer<Request: Sendable, Response: Sendable>: Sendable {
         }
         next?.continuation.resume(returning: .lead)
         var mine: Result<Response, any Error> = .failure(CoalescerError.noAnswer)
-        for (index, entry) in batch.enumerated() {
-            let result: Result<Response, any Error> =
-                switch outcome {
-                case .success(let responses) where responses.count == batch.count: .success(responses[index])
-                case .success: .failure(CoalescerError.noAnswer)
-                case .failure(let error): .failure(error)
-                }
+        for (entry, result) in zip(batch, results) {
             if entry.id == id { mine = result } else { entry.continuation.resume(returning: .done(result)) }
         }
         return try mine.get()
+    }
+
+    /// One result per request: the batch's, or — when it failed with an error that `isolates` accepts — each
+    /// request's own, run alone.
+    private func results(of requests: [Request]) async -> [Result<Response, any Error>] {
+        let run = self.run
+        switch await Task(operation: { try await run(requests) }).result {
+        case .success(let responses) where responses.count == requests.count:
+            return responses.map { .success($0) }
+        case .success:
+            return requests.map { _ in .failure(CoalescerError.noAnswer) }
+        case .failure(let error) where requests.count > 1 && isolates(error):
+            var results: [Result<Response, any Error>] = []
+            for request in requests {
+                if case .failure(let error) = results.last, !isolates(error) {
+                    results.append(.failure(error))
+                    continue
+                }
+                let single = await Task(operation: { try await run([request]) }).result
+                switch single {
+                case .success(let responses) where responses.count == 1: results.append(.success(responses[0]))
+                case .success: results.append(.failure(CoalescerError.noAnswer))
+                case .failure(let error): results.append(.failure(error))
+                }
+            }
+            return results
+        case .failure(let error):
+            return requests.map { _ in .failure(error) }
+        }
     }
 }
 

@@ -7,6 +7,9 @@ import PostgresNIO
 /// in as one JSON array expanded by `jsonb_to_recordset`, which carries NULLs and any count of rows in a single
 /// parameter; binary values travel as base64.
 extension PostgresLedgerStore {
+    /// A value for an `integer` column, clamped: a result code comes from Gamebase's answer and may be any Int64.
+    static func integerColumn(_ value: Int) -> Int { Int(Int32(clamping: value)) }
+
     public func lookup(_ keys: [RejectionKey]) async throws -> [LedgerLookup] {
         guard !keys.isEmpty else { return [] }
         return try await wrap {
@@ -59,8 +62,8 @@ extension PostgresLedgerStore {
             object.string("state", g.state.rawValue)
             object.integer("granted_at_ms", g.grantedAt.epochMilliseconds)
             object.integer("consumed_at_ms", g.consumedAt?.epochMilliseconds)
-            object.integer("consume_attempts", g.consumeAttempts)
-            object.integer("last_result_code", g.lastResultCode)
+            object.integer("consume_attempts", Self.integerColumn(g.consumeAttempts))
+            object.integer("last_result_code", g.lastResultCode.map(Self.integerColumn))
             object.integer("event_published_at_ms", g.eventPublishedAt?.epochMilliseconds)
             object.string("source_topic", g.source?.topic)
             object.integer("source_partition", g.source?.partition)
@@ -133,7 +136,7 @@ extension PostgresLedgerStore {
             object.string("user_id", r.key.userId)
             object.string("token_hash", r.key.tokenHash)
             object.string("reason", r.reason)
-            object.integer("result_code", r.resultCode)
+            object.integer("result_code", r.resultCode.map(Self.integerColumn))
             object.string("result_message", r.resultMessage)
             object.string("detail", r.detail)
             object.string("event_id", r.eventID)
@@ -184,7 +187,7 @@ extension PostgresLedgerStore {
         let rows = Self.jsonArray(records) { object, record in
             object.string("payment_seq", record.paymentSeq)
             object.bool("consumed", record.consumed)
-            object.integer("result_code", record.resultCode)
+            object.integer("result_code", record.resultCode.map(Self.integerColumn))
             object.integer("at_ms", record.at.epochMilliseconds)
             object.string("published_event_id", record.publishedEventID)
         }

@@ -102,7 +102,7 @@ public final class PostgresLedgerStore: LedgerStore, Service {
                         \(g.paymentSeq), \(g.userId), \(g.gamebaseProductId), \(g.purchaseToken), \(g.productSeq),
                         \(g.marketId), \(g.productType), \(g.price), \(g.currency), \(g.paymentId), \(g.isTestPurchase),
                         \(g.purchaseTime), \(g.payload), \(g.state.rawValue), \(g.grantedAt.epochMilliseconds),
-                        \(g.consumedAt?.epochMilliseconds), \(Int32(g.consumeAttempts)), \(g.lastResultCode.map(Int32.init)),
+                        \(g.consumedAt?.epochMilliseconds), \(Int32(clamping: g.consumeAttempts)), \(g.lastResultCode.map { Int32(clamping: $0) }),
                         \(g.eventPublishedAt?.epochMilliseconds), \(g.source?.topic), \(g.source?.partition),
                         \(g.source?.offset), \(g.origin.rawValue))
                     ON CONFLICT (payment_seq) DO NOTHING RETURNING payment_seq
@@ -131,7 +131,7 @@ public final class PostgresLedgerStore: LedgerStore, Service {
                 let inserted = try await connection.query(
                     """
                     INSERT INTO rejections (\(unescaped: LedgerSchema.rejectionColumns)) VALUES (
-                        \(r.key.paymentSeq), \(r.key.userId), \(r.key.tokenHash), \(r.reason), \(r.resultCode.map(Int32.init)),
+                        \(r.key.paymentSeq), \(r.key.userId), \(r.key.tokenHash), \(r.reason), \(r.resultCode.map { Int32(clamping: $0) }),
                         \(r.resultMessage), \(r.detail), \(r.eventID), \(r.rejectedAt.epochMilliseconds), \(r.source?.topic),
                         \(r.source?.partition), \(r.source?.offset))
                     ON CONFLICT DO NOTHING RETURNING payment_seq
@@ -177,7 +177,7 @@ public final class PostgresLedgerStore: LedgerStore, Service {
             let rows = try await client.query(
                 """
                 UPDATE grants SET state = 'consumed', consumed_at_ms = \(date.epochMilliseconds),
-                    last_result_code = \(Int32(resultCode)), consume_attempts = consume_attempts + 1, sweep_claimed_until_ms = NULL
+                    last_result_code = \(Int32(clamping: resultCode)), consume_attempts = consume_attempts + 1, sweep_claimed_until_ms = NULL
                 WHERE payment_seq = \(paymentSeq) AND state = 'granted' RETURNING payment_seq
                 """, logger: logger)
             var updated = false
@@ -190,7 +190,7 @@ public final class PostgresLedgerStore: LedgerStore, Service {
         try await wrap {
             try await client.query(
                 """
-                UPDATE grants SET consume_attempts = consume_attempts + 1, last_result_code = \(resultCode.map(Int32.init))
+                UPDATE grants SET consume_attempts = consume_attempts + 1, last_result_code = \(resultCode.map { Int32(clamping: $0) })
                 WHERE payment_seq = \(paymentSeq) AND state = 'granted'
                 """, logger: logger)
         }

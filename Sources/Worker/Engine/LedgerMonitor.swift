@@ -20,6 +20,9 @@ final class LedgerMonitor: Sendable {
     private let unavailable = Mutex(false)
     private let changed = ChangeSignal()
     private let watchdog = DeadlineWatchdog()
+    /// One probe for every purchase whose ledger call failed meanwhile: a failed batch fails hundreds of purchases
+    /// at once, and hundreds of probes would queue for the ledger's connections and time out by themselves.
+    private let probes: Coalescer<Void, Bool>
 
     init(
         ledger: any LedgerStore, probeInterval: Duration = .seconds(1), probeDeadline: Duration = .seconds(3),
@@ -28,6 +31,17 @@ final class LedgerMonitor: Sendable {
         self.ledger = ledger
         self.probeInterval = probeInterval
         self.probeDeadline = probeDeadline
+        probes = Coalescer(maxBatch: .max) { [watchdog, metrics] calls in
+            let answered: Bool
+            do {
+                let count = try await watchdog.run(probeDeadline, "ledger probe") { try await ledger.countUnconsumed() }
+                metrics.unconsumedGrants.set(to: Double(count))
+                answered = true
+            } catch {
+                answered = false
+            }
+            return Array(repeating: answered, count: calls.count)
+        }
         self.metrics = metrics
         self.health = health
         self.logger = logger
@@ -78,13 +92,7 @@ final class LedgerMonitor: Sendable {
     }
 
     private func answers() async -> Bool {
-        do {
-            let count = try await watchdog.run(probeDeadline, "ledger probe") { [ledger] in try await ledger.countUnconsumed() }
-            metrics.unconsumedGrants.set(to: Double(count))
-            return true
-        } catch {
-            return false
-        }
+        (try? await probes.submit(())) ?? false
     }
 
     private func markUnavailable(because error: any Error) {
