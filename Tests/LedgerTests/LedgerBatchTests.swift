@@ -132,6 +132,27 @@ struct LedgerBatchTests {
         }
     }
 
+    /// The sweeper's failed attempt and the flow's successful Consume of one grant can meet in one batch: the
+    /// grant ends consumed, whichever comes first.
+    @Test(arguments: LedgerBackend.allCases)
+    func aSuccessAndAFailureOfOneGrantInOneBatchLeaveItConsumed(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            let now = Date()
+            for seq in ["d1", "d2"] {
+                _ = try await store.insertGrant(T.grant(seq), event: T.event("\(seq):item-granted", seq: seq))
+            }
+            let results = try await store.recordConsumes([
+                ConsumeRecord(paymentSeq: "d1", consumed: false, resultCode: 9999, at: now),
+                ConsumeRecord(paymentSeq: "d1", consumed: true, resultCode: 0, at: now),
+                ConsumeRecord(paymentSeq: "d2", consumed: true, resultCode: 0, at: now),
+                ConsumeRecord(paymentSeq: "d2", consumed: false, resultCode: 9999, at: now),
+            ])
+            #expect(results == [false, true, true, false])
+            #expect(try await store.grant(paymentSeq: "d1")?.state == .consumed)
+            #expect(try await store.grant(paymentSeq: "d2")?.state == .consumed)
+        }
+    }
+
     /// A value the database refuses (PostgreSQL's text holds no NUL) fails the purchase that carries it, not the
     /// others batched with it.
     @Test(arguments: LedgerBackend.allCases)

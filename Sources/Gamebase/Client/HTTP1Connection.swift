@@ -29,11 +29,17 @@ final class HTTP1Connection: Sendable {
     /// Cancelling the calling task closes the connection, which ends the wait.
     func send(_ head: HTTPRequestHead, body: ByteBuffer?, deadline: NIODeadline) async throws -> Response {
         let eventLoop = channel.eventLoop
-        let promise = eventLoop.makePromise(of: Response.self)
         let handler = self.handler
-        eventLoop.execute { handler.start(head, body: body, deadline: deadline, promise: promise) }
+        // One hop to the event loop and one back: the answer resumes the task from the loop itself
+        // (`futureResult.get()` from off the loop would enqueue a second job on it just to register its callback).
         return try await withTaskCancellationHandler {
-            try await promise.futureResult.get()
+            try await withCheckedThrowingContinuation { continuation in
+                eventLoop.execute {
+                    let promise = eventLoop.makePromise(of: Response.self)
+                    promise.futureResult.whenComplete { continuation.resume(with: $0) }
+                    handler.start(head, body: body, deadline: deadline, promise: promise)
+                }
+            }
         } onCancel: {
             self.close()
         }

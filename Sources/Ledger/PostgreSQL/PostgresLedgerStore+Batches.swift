@@ -199,6 +199,11 @@ extension PostgresLedgerStore {
                     SELECT * FROM jsonb_to_recordset(\(rows)::jsonb) AS t(
                         payment_seq text, consumed boolean, result_code integer, at_ms bigint, published_event_id text)
                 ),
+                -- One outcome per grant (an UPDATE applies one of several matching rows, and which is not defined):
+                -- a Consume that succeeded wins over a failed attempt reported by the sweeper in the same batch.
+                decisive AS (
+                    SELECT DISTINCT ON (payment_seq) * FROM input ORDER BY payment_seq, consumed DESC, at_ms
+                ),
                 published AS (
                     UPDATE outbox o SET published_at_ms = i.at_ms, claimed_until_ms = NULL
                     FROM input i WHERE o.id = i.published_event_id AND o.published_at_ms IS NULL
@@ -219,7 +224,7 @@ extension PostgresLedgerStore {
                         sweep_claimed_until_ms = CASE WHEN i.consumed THEN NULL ELSE g.sweep_claimed_until_ms END,
                         event_published_at_ms = CASE WHEN i.published_event_id LIKE '%:item-granted'
                             THEN COALESCE(g.event_published_at_ms, i.at_ms) ELSE g.event_published_at_ms END
-                    FROM input i
+                    FROM decisive i
                     WHERE g.payment_seq = i.payment_seq AND g.state = 'granted'
                     RETURNING g.payment_seq, i.consumed
                 )
