@@ -66,11 +66,11 @@ struct ReconcilePassTests {
     }
 
     static func withHarness(
-        payments: [SimulatedPayment], rejectTestPurchases: Bool = false,
+        _ backend: LedgerBackend = .sqlite, payments: [SimulatedPayment], rejectTestPurchases: Bool = false,
         faults: SimulatorFaults = SimulatorFaults(unknownFieldRate: 0),
         _ body: @Sendable (Harness) async throws -> Void
     ) async throws {
-        try await EndToEndSystem.run(payments: payments, faults: faults) { system in
+        try await EndToEndSystem.run(backend, payments: payments, faults: faults) { system in
             try await LedgerStores.withStore(url: system.ledgerURL, logger: EndToEndSystem.logger) { ledger in
                 let configuration = system.configuration()
                 let gamebase = GamebaseClient(
@@ -174,6 +174,61 @@ struct ReconcilePassTests {
             #expect(
                 reasons.sorted { ($0 ?? "") < ($1 ?? "") } == ["not_consumable", "test_purchase"],
                 "one event per rejected claim")
+        }
+    }
+
+    @Test func aListedPaymentGetPaymentTransactionAnswersWithAnErrorCodeIsRetriedByTheNextPassNotRejected()
+        async throws
+    {
+        let payments = [EndToEndSystem.payment("m6", user: "u6"), EndToEndSystem.payment("q6", user: "u6")]
+        try await Self.withHarness(payments: payments) { h in
+            try await h.message("m6", user: "u6")
+            var faults = h.simulator.state.faults
+            faults.tokenResultCodes = ["tok-q6": GamebaseResultCode.consumeFailed.rawValue]
+            h.simulator.state.faults = faults
+            let first = await h.pass().run(.init())
+            #expect(Self.outcomes(first) == ["q6": .failed])
+            #expect(first.stoppedEarly == nil, "one payment's error code does not end the pass")
+            #expect(try await h.ledger.rejections(paymentSeq: "q6").isEmpty)
+            #expect(h.publisher.data(on: "iap.consume-failed").isEmpty)
+
+            faults.tokenResultCodes = [:]
+            h.simulator.state.faults = faults
+            #expect(Self.outcomes(await h.pass().run(.init())) == ["q6": .granted], "not already_rejected")
+            #expect(h.simulator.state.consumes["q6"] == 1)
+        }
+    }
+
+    @Test(arguments: LedgerBackend.allCases)
+    func aListedPaymentTheFlowCannotTakeFailsAloneBeforeTheLedgerSeesItAndADuplicateIsTakenOnce(
+        backend: LedgerBackend
+    ) async throws {
+        var duplicate = EndToEndSystem.payment("q7", user: "u7")
+        duplicate.transaction.accessToken = "tok-q7-again"
+        let payments = [
+            EndToEndSystem.payment("m7", user: "u7"), EndToEndSystem.payment("q7", user: "u7"), duplicate,
+            EndToEndSystem.payment(String(repeating: "9", count: 8_192), user: "u7"),
+            EndToEndSystem.payment("nul\u{0}7", user: "u7"),
+            EndToEndSystem.payment("m8", user: "u8"), EndToEndSystem.payment("q8", user: "u8"),
+        ]
+        try await Self.withHarness(backend, payments: payments) { h in
+            try await h.message("m7", user: "u7")
+            try await h.message("m8", user: "u8")
+            let report = await h.pass().run(.init())
+            #expect(report.stoppedEarly == nil, "\(report.stoppedEarly ?? "")")
+            #expect(report.usersChecked == 2)
+            #expect(report.outcomes == [.granted: 2, .failed: 2], "\(report.findings)")
+            #expect(Self.outcomes(report) == ["q7": .granted, "q8": .granted])
+            #expect(
+                report.findings.filter { $0.outcome == .failed }.allSatisfy {
+                    $0.paymentSeq == nil && $0.detail.contains("cannot take")
+                })
+            #expect(h.calls["payment_transaction"] == 4, "two messages, two reconciled payments: \(h.calls)")
+            // The next pass finds the same items and fails them again, without ending at u7 (the other q7 entry,
+            // never consumed, is answered by the ledger).
+            let again = await h.pass().run(.init())
+            #expect(again.stoppedEarly == nil)
+            #expect(again.outcomes == [.failed: 2, .alreadyGranted: 1], "\(again.findings)")
         }
     }
 

@@ -106,6 +106,7 @@ public struct ReconcilePass: Sendable {
                 limit: options.claim ? maxUsersPerPass : Int.max)
         }
         var index = 0
+        var ledgerFailed = false
         while index < users.count {
             let batch = Array(users[index..<min(index + claimBatch, users.count)])
             if let deadline = options.deadline, ContinuousClock.now >= deadline {
@@ -131,7 +132,8 @@ public struct ReconcilePass: Sendable {
                 : batch
             let claimedSet = Set(claimed)
             for user in batch where claimedSet.contains(user) {
-                try await check(user, sightedAt: now, options: options, report: &report)
+                try await check(
+                    user, sightedAt: now, options: options, report: &report, ledgerFailedBefore: &ledgerFailed)
                 report.usersChecked += 1
             }
             index += batch.count
@@ -163,7 +165,11 @@ public struct ReconcilePass: Sendable {
         }
     }
 
-    private func check(_ user: String, sightedAt: Date, options: Options, report: inout Report) async throws {
+    /// Lists one user's unconsumed payments and takes those due.
+    /// - Parameter ledgerFailedBefore: whether the ledger failed on the previous user's payments; set for the next.
+    private func check(
+        _ user: String, sightedAt: Date, options: Options, report: inout Report, ledgerFailedBefore: inout Bool
+    ) async throws {
         let listed: [ConsumableItem]
         do {
             let transactionID = GamebaseTransactionID()
@@ -181,40 +187,85 @@ public struct ReconcilePass: Sendable {
             try await judge(error)
             return
         }
-        // What the ledger knows decides first: granted or rejected payments never reach the grace table.
-        var undecided: [(item: ConsumableItem, message: PurchaseMessage)] = []
-        for item in listed.sorted(by: { $0.paymentSeq < $1.paymentSeq }) {
+        // Every listed item is held to a message's rules (the flow's own parser) before the ledger sees it: Gamebase's
+        // answer is outside data, and a value the ledger's statements cannot take (8 KB, a NUL) would otherwise fail
+        // them — the pass would end at this user every interval, and the lookup batched with the message path's would
+        // fail those too. The same paymentSeq listed twice is taken once.
+        var listedSeqs = Set<[UInt8]>()
+        var candidates: [(input: PurchaseInput, message: PurchaseMessage)] = []
+        for item in listed.sorted(by: { $0.paymentSeq.utf8.lexicographicallyPrecedes($1.paymentSeq.utf8) }) {
+            guard listedSeqs.insert(Array(item.paymentSeq.utf8)).inserted else { continue }
             guard let token = item.accessToken, !token.isEmpty, !item.paymentSeq.isEmpty else {
                 report.record(
                     Finding(
-                        userId: user, paymentSeq: item.paymentSeq, outcome: .failed,
+                        userId: user, paymentSeq: PurchaseMessage.plainIdentifier(item.paymentSeq), outcome: .failed,
                         detail: "listed without an accessToken"))
                 continue
             }
-            let message = PurchaseMessage(userId: user, paymentSeq: item.paymentSeq, purchaseToken: token)
-            let known = try await processor.ledger.lookup(
-                paymentSeq: message.paymentSeq,
-                rejection: RejectionKey(paymentSeq: message.paymentSeq, userId: user, tokenHash: message.tokenHash))
-            if let grant = known.grant {
-                let detail =
-                    grant.state == .granted ? "granted, awaiting Consume (the sweeper's)" : "granted and consumed"
-                report.record(
-                    Finding(userId: user, paymentSeq: item.paymentSeq, outcome: .alreadyGranted, detail: detail))
-            } else if let rejection = known.rejection {
+            let input = Self.input(userId: user, paymentSeq: item.paymentSeq, token: token)
+            switch processor.parse(input) {
+            case .failure(let malformed):
+                // The problem names a field, never its value; the paymentSeq only when it is fit to print.
+                var metadata: Logger.Metadata = ["iap.user_id": "\(user)", "iap.problem": "\(malformed.problem)"]
+                if let seq = malformed.paymentSeq { metadata["iap.payment_seq"] = "\(seq)" }
+                logger.warning("reconciliation skipped a listed payment the flow cannot take", metadata: metadata)
                 report.record(
                     Finding(
-                        userId: user, paymentSeq: item.paymentSeq, outcome: .alreadyRejected,
-                        detail: "rejected before: \(rejection.reason)"))
-            } else {
-                undecided.append((item, message))
+                        userId: user, paymentSeq: malformed.paymentSeq, outcome: .failed,
+                        detail: "Gamebase listed a payment the flow cannot take: \(malformed.problem)"))
+            case .success(let message):
+                candidates.append((input, message))
             }
         }
-        guard !undecided.isEmpty else { return }
-        let sightings = try await processor.ledger.reconciliationSightings(
-            undecided.map { ReconciliationSighting(paymentSeq: $0.message.paymentSeq, userId: user) }, now: sightedAt,
-            record: !options.dryRun)
+        guard !candidates.isEmpty else { return }
+        // What the ledger knows decides first: granted or rejected payments never reach the grace table.
+        var undecided: [(input: PurchaseInput, message: PurchaseMessage)] = []
+        let sightings: [String: Date]
+        do {
+            for candidate in candidates {
+                let message = candidate.message
+                let known = try await processor.ledger.lookup(
+                    paymentSeq: message.paymentSeq,
+                    rejection: RejectionKey(
+                        paymentSeq: message.paymentSeq, userId: user, tokenHash: message.tokenHash))
+                if let grant = known.grant {
+                    let detail =
+                        grant.state == .granted ? "granted, awaiting Consume (the sweeper's)" : "granted and consumed"
+                    report.record(
+                        Finding(userId: user, paymentSeq: message.paymentSeq, outcome: .alreadyGranted, detail: detail))
+                } else if let rejection = known.rejection {
+                    report.record(
+                        Finding(
+                            userId: user, paymentSeq: message.paymentSeq, outcome: .alreadyRejected,
+                            detail: "rejected before: \(rejection.reason)"))
+                } else {
+                    undecided.append(candidate)
+                }
+            }
+            guard !undecided.isEmpty else {
+                ledgerFailedBefore = false
+                return
+            }
+            sightings = try await processor.ledger.reconciliationSightings(
+                undecided.map { ReconciliationSighting(paymentSeq: $0.message.paymentSeq, userId: user) },
+                now: sightedAt, record: !options.dryRun)
+            ledgerFailedBefore = false
+        } catch let error as LedgerError {
+            // One user's payments may be what the ledger refuses: that user fails, the pass goes on. Two users in a
+            // row failing so is the ledger's failure, which ends the pass.
+            guard !ledgerFailedBefore else { throw error }
+            ledgerFailedBefore = true
+            logger.warning(
+                "reconciliation could not read the ledger for a user's listed payments",
+                metadata: ["iap.user_id": "\(user)", "iap.error": "\(error)"])
+            report.record(
+                Finding(
+                    userId: user, paymentSeq: nil, outcome: .failed,
+                    detail: "the ledger failed on this user's listed payments: \(error.message)"))
+            return
+        }
         var decided: [String] = []
-        for (_, message) in undecided {
+        for (input, message) in undecided {
             let now = Date()
             // A dry run records nothing: a payment not seen before is judged as the pass would record it.
             guard let firstSeen = sightings[message.paymentSeq] ?? (options.dryRun ? sightedAt : nil) else {
@@ -242,7 +293,7 @@ public struct ReconcilePass: Sendable {
                         detail: "unconsumed and ungranted since \(RFC3339.string(firstSeen)): a pass would take it"))
                 continue
             }
-            if try await take(message, report: &report) { decided.append(message.paymentSeq) }
+            if try await take(input, message, report: &report) { decided.append(message.paymentSeq) }
         }
         // A decided payment needs no grace any more (best effort: a sighting left behind is pruned after the
         // lookback window).
@@ -251,24 +302,9 @@ public struct ReconcilePass: Sendable {
 
     /// Runs one payment through the flow, as the message its user never sent, and records what happened; returns
     /// whether the payment is decided now (granted or rejected, by this pass or meanwhile).
-    private func take(_ message: PurchaseMessage, report: inout Report) async throws -> Bool {
-        var text = ""
-        JSONText.appendObject(to: &text) { object in
-            object.string("userId", message.userId)
-            object.string("paymentSeq", message.paymentSeq)
-            object.string("purchaseToken", message.purchaseToken)
-        }
-        let input = PurchaseInput(
-            key: Array(message.userId.utf8), value: Array(text.utf8), source: Self.source, timestamp: Date(),
-            origin: .reconciliation)
+    private func take(_ input: PurchaseInput, _ message: PurchaseMessage, report: inout Report) async throws -> Bool {
         let finding = { (outcome: Outcome, detail: String) in
             Finding(userId: message.userId, paymentSeq: message.paymentSeq, outcome: outcome, detail: detail)
-        }
-        // The flow's own limits apply: what it would call malformed is never handed to it (it would dead-letter it).
-        let parsed = processor.parse(input)
-        if case .failure(let malformed) = parsed {
-            report.record(finding(.failed, "Gamebase listed a payment the flow cannot take: \(malformed.problem)"))
-            return false
         }
         let metadata: Logger.Metadata = [
             "iap.payment_seq": "\(message.paymentSeq)", "iap.user_id": "\(message.userId)",
@@ -282,7 +318,7 @@ public struct ReconcilePass: Sendable {
         }
         let outcome: PurchaseOutcome
         do {
-            outcome = try await processor.process(input, parsed: parsed, gate: { try await gate() })
+            outcome = try await processor.process(input, parsed: .success(message), gate: { try await gate() })
         } catch let interrupted as Interrupted {
             // Held between the grant and its Consume: the grant stands (the sweeper consumes it) and is counted.
             if let grant = try? await processor.ledger.grant(paymentSeq: message.paymentSeq),
@@ -344,6 +380,20 @@ public struct ReconcilePass: Sendable {
         case .permanent, .alreadyConsumed:
             return
         }
+    }
+
+    /// A listed payment as the message its user never sent. The flow's own limits apply to it: what the flow would
+    /// call malformed is never handed to it (it would dead-letter it) nor to the ledger.
+    static func input(userId: String, paymentSeq: String, token: String) -> PurchaseInput {
+        var text = ""
+        JSONText.appendObject(to: &text) { object in
+            object.string("userId", userId)
+            object.string("paymentSeq", paymentSeq)
+            object.string("purchaseToken", token)
+        }
+        return PurchaseInput(
+            key: Array(userId.utf8), value: Array(text.utf8), source: source, timestamp: Date(),
+            origin: .reconciliation)
     }
 
     /// The `source` of a reconciled input: no record was read, and the ledger stores none for it.
