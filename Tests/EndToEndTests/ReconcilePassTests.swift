@@ -22,7 +22,8 @@ struct ReconcilePassTests {
         var processingSince: Date { since.withLock { $0 } }
         let verdict = Mutex(GamebaseProbeVerdict.answers)
         func verdictAfterFailure() async -> GamebaseProbeVerdict { verdict.withLock { $0 } }
-        func configurationRejected(_ error: GamebaseError) {}
+        let rejections = Mutex<[GamebaseError]>([])
+        func configurationRejected(_ error: GamebaseError) { rejections.withLock { $0.append(error) } }
         func ledgerFailed(_ error: any Error) async {}
     }
 
@@ -42,6 +43,7 @@ struct ReconcilePassTests {
         let ledger: any LedgerStore
         let processor: PurchaseProcessor
         let publisher: Publisher
+        let gamebase: ListFailingGamebase
         let health = Health()
 
         func pass(grace: Duration = .zero, rate: Int = 1_000, interval: Duration = .seconds(60)) -> ReconcilePass {
@@ -65,6 +67,30 @@ struct ReconcilePassTests {
         var calls: [String: Int] { simulator.state.calls }
     }
 
+    /// Gamebase as the simulator answers it, but List Consumables fails with `listFailure` when one is set.
+    final class ListFailingGamebase: GamebaseAPI {
+        let base: any GamebaseAPI
+        let listFailure = Mutex<GamebaseError?>(nil)
+
+        init(base: any GamebaseAPI) { self.base = base }
+
+        func paymentTransaction(accessToken: String, transactionID: GamebaseTransactionID) async throws(GamebaseError)
+            -> PaymentTransaction
+        { try await base.paymentTransaction(accessToken: accessToken, transactionID: transactionID) }
+        func consume(paymentSeq: String, accessToken: String, transactionID: GamebaseTransactionID)
+            async throws(GamebaseError) -> ConsumeOutcome
+        { try await base.consume(paymentSeq: paymentSeq, accessToken: accessToken, transactionID: transactionID) }
+        func listConsumables(userId: String, marketIds: [String]?, transactionID: GamebaseTransactionID)
+            async throws(GamebaseError) -> [ConsumableItem]
+        {
+            if let failure = listFailure.withLock({ $0 }) { throw failure }
+            return try await base.listConsumables(userId: userId, marketIds: marketIds, transactionID: transactionID)
+        }
+        func probe(transactionID: GamebaseTransactionID) async -> GamebaseProbeVerdict {
+            await base.probe(transactionID: transactionID)
+        }
+    }
+
     static func withHarness(
         _ backend: LedgerBackend = .sqlite, payments: [SimulatedPayment], rejectTestPurchases: Bool = false,
         faults: SimulatorFaults = SimulatorFaults(unknownFieldRate: 0),
@@ -76,8 +102,9 @@ struct ReconcilePassTests {
                 let gamebase = GamebaseClient(
                     configuration: configuration.gamebaseConfiguration, logger: EndToEndSystem.logger)
                 let publisher = Publisher()
+                let api = ListFailingGamebase(base: gamebase)
                 let processor = PurchaseProcessor(
-                    gamebase: gamebase, ledger: ledger, publisher: publisher,
+                    gamebase: api, ledger: ledger, publisher: publisher,
                     configuration: FulfilmentConfiguration(
                         groupID: "reconcile-test", rejectTestPurchases: rejectTestPurchases,
                         verifyRetry: configuration.retry,
@@ -85,7 +112,9 @@ struct ReconcilePassTests {
                     logger: EndToEndSystem.logger)
                 do {
                     try await body(
-                        Harness(simulator: system.simulator, ledger: ledger, processor: processor, publisher: publisher)
+                        Harness(
+                            simulator: system.simulator, ledger: ledger, processor: processor, publisher: publisher,
+                            gamebase: api)
                     )
                 } catch {
                     try? await gamebase.shutdown()
@@ -229,6 +258,30 @@ struct ReconcilePassTests {
             let again = await h.pass().run(.init())
             #expect(again.stoppedEarly == nil)
             #expect(again.outcomes == [.failed: 2, .alreadyGranted: 1], "\(again.findings)")
+        }
+    }
+
+    @Test(arguments: [GamebaseResultCode.undefinedAPI, .unsupportedAPIVersion])
+    func aConfigurationFailureOfListConsumablesEndsThePassButNeverStopsTheMessagePath(code: GamebaseResultCode)
+        async throws
+    {
+        let users = ["cfg-u1", "cfg-u2"]
+        try await Self.withHarness(payments: users.map { EndToEndSystem.payment("cfg-\($0)", user: $0) }) { h in
+            for user in users { try await h.message("cfg-\(user)", user: user) }
+            h.gamebase.listFailure.withLock {
+                $0 = GamebaseError(
+                    code: .resultCode, api: "consumable", resultCode: code, transactionID: "t",
+                    message: "not routed")
+            }
+            let report = await h.pass().run(.init())
+            #expect(report.stoppedEarly?.contains("List Consumables") == true, "\(report.stoppedEarly ?? "")")
+            #expect(report.configurationRejected, "the command exits non-zero")
+            #expect(report.outcomes == [.failed: 1], "the pass stops at its first list")
+            #expect(h.health.rejections.withLock { $0 }.isEmpty, "the Gamebase monitor (message intake) is not told")
+
+            h.gamebase.listFailure.withLock { $0 = nil }
+            let next = await h.pass().run(.init())
+            #expect(next.stoppedEarly == nil && next.usersChecked == 2, "the next pass runs as usual")
         }
     }
 

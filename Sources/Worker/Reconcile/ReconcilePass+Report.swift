@@ -48,7 +48,9 @@ extension ReconcilePass {
         public var findings: [Finding] = []
         /// Why the pass ended before checking every user, when it did.
         public var stoppedEarly: String?
-        /// Gamebase refused the worker's configuration (the command exits non-zero).
+        /// Gamebase refused the worker's configuration (the command exits non-zero): for Get Payment Transaction or
+        /// Consume, which the message path shares (its monitor is told), or for List Consumables, which only ends
+        /// this pass.
         public var configurationRejected = false
         public var duration: Duration = .zero
 

@@ -184,6 +184,19 @@ public struct ReconcilePass: Sendable {
                 Finding(
                     userId: user, paymentSeq: nil, outcome: .failed, detail: "List Consumables failed: \(error.message)"
                 ))
+            if error.kind == .configuration {
+                // List Consumables is the reconciler's alone: its refusal (an API not enabled or not routed for this
+                // app, -4040202, -4060003) stops reconciliation until the next pass, never the message path, which
+                // meets a configuration failure of its own calls by itself.
+                logger.error(
+                    "Gamebase refuses List Consumables with this configuration; reconciliation stops until the next pass",
+                    metadata: [
+                        "gamebase.result_code": "\(error.resultCode?.description ?? "-")",
+                        "gamebase.error": "\(error.message)",
+                    ])
+                throw Interrupted(
+                    reason: "Gamebase rejects the configuration for List Consumables", configurationRejected: true)
+            }
             try await judge(error)
             return
         }
