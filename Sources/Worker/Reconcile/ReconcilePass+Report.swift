@@ -52,6 +52,8 @@ extension ReconcilePass {
         /// Consume, which the message path shares (its monitor is told), or for List Consumables, which only ends
         /// this pass.
         public var configurationRejected = false
+        /// The ledger, or Kafka publishing an event of the flow, failed and ended the pass (the command exits 2).
+        public var dependencyFailed = false
         public var duration: Duration = .zero
 
         mutating func record(_ finding: Finding) {

@@ -75,6 +75,7 @@ public struct ReconcilePass: Sendable {
         } catch {
             // The ledger, or Kafka publishing an event of the flow.
             report.stoppedEarly = "a ledger or Kafka call failed: \(error)"
+            report.dependencyFailed = true
             await health.ledgerFailed(error)
         }
         report.duration = ContinuousClock.now - started
