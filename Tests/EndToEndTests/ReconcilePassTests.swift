@@ -357,6 +357,32 @@ struct ReconcilePassTests {
         }
     }
 
+    @Test(arguments: LedgerBackend.allCases)
+    func aPassReadsDueUsersPageAfterPageSoInstancesTogetherCheckMoreThanOnePage(backend: LedgerBackend) async throws {
+        try await Self.withHarness(backend, payments: []) { h in
+            let users = (0..<150).map { "page-u\($0)" }
+            for user in users {
+                let grant = GrantRecord(
+                    paymentSeq: "page-\(user)", userId: user, gamebaseProductId: "gems_500", purchaseToken: "t-\(user)",
+                    grantedAt: Date())
+                _ = try await h.ledger.insertGrant(grant, event: h.processor.configuration.events.itemGranted(grant))
+            }
+            // 100 ms × 1,000 calls a second: pages of 100 users, the least a pass reads at once.
+            let one = await h.pass(rate: 1_000, interval: .milliseconds(100)).run(.init(claim: true))
+            #expect(one.usersChecked == 150, "one instance reads the second page")
+            #expect(Set(h.simulator.state.listsByUser.keys) == Set(users))
+            #expect(h.simulator.state.listsByUser.values.allSatisfy { $0 == 1 })
+
+            // The next interval, two instances: each user once, between them.
+            try await Task.sleep(for: .milliseconds(150))
+            async let first = h.pass(rate: 1_000, interval: .milliseconds(100)).run(.init(claim: true))
+            async let second = h.pass(rate: 1_000, interval: .milliseconds(100)).run(.init(claim: true))
+            let (a, b) = await (first, second)
+            #expect(a.usersChecked + b.usersChecked == 150, "\(a.usersChecked) + \(b.usersChecked)")
+            #expect(h.simulator.state.listsByUser.values.allSatisfy { $0 == 2 }, "no user listed twice in a pass")
+        }
+    }
+
     @Test func aPassOutOfTimeLeavesTheRestToTheNextWhichStartsWithThem() async throws {
         let users = (0..<10).map { "late-u\($0)" }
         try await Self.withHarness(payments: users.map { EndToEndSystem.payment("late-\($0)", user: $0) }) { h in

@@ -98,46 +98,63 @@ public struct ReconcilePass: Sendable {
             try await processor.ledger.pruneReconciliation(
                 before: now.addingTimeInterval(-configuration.lookback.seconds))
         }
-        let users: [String]
+        let activeSince = now.addingTimeInterval(-configuration.lookback.seconds)
+        var users: [String]
         if let given = options.users {
             users = given
         } else {
             users = try await processor.ledger.reconciliationUsers(
-                activeSince: now.addingTimeInterval(-configuration.lookback.seconds), dueAt: options.claim ? now : nil,
+                activeSince: activeSince, dueAt: options.claim ? now : nil,
                 limit: options.claim ? maxUsersPerPass : Int.max)
         }
-        var index = 0
+        // A claiming pass reads due users a page at a time and, when a page was full, reads the next one, until no
+        // user is due or the deadline passes: instances sharing the ledger read the same page and split it by their
+        // claims, so without this every instance would stop at the first page and more instances would add no
+        // capacity. Users claimed by this pass are due again only after its start (``nextCheck(passStart:)``), so
+        // the next page never holds them; one already seen is skipped all the same.
+        let pages = options.claim && !options.dryRun && options.users == nil
+        var seen = Set<String>()
+        var pageWasFull = users.count >= maxUsersPerPass
         var ledgerFailed = false
-        while index < users.count {
-            let batch = Array(users[index..<min(index + claimBatch, users.count)])
-            if let deadline = options.deadline, ContinuousClock.now >= deadline {
-                // Left: the users still unclaimed since this pass started (other instances may have taken the rest
-                // of this pass's list), whom the next pass takes first.
-                report.usersLeft =
-                    options.claim
-                    ? try await processor.ledger.reconciliationUsers(
-                        activeSince: now.addingTimeInterval(-configuration.lookback.seconds), dueAt: now,
-                        limit: maxUsersPerPass
-                    ).count : users.count - index
-                guard report.usersLeft > 0 else { return }
-                throw Interrupted(reason: "the interval ended before every due user was checked")
+        while true {
+            if pages { seen.formUnion(users) }
+            var index = 0
+            while index < users.count {
+                let batch = Array(users[index..<min(index + claimBatch, users.count)])
+                if let deadline = options.deadline, ContinuousClock.now >= deadline {
+                    // Left: the users still unclaimed since this pass started (other instances may have taken the
+                    // rest of this pass's list), whom the next pass takes first.
+                    report.usersLeft =
+                        options.claim
+                        ? try await processor.ledger.reconciliationUsers(
+                            activeSince: activeSince, dueAt: now, limit: maxUsersPerPass
+                        ).count : users.count - index
+                    guard report.usersLeft > 0 else { return }
+                    throw Interrupted(reason: "the interval ended before every due user was checked")
+                }
+                guard health.ledgerAvailable else { throw Interrupted(reason: "the ledger is unavailable") }
+                guard health.allowsGamebaseCalls else {
+                    throw Interrupted(reason: "Gamebase calls are held (circuit open or stopped)")
+                }
+                let claimed =
+                    options.claim && !options.dryRun
+                    ? try await processor.ledger.claimReconciliationUsers(
+                        batch, now: Date(), nextCheck: nextCheck(passStart: now))
+                    : batch
+                let claimedSet = Set(claimed)
+                for user in batch where claimedSet.contains(user) {
+                    try await check(
+                        user, sightedAt: now, options: options, report: &report, ledgerFailedBefore: &ledgerFailed)
+                    report.usersChecked += 1
+                }
+                index += batch.count
             }
-            guard health.ledgerAvailable else { throw Interrupted(reason: "the ledger is unavailable") }
-            guard health.allowsGamebaseCalls else {
-                throw Interrupted(reason: "Gamebase calls are held (circuit open or stopped)")
-            }
-            let claimed =
-                options.claim && !options.dryRun
-                ? try await processor.ledger.claimReconciliationUsers(
-                    batch, now: Date(), nextCheck: nextCheck(passStart: now))
-                : batch
-            let claimedSet = Set(claimed)
-            for user in batch where claimedSet.contains(user) {
-                try await check(
-                    user, sightedAt: now, options: options, report: &report, ledgerFailedBefore: &ledgerFailed)
-                report.usersChecked += 1
-            }
-            index += batch.count
+            guard pages, pageWasFull else { return }
+            let page = try await processor.ledger.reconciliationUsers(
+                activeSince: activeSince, dueAt: now, limit: maxUsersPerPass)
+            pageWasFull = page.count >= maxUsersPerPass
+            users = page.filter { !seen.contains($0) }
+            guard !users.isEmpty else { return }
         }
     }
 
@@ -152,7 +169,8 @@ public struct ReconcilePass: Sendable {
         return passStart.addingTimeInterval(interval - min(interval / 100, 1))
     }
 
-    /// Users a daemon pass reads at most: what its rate allows in one interval (each user costs a call at least).
+    /// Users a daemon pass reads at once (a page): what its rate allows in one interval (each user costs a call at
+    /// least).
     var maxUsersPerPass: Int {
         let perInterval = configuration.interval.seconds * Double(configuration.maxCallsPerSecond)
         return Int(min(max(perInterval, 100), 10_000_000))
