@@ -208,7 +208,10 @@ public struct ReconcilePass: Sendable {
                 // app, -4040202, -4060003) stops reconciliation until the next pass, never the message path, which
                 // meets a configuration failure of its own calls by itself.
                 logger.error(
-                    "Gamebase refuses List Consumables with this configuration; reconciliation stops until the next pass",
+                    """
+                    Gamebase refuses List Consumables with this configuration; reconciliation stops until the next \
+                    pass
+                    """,
                     metadata: [
                         "gamebase.result_code": "\(error.resultCode?.description ?? "-")",
                         "gamebase.error": "\(error.message)",
