@@ -285,6 +285,39 @@ struct ReconcilePassTests {
         }
     }
 
+    @Test func aLedgerFailureOnOneUsersPaymentsFailsThatUserAloneAndOnTwoInARowEndsThePass() async throws {
+        let users = ["led-a", "led-b", "led-c"]
+        let payments = users.flatMap {
+            [EndToEndSystem.payment("m-\($0)", user: $0), EndToEndSystem.payment("q-\($0)", user: $0)]
+        }
+        try await Self.withHarness(payments: payments) { h in
+            for user in users { try await h.message("m-\(user)", user: user) }
+            let ledger = RefusingLedger(h.ledger)
+            let processor = PurchaseProcessor(
+                gamebase: h.processor.gamebase, ledger: ledger, publisher: h.publisher,
+                configuration: h.processor.configuration, logger: EndToEndSystem.logger)
+            let pass = ReconcilePass(
+                processor: processor,
+                configuration: Reconciler.Configuration(
+                    interval: .seconds(60), grace: .zero, lookback: .seconds(3_600), maxCallsPerSecond: 1_000),
+                health: h.health, metrics: WorkerMetrics(), logger: EndToEndSystem.logger)
+
+            ledger.refusedUsers.withLock { $0 = ["led-a"] }
+            let one = await pass.run(.init())
+            #expect(one.stoppedEarly == nil, "\(one.stoppedEarly ?? "")")
+            #expect(one.usersChecked == 3)
+            #expect(Self.outcomes(one) == ["q-led-b": .granted, "q-led-c": .granted])
+            #expect(one.findings.contains { $0.userId == "led-a" && $0.paymentSeq == nil && $0.outcome == .failed })
+
+            // Users are read in order: two in a row refused is the ledger failing, which ends the pass.
+            ledger.refusedUsers.withLock { $0 = ["led-a", "led-b"] }
+            h.simulator.state.add([EndToEndSystem.payment("r-led-b", user: "led-b")])
+            let two = await pass.run(.init())
+            #expect(two.dependencyFailed && two.stoppedEarly?.contains("ledger") == true, "\(two.stoppedEarly ?? "")")
+            #expect(two.usersChecked == 1)
+        }
+    }
+
     @Test func aDryRunRecordsAndGrantsNothing() async throws {
         let payments = [EndToEndSystem.payment("m4", user: "u4"), EndToEndSystem.payment("q4", user: "u4")]
         try await Self.withHarness(payments: payments) { h in
