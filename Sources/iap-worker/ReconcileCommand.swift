@@ -15,9 +15,11 @@ struct ReconcileCommand: AsyncParsableCommand {
             confirmed rejection within reconcile.lookback_hours, and runs each payment the ledger has neither granted \
             nor rejected through the consume flow, once it has stayed unconsumed for reconcile.grace_ms since a pass \
             first saw it (a payment seen for the first time is recorded, and left unless reconcile.grace_ms is 0: run it again after the grace). \
-            At most reconcile.max_calls_per_second Gamebase calls. Prints one line per payment and a summary. \
-            Exits 0, also when it stops early because Gamebase does not answer (run it again later); 1 when Gamebase \
-            rejects the configuration.
+            At most reconcile.max_calls_per_second Gamebase calls. Logs each grant as it makes it (standard error), \
+            then prints one line per payment and a summary. \
+            Exits 0 when the pass ran, also when it stops early because Gamebase does not answer (run it again \
+            later); 1 when Gamebase rejects the configuration; 2 when the ledger or Kafka failed and ended the pass \
+            (what it granted stands: the worker's sweeper publishes and consumes it; run it again).
             """
     )
 
@@ -35,7 +37,8 @@ struct ReconcileCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try await WorkerConfiguration.load(configFile: configFile)
-        LoggingSetup.bootstrap(format: .text, level: .warning)
+        // Notice: each grant's log line is the record of it as it happens, even if the pass is cut short.
+        LoggingSetup.bootstrap(format: .text, level: .notice)
         let logger = Logger(label: "iap-worker.reconcile")
         let users = users.isEmpty ? nil : users
         let dryRun = dryRun
@@ -54,6 +57,7 @@ struct ReconcileCommand: AsyncParsableCommand {
         }
         print(Self.describe(report, configuration: configuration.reconcile, users: users, dryRun: dryRun))
         if report.configurationRejected { throw ExitCode(1) }
+        if report.dependencyFailed { throw ExitCode(2) }
     }
 
     static func describe(

@@ -22,7 +22,8 @@ struct ReconcilePassTests {
         var processingSince: Date { since.withLock { $0 } }
         let verdict = Mutex(GamebaseProbeVerdict.answers)
         func verdictAfterFailure() async -> GamebaseProbeVerdict { verdict.withLock { $0 } }
-        func configurationRejected(_ error: GamebaseError) {}
+        let rejections = Mutex<[GamebaseError]>([])
+        func configurationRejected(_ error: GamebaseError) { rejections.withLock { $0.append(error) } }
         func ledgerFailed(_ error: any Error) async {}
     }
 
@@ -42,6 +43,7 @@ struct ReconcilePassTests {
         let ledger: any LedgerStore
         let processor: PurchaseProcessor
         let publisher: Publisher
+        let gamebase: ListFailingGamebase
         let health = Health()
 
         func pass(grace: Duration = .zero, rate: Int = 1_000, interval: Duration = .seconds(60)) -> ReconcilePass {
@@ -65,19 +67,44 @@ struct ReconcilePassTests {
         var calls: [String: Int] { simulator.state.calls }
     }
 
+    /// Gamebase as the simulator answers it, but List Consumables fails with `listFailure` when one is set.
+    final class ListFailingGamebase: GamebaseAPI {
+        let base: any GamebaseAPI
+        let listFailure = Mutex<GamebaseError?>(nil)
+
+        init(base: any GamebaseAPI) { self.base = base }
+
+        func paymentTransaction(accessToken: String, transactionID: GamebaseTransactionID) async throws(GamebaseError)
+            -> PaymentTransaction
+        { try await base.paymentTransaction(accessToken: accessToken, transactionID: transactionID) }
+        func consume(paymentSeq: String, accessToken: String, transactionID: GamebaseTransactionID)
+            async throws(GamebaseError) -> ConsumeOutcome
+        { try await base.consume(paymentSeq: paymentSeq, accessToken: accessToken, transactionID: transactionID) }
+        func listConsumables(userId: String, marketIds: [String]?, transactionID: GamebaseTransactionID)
+            async throws(GamebaseError) -> [ConsumableItem]
+        {
+            if let failure = listFailure.withLock({ $0 }) { throw failure }
+            return try await base.listConsumables(userId: userId, marketIds: marketIds, transactionID: transactionID)
+        }
+        func probe(transactionID: GamebaseTransactionID) async -> GamebaseProbeVerdict {
+            await base.probe(transactionID: transactionID)
+        }
+    }
+
     static func withHarness(
-        payments: [SimulatedPayment], rejectTestPurchases: Bool = false,
+        _ backend: LedgerBackend = .sqlite, payments: [SimulatedPayment], rejectTestPurchases: Bool = false,
         faults: SimulatorFaults = SimulatorFaults(unknownFieldRate: 0),
         _ body: @Sendable (Harness) async throws -> Void
     ) async throws {
-        try await EndToEndSystem.run(payments: payments, faults: faults) { system in
+        try await EndToEndSystem.run(backend, payments: payments, faults: faults) { system in
             try await LedgerStores.withStore(url: system.ledgerURL, logger: EndToEndSystem.logger) { ledger in
                 let configuration = system.configuration()
                 let gamebase = GamebaseClient(
                     configuration: configuration.gamebaseConfiguration, logger: EndToEndSystem.logger)
                 let publisher = Publisher()
+                let api = ListFailingGamebase(base: gamebase)
                 let processor = PurchaseProcessor(
-                    gamebase: gamebase, ledger: ledger, publisher: publisher,
+                    gamebase: api, ledger: ledger, publisher: publisher,
                     configuration: FulfilmentConfiguration(
                         groupID: "reconcile-test", rejectTestPurchases: rejectTestPurchases,
                         verifyRetry: configuration.retry,
@@ -85,7 +112,9 @@ struct ReconcilePassTests {
                     logger: EndToEndSystem.logger)
                 do {
                     try await body(
-                        Harness(simulator: system.simulator, ledger: ledger, processor: processor, publisher: publisher)
+                        Harness(
+                            simulator: system.simulator, ledger: ledger, processor: processor, publisher: publisher,
+                            gamebase: api)
                     )
                 } catch {
                     try? await gamebase.shutdown()
@@ -177,6 +206,118 @@ struct ReconcilePassTests {
         }
     }
 
+    @Test func aListedPaymentGetPaymentTransactionAnswersWithAnErrorCodeIsRetriedByTheNextPassNotRejected()
+        async throws
+    {
+        let payments = [EndToEndSystem.payment("m6", user: "u6"), EndToEndSystem.payment("q6", user: "u6")]
+        try await Self.withHarness(payments: payments) { h in
+            try await h.message("m6", user: "u6")
+            var faults = h.simulator.state.faults
+            faults.tokenResultCodes = ["tok-q6": GamebaseResultCode.consumeFailed.rawValue]
+            h.simulator.state.faults = faults
+            let first = await h.pass().run(.init())
+            #expect(Self.outcomes(first) == ["q6": .failed])
+            #expect(first.stoppedEarly == nil, "one payment's error code does not end the pass")
+            #expect(try await h.ledger.rejections(paymentSeq: "q6").isEmpty)
+            #expect(h.publisher.data(on: "iap.consume-failed").isEmpty)
+
+            faults.tokenResultCodes = [:]
+            h.simulator.state.faults = faults
+            #expect(Self.outcomes(await h.pass().run(.init())) == ["q6": .granted], "not already_rejected")
+            #expect(h.simulator.state.consumes["q6"] == 1)
+        }
+    }
+
+    @Test(arguments: LedgerBackend.allCases)
+    func aListedPaymentTheFlowCannotTakeFailsAloneBeforeTheLedgerSeesItAndADuplicateIsTakenOnce(
+        backend: LedgerBackend
+    ) async throws {
+        var duplicate = EndToEndSystem.payment("q7", user: "u7")
+        duplicate.transaction.accessToken = "tok-q7-again"
+        let payments = [
+            EndToEndSystem.payment("m7", user: "u7"), EndToEndSystem.payment("q7", user: "u7"), duplicate,
+            EndToEndSystem.payment(String(repeating: "9", count: 8_192), user: "u7"),
+            EndToEndSystem.payment("nul\u{0}7", user: "u7"),
+            EndToEndSystem.payment("m8", user: "u8"), EndToEndSystem.payment("q8", user: "u8"),
+        ]
+        try await Self.withHarness(backend, payments: payments) { h in
+            try await h.message("m7", user: "u7")
+            try await h.message("m8", user: "u8")
+            let report = await h.pass().run(.init())
+            #expect(report.stoppedEarly == nil, "\(report.stoppedEarly ?? "")")
+            #expect(report.usersChecked == 2)
+            #expect(report.outcomes == [.granted: 2, .failed: 2], "\(report.findings)")
+            #expect(Self.outcomes(report) == ["q7": .granted, "q8": .granted])
+            #expect(
+                report.findings.filter { $0.outcome == .failed }.allSatisfy {
+                    $0.paymentSeq == nil && $0.detail.contains("cannot take")
+                })
+            #expect(h.calls["payment_transaction"] == 4, "two messages, two reconciled payments: \(h.calls)")
+            // The next pass finds the same items and fails them again, without ending at u7 (the other q7 entry,
+            // never consumed, is answered by the ledger).
+            let again = await h.pass().run(.init())
+            #expect(again.stoppedEarly == nil)
+            #expect(again.outcomes == [.failed: 2, .alreadyGranted: 1], "\(again.findings)")
+        }
+    }
+
+    @Test(arguments: [GamebaseResultCode.undefinedAPI, .unsupportedAPIVersion])
+    func aConfigurationFailureOfListConsumablesEndsThePassButNeverStopsTheMessagePath(code: GamebaseResultCode)
+        async throws
+    {
+        let users = ["cfg-u1", "cfg-u2"]
+        try await Self.withHarness(payments: users.map { EndToEndSystem.payment("cfg-\($0)", user: $0) }) { h in
+            for user in users { try await h.message("cfg-\(user)", user: user) }
+            h.gamebase.listFailure.withLock {
+                $0 = GamebaseError(
+                    code: .resultCode, api: "consumable", resultCode: code, transactionID: "t",
+                    message: "not routed")
+            }
+            let report = await h.pass().run(.init())
+            #expect(report.stoppedEarly?.contains("List Consumables") == true, "\(report.stoppedEarly ?? "")")
+            #expect(report.configurationRejected, "the command exits non-zero")
+            #expect(report.outcomes == [.failed: 1], "the pass stops at its first list")
+            #expect(h.health.rejections.withLock { $0 }.isEmpty, "the Gamebase monitor (message intake) is not told")
+
+            h.gamebase.listFailure.withLock { $0 = nil }
+            let next = await h.pass().run(.init())
+            #expect(next.stoppedEarly == nil && next.usersChecked == 2, "the next pass runs as usual")
+        }
+    }
+
+    @Test func aLedgerFailureOnOneUsersPaymentsFailsThatUserAloneAndOnTwoInARowEndsThePass() async throws {
+        let users = ["led-a", "led-b", "led-c"]
+        let payments = users.flatMap {
+            [EndToEndSystem.payment("m-\($0)", user: $0), EndToEndSystem.payment("q-\($0)", user: $0)]
+        }
+        try await Self.withHarness(payments: payments) { h in
+            for user in users { try await h.message("m-\(user)", user: user) }
+            let ledger = RefusingLedger(h.ledger)
+            let processor = PurchaseProcessor(
+                gamebase: h.processor.gamebase, ledger: ledger, publisher: h.publisher,
+                configuration: h.processor.configuration, logger: EndToEndSystem.logger)
+            let pass = ReconcilePass(
+                processor: processor,
+                configuration: Reconciler.Configuration(
+                    interval: .seconds(60), grace: .zero, lookback: .seconds(3_600), maxCallsPerSecond: 1_000),
+                health: h.health, metrics: WorkerMetrics(), logger: EndToEndSystem.logger)
+
+            ledger.refusedUsers.withLock { $0 = ["led-a"] }
+            let one = await pass.run(.init())
+            #expect(one.stoppedEarly == nil, "\(one.stoppedEarly ?? "")")
+            #expect(one.usersChecked == 3)
+            #expect(Self.outcomes(one) == ["q-led-b": .granted, "q-led-c": .granted])
+            #expect(one.findings.contains { $0.userId == "led-a" && $0.paymentSeq == nil && $0.outcome == .failed })
+
+            // Users are read in order: two in a row refused is the ledger failing, which ends the pass.
+            ledger.refusedUsers.withLock { $0 = ["led-a", "led-b"] }
+            h.simulator.state.add([EndToEndSystem.payment("r-led-b", user: "led-b")])
+            let two = await pass.run(.init())
+            #expect(two.dependencyFailed && two.stoppedEarly?.contains("ledger") == true, "\(two.stoppedEarly ?? "")")
+            #expect(two.usersChecked == 1)
+        }
+    }
+
     @Test func aDryRunRecordsAndGrantsNothing() async throws {
         let payments = [EndToEndSystem.payment("m4", user: "u4"), EndToEndSystem.payment("q4", user: "u4")]
         try await Self.withHarness(payments: payments) { h in
@@ -246,6 +387,32 @@ struct ReconcilePassTests {
             #expect(report.stoppedEarly == "Gamebase does not answer")
             #expect(report.outcomes == [.failed: 1], "the first user's list failed; no other user was tried")
             #expect(h.calls["consumable"] == 3, "one list, with its retries")
+        }
+    }
+
+    @Test(arguments: LedgerBackend.allCases)
+    func aPassReadsDueUsersPageAfterPageSoInstancesTogetherCheckMoreThanOnePage(backend: LedgerBackend) async throws {
+        try await Self.withHarness(backend, payments: []) { h in
+            let users = (0..<150).map { "page-u\($0)" }
+            for user in users {
+                let grant = GrantRecord(
+                    paymentSeq: "page-\(user)", userId: user, gamebaseProductId: "gems_500", purchaseToken: "t-\(user)",
+                    grantedAt: Date())
+                _ = try await h.ledger.insertGrant(grant, event: h.processor.configuration.events.itemGranted(grant))
+            }
+            // 100 ms × 1,000 calls a second: pages of 100 users, the least a pass reads at once.
+            let one = await h.pass(rate: 1_000, interval: .milliseconds(100)).run(.init(claim: true))
+            #expect(one.usersChecked == 150, "one instance reads the second page")
+            #expect(Set(h.simulator.state.listsByUser.keys) == Set(users))
+            #expect(h.simulator.state.listsByUser.values.allSatisfy { $0 == 1 })
+
+            // The next interval, two instances: each user once, between them.
+            try await Task.sleep(for: .milliseconds(150))
+            async let first = h.pass(rate: 1_000, interval: .milliseconds(100)).run(.init(claim: true))
+            async let second = h.pass(rate: 1_000, interval: .milliseconds(100)).run(.init(claim: true))
+            let (a, b) = await (first, second)
+            #expect(a.usersChecked + b.usersChecked == 150, "\(a.usersChecked) + \(b.usersChecked)")
+            #expect(h.simulator.state.listsByUser.values.allSatisfy { $0 == 2 }, "no user listed twice in a pass")
         }
     }
 

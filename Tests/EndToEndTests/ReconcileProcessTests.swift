@@ -235,11 +235,24 @@ extension ProcessTests.Reconciliation {
         #expect(
             pass.output.split(separator: "\n").contains { $0.contains("q0") && $0.contains("granted and consumed") })
         #expect(pass.output.contains("summary: granted 1"), "\(pass.output)")
+        #expect(
+            pass.output.contains("reconciliation granted a payment no message reported"),
+            "the grant's log line is not filtered out: \(pass.output)")
         #expect(try await simulatorCounters(cluster.simulatorURL).consumes["q0"] == 1)
         let events = try await cluster.readTopic("iap.item-granted").filter { $0.eventID == "q0:item-granted" }
         #expect(
             events.count == 1
                 && (events.first?.json["data"] as? [String: Any])?["source"] as? String == "reconciliation")
+
+        // Kafka gone mid-pass: the grant is written, its event cannot be published; the pass ends and says so.
+        try await cluster.addPayments([EndToEndSystem.payment("q1", user: "u0")])
+        var noKafka = environment
+        noKafka["KAFKA_BOOTSTRAP_SERVERS"] = "127.0.0.1:1"
+        noKafka["KAFKA_LIBRDKAFKA_MESSAGE_TIMEOUT_MS"] = "1500"
+        let cut = try ChildProcess(
+            "reconcile-no-kafka", ["reconcile", "--user", "u0"], environment: noKafka, folder: cluster.folder)
+        #expect(try await cut.exitStatus() == 2, "a pass the ledger or Kafka ended exits 2: \(cut.output)")
+        #expect(cut.output.contains("stopped early: a ledger or Kafka call failed"), "\(cut.output)")
 
         environment["GAMEBASE_SECRET_KEY"] = "not-the-key"
         let refused = try ChildProcess(

@@ -55,6 +55,21 @@ struct EventEncodingTests {
         #expect(try matchesCodableForm(event.payload, ItemGrantedData.self))
     }
 
+    @Test func anItemGrantedEventWrittenBeforeSourceExistedDecodesAsFromAMessage() throws {
+        let old = Data(
+            (#"{"userId":"u","paymentSeq":"7","gamebaseProductId":"p","isTestPurchase":false,"#
+                + #""grantedAt":"t","price":1.5}"#).utf8)
+        let decoded = try JSONDecoder().decode(ItemGrantedData.self, from: old)
+        #expect(decoded.source == "message")
+        #expect(decoded.price == Decimal(string: "1.5") && decoded.productSeq == nil)
+        let reconciled = try JSONDecoder().decode(
+            ItemGrantedData.self,
+            from: Data(
+                (#"{"userId":"u","paymentSeq":"8","gamebaseProductId":"p","isTestPurchase":true,"grantedAt":"t","#
+                    + #""source":"reconciliation"}"#).utf8))
+        #expect(reconciled.source == "reconciliation" && reconciled.isTestPurchase)
+    }
+
     @Test func absentOptionalFieldsAreLeftOutNotWrittenAsNull() throws {
         let grant = GrantRecord(
             paymentSeq: "7", userId: "u", gamebaseProductId: "p", purchaseToken: "t", grantedAt: Date(timeIntervalSince1970: 0))

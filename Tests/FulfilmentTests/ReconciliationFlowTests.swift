@@ -93,6 +93,47 @@ struct ReconciliationFlowTests {
             #expect(rejection.source == nil)
         }
     }
+
+    @Test(arguments: LedgerBackend.allCases)
+    func aListedPaymentAnsweredWithAnErrorCodeIsLeftUndecidedSoALaterPassOrTheLateMessageGrantsIt(
+        backend: LedgerBackend
+    ) async throws {
+        try await FlowHarness.run(backend) { (h: FlowHarness) async throws in
+            h.payment("code-r")
+            h.payment("code-m")
+            // 5000 (or a store still verifying): an error code, not a verdict on a payment Gamebase listed as paid.
+            h.gamebase.failVerify([FakeGamebase.error(.consumeFailed)])
+            let outcome = try await h.processor.process(Self.reconciled("code-r"))
+            guard case .gamebaseUnavailable(let error, _) = outcome else {
+                Issue.record("expected nothing decided, got \(outcome)")
+                return
+            }
+            #expect(error.resultCode == .consumeFailed)
+            #expect(try await h.ledger.rejections(paymentSeq: "code-r").isEmpty, "no rejection recorded for its claim")
+            #expect(h.publisher.events(on: h.topics.failed).isEmpty, "nothing told downstream: nothing was decided")
+            // The player's own late message (the same claim) is judged, not answered by a rejection.
+            #expect(try await h.process("code-r") == .granted(paymentSeq: "code-r", consumePending: false))
+
+            // The message path is unchanged: a message's claim answered with 5000 is rejected.
+            h.gamebase.failVerify([FakeGamebase.error(.consumeFailed)])
+            #expect(try await h.process("code-m") == .rejected(paymentSeq: "code-m", reason: .invalidPurchase))
+        }
+    }
+
+    @Test(arguments: LedgerBackend.allCases)
+    func aListedPaymentAnsweredWithAnErrorCodeIsGrantedByTheNextPassOnceGamebaseAnswers(backend: LedgerBackend)
+        async throws
+    {
+        try await FlowHarness.run(backend) { (h: FlowHarness) async throws in
+            h.payment("code-n")
+            h.gamebase.failVerify([FakeGamebase.error(.consumeFailed)])
+            _ = try await h.processor.process(Self.reconciled("code-n"))
+            #expect(
+                try await h.processor.process(Self.reconciled("code-n"))
+                    == .granted(paymentSeq: "code-n", consumePending: false))
+            #expect(try await h.process("code-n") == .duplicate(paymentSeq: "code-n"))
+        }
+    }
 }
 
 /// Lets `parties` tasks wait for each other.

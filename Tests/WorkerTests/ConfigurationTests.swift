@@ -106,6 +106,36 @@ import Worker
         #expect(error?.key == key)
     }
 
+    @Test(arguments: [
+        // The grace is never over before the sighting it runs from is pruned.
+        ("reconcile:\n  grace_ms: 3600000\n  lookback_hours: 1", "reconcile.grace_ms"),
+        ("reconcile:\n  grace_ms: 604800000", "reconcile.grace_ms"),
+        // The first pass past the grace (two intervals after the sighting) comes after the lookback.
+        ("reconcile:\n  interval_ms: 2400000\n  grace_ms: 3000000\n  lookback_hours: 1", "reconcile.grace_ms"),
+        // Passes further apart than the window: users active in between are never read.
+        ("reconcile:\n  interval_ms: 7200000\n  grace_ms: 0\n  lookback_hours: 1", "reconcile.interval_ms"),
+    ])
+    func reconciliationUnderWhichNothingCouldBeTakenIsRefusedNamingTheKeys(yaml: String, key: String) async throws {
+        let path = try Self.file(Self.minimal + "\n" + yaml)
+        let error = await #expect(throws: ConfigurationError.self) {
+            try await WorkerConfiguration.load(configFile: path, environment: [:])
+        }
+        #expect(error?.key == key)
+        #expect(error?.problem.contains("reconcile.lookback_hours") == true)
+    }
+
+    @Test func reconciliationAtTheEdgeOfItsWindowOrTurnedOffLoads() async throws {
+        let edge = try await WorkerConfiguration.load(
+            configFile: try Self.file(
+                Self.minimal + "\nreconcile:\n  interval_ms: 1800000\n  grace_ms: 3540000\n  lookback_hours: 1\n"),
+            environment: [:])
+        #expect(edge.reconcile.grace == .milliseconds(3_540_000))
+        let off = try await WorkerConfiguration.load(
+            configFile: try Self.file(Self.minimal + "\nreconcile:\n  interval_ms: 0\n  grace_ms: 604800000\n"),
+            environment: [:])
+        #expect(!off.reconcile.isEnabled, "off: nothing to refuse")
+    }
+
     @Test func requiredKeysAreNamedWhenMissing() async throws {
         let noApp = await #expect(throws: ConfigurationError.self) {
             try await WorkerConfiguration.load(configFile: try Self.file("gamebase:\n  secret_key: s\n"), environment: [:])

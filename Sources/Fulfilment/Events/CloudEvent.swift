@@ -51,7 +51,8 @@ public struct ItemGrantedData: Codable, Sendable, Hashable, EventData {
     public var payload: String?
     public var isTestPurchase: Bool
     public var grantedAt: String
-    /// `message`, or `reconciliation` when the reconciler found the payment through List Consumables.
+    /// `message`, or `reconciliation` when the reconciler found the payment through List Consumables. Optional in
+    /// the schema: an event written before the field existed decodes as `message`.
     public var source: String
 }
 
@@ -68,6 +69,26 @@ public struct ConsumeFailedData: Codable, Sendable, Hashable, EventData {
 }
 
 extension ItemGrantedData {
+    /// Decodes `data` as written; a `source` absent (an event from before reconciliation) is `message`, as the schema
+    /// says, so a consumer reading its topic from the beginning does not fail on older events.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        userId = try container.decode(String.self, forKey: .userId)
+        paymentSeq = try container.decode(String.self, forKey: .paymentSeq)
+        gamebaseProductId = try container.decode(String.self, forKey: .gamebaseProductId)
+        productSeq = try container.decodeIfPresent(Int64.self, forKey: .productSeq)
+        marketId = try container.decodeIfPresent(String.self, forKey: .marketId)
+        productType = try container.decodeIfPresent(String.self, forKey: .productType)
+        price = try container.decodeIfPresent(Decimal.self, forKey: .price)
+        currency = try container.decodeIfPresent(String.self, forKey: .currency)
+        paymentId = try container.decodeIfPresent(String.self, forKey: .paymentId)
+        purchaseTime = try container.decodeIfPresent(String.self, forKey: .purchaseTime)
+        payload = try container.decodeIfPresent(String.self, forKey: .payload)
+        isTestPurchase = try container.decode(Bool.self, forKey: .isTestPurchase)
+        grantedAt = try container.decode(String.self, forKey: .grantedAt)
+        source = try container.decodeIfPresent(String.self, forKey: .source) ?? PurchaseOrigin.message.rawValue
+    }
+
     func writeMembers(to object: inout JSONObject) {
         object.string("userId", userId)
         object.string("paymentSeq", paymentSeq)

@@ -11,7 +11,9 @@ public enum PurchaseOutcome: Sendable, Equatable {
     case rejected(paymentSeq: String, reason: ConsumeFailureReason)
     /// Not a valid purchase message; consume-failed and dead-letter records were published.
     case malformed(problem: String)
-    /// Gamebase kept failing transiently after the retries; nothing was decided.
+    /// Nothing was decided: Gamebase kept failing transiently after the retries or, for a payment found by
+    /// reconciliation only (``PurchaseOrigin/reconciliation``), answered Get Payment Transaction with an error code
+    /// rather than a payment to judge (a message's claim is rejected on such a code; a listed payment is retried).
     case gamebaseUnavailable(GamebaseError, attempts: Int)
     /// Gamebase says the deployment is wrong (secret key, app id…): stop consuming and alert.
     /// `durable`: this message's outcome was recorded anyway (its offset may be stored).

@@ -85,6 +85,13 @@ public struct PurchaseProcessor: Sendable {
                 if let grant = try await ledger.grant(paymentSeq: message.paymentSeq) {
                     return try await settle(message, input, against: grant, attempts: attempts, gate: gate)
                 }
+                // A payment Gamebase itself listed as completed and unconsumed is real: an error code here (a store
+                // still verifying, a 5000) is no verdict on it. Rejecting would record its claim for good — every
+                // later pass and the player's own late message would be answered by that rejection, and a paid
+                // purchase never granted. Nothing is decided; the next pass asks again.
+                if input.origin == .reconciliation {
+                    return .gamebaseUnavailable(error, attempts: attempts)
+                }
                 return try await reject(
                     message, input, .invalidPurchase, detail: "Gamebase refused the purchase token", error: error,
                     attempts: attempts)

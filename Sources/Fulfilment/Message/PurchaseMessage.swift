@@ -156,7 +156,7 @@ extension PurchaseMessage {
     }
 
     /// A value fit to name a message in events and logs: short, no control characters.
-    static func plainIdentifier(_ value: String) -> String? {
+    public static func plainIdentifier(_ value: String) -> String? {
         guard !value.isEmpty, value.utf8.count <= Limits.paymentSeq,
             !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else { return nil }

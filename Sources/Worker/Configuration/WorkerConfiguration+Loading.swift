@@ -112,6 +112,26 @@ extension WorkerConfiguration {
         let grace = try values.int("reconcile.grace_ms", default: 600_000, in: 0...604_800_000)
         let lookback = try values.int("reconcile.lookback_hours", default: 72, in: 1...8_760)
         let rate = try values.int("reconcile.max_calls_per_second", default: 20, in: 1...10_000)
+        // Sightings (and so a payment's grace) are pruned once older than the lookback window, and users are those
+        // active within it: combinations under which nothing could ever be taken are refused, not run.
+        let lookbackMs = lookback * 3_600_000
+        if interval > 0 {
+            if interval > lookbackMs {
+                throw ConfigurationError(
+                    key: "reconcile.interval_ms",
+                    problem: "\(interval) exceeds reconcile.lookback_hours (\(lookback) h = \(lookbackMs) ms): a user "
+                        + "active only between two passes would never be checked")
+            }
+            // The pass that takes a payment is the first one at least grace_ms after the pass that first saw it.
+            let takenAfter = (grace + interval - 1) / interval * interval
+            if grace >= lookbackMs || takenAfter > lookbackMs {
+                throw ConfigurationError(
+                    key: "reconcile.grace_ms",
+                    problem: "\(grace) with reconcile.interval_ms \(interval) takes a payment \(takenAfter) ms after "
+                        + "its first sighting, not before reconcile.lookback_hours (\(lookback) h = \(lookbackMs) ms) "
+                        + "prunes that sighting: nothing would ever be taken")
+            }
+        }
         return Reconciler.Configuration(
             interval: .milliseconds(interval), grace: .milliseconds(grace), lookback: .seconds(lookback * 3_600),
             maxCallsPerSecond: rate)

@@ -48,8 +48,12 @@ extension ReconcilePass {
         public var findings: [Finding] = []
         /// Why the pass ended before checking every user, when it did.
         public var stoppedEarly: String?
-        /// Gamebase refused the worker's configuration (the command exits non-zero).
+        /// Gamebase refused the worker's configuration (the command exits non-zero): for Get Payment Transaction or
+        /// Consume, which the message path shares (its monitor is told), or for List Consumables, which only ends
+        /// this pass.
         public var configurationRejected = false
+        /// The ledger, or Kafka publishing an event of the flow, failed and ended the pass (the command exits 2).
+        public var dependencyFailed = false
         public var duration: Duration = .zero
 
         mutating func record(_ finding: Finding) {

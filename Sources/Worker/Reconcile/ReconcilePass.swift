@@ -75,6 +75,7 @@ public struct ReconcilePass: Sendable {
         } catch {
             // The ledger, or Kafka publishing an event of the flow.
             report.stoppedEarly = "a ledger or Kafka call failed: \(error)"
+            report.dependencyFailed = true
             await health.ledgerFailed(error)
         }
         report.duration = ContinuousClock.now - started
@@ -97,44 +98,63 @@ public struct ReconcilePass: Sendable {
             try await processor.ledger.pruneReconciliation(
                 before: now.addingTimeInterval(-configuration.lookback.seconds))
         }
-        let users: [String]
+        let activeSince = now.addingTimeInterval(-configuration.lookback.seconds)
+        var users: [String]
         if let given = options.users {
             users = given
         } else {
             users = try await processor.ledger.reconciliationUsers(
-                activeSince: now.addingTimeInterval(-configuration.lookback.seconds), dueAt: options.claim ? now : nil,
+                activeSince: activeSince, dueAt: options.claim ? now : nil,
                 limit: options.claim ? maxUsersPerPass : Int.max)
         }
-        var index = 0
-        while index < users.count {
-            let batch = Array(users[index..<min(index + claimBatch, users.count)])
-            if let deadline = options.deadline, ContinuousClock.now >= deadline {
-                // Left: the users still unclaimed since this pass started (other instances may have taken the rest
-                // of this pass's list), whom the next pass takes first.
-                report.usersLeft =
-                    options.claim
-                    ? try await processor.ledger.reconciliationUsers(
-                        activeSince: now.addingTimeInterval(-configuration.lookback.seconds), dueAt: now,
-                        limit: maxUsersPerPass
-                    ).count : users.count - index
-                guard report.usersLeft > 0 else { return }
-                throw Interrupted(reason: "the interval ended before every due user was checked")
+        // A claiming pass reads due users a page at a time and, when a page was full, reads the next one, until no
+        // user is due or the deadline passes: instances sharing the ledger read the same page and split it by their
+        // claims, so without this every instance would stop at the first page and more instances would add no
+        // capacity. Users claimed by this pass are due again only after its start (``nextCheck(passStart:)``), so
+        // the next page never holds them; one already seen is skipped all the same.
+        let pages = options.claim && !options.dryRun && options.users == nil
+        var seen = Set<String>()
+        var pageWasFull = users.count >= maxUsersPerPass
+        var ledgerFailed = false
+        while true {
+            if pages { seen.formUnion(users) }
+            var index = 0
+            while index < users.count {
+                let batch = Array(users[index..<min(index + claimBatch, users.count)])
+                if let deadline = options.deadline, ContinuousClock.now >= deadline {
+                    // Left: the users still unclaimed since this pass started (other instances may have taken the
+                    // rest of this pass's list), whom the next pass takes first.
+                    report.usersLeft =
+                        options.claim
+                        ? try await processor.ledger.reconciliationUsers(
+                            activeSince: activeSince, dueAt: now, limit: maxUsersPerPass
+                        ).count : users.count - index
+                    guard report.usersLeft > 0 else { return }
+                    throw Interrupted(reason: "the interval ended before every due user was checked")
+                }
+                guard health.ledgerAvailable else { throw Interrupted(reason: "the ledger is unavailable") }
+                guard health.allowsGamebaseCalls else {
+                    throw Interrupted(reason: "Gamebase calls are held (circuit open or stopped)")
+                }
+                let claimed =
+                    options.claim && !options.dryRun
+                    ? try await processor.ledger.claimReconciliationUsers(
+                        batch, now: Date(), nextCheck: nextCheck(passStart: now))
+                    : batch
+                let claimedSet = Set(claimed)
+                for user in batch where claimedSet.contains(user) {
+                    try await check(
+                        user, sightedAt: now, options: options, report: &report, ledgerFailedBefore: &ledgerFailed)
+                    report.usersChecked += 1
+                }
+                index += batch.count
             }
-            guard health.ledgerAvailable else { throw Interrupted(reason: "the ledger is unavailable") }
-            guard health.allowsGamebaseCalls else {
-                throw Interrupted(reason: "Gamebase calls are held (circuit open or stopped)")
-            }
-            let claimed =
-                options.claim && !options.dryRun
-                ? try await processor.ledger.claimReconciliationUsers(
-                    batch, now: Date(), nextCheck: nextCheck(passStart: now))
-                : batch
-            let claimedSet = Set(claimed)
-            for user in batch where claimedSet.contains(user) {
-                try await check(user, sightedAt: now, options: options, report: &report)
-                report.usersChecked += 1
-            }
-            index += batch.count
+            guard pages, pageWasFull else { return }
+            let page = try await processor.ledger.reconciliationUsers(
+                activeSince: activeSince, dueAt: now, limit: maxUsersPerPass)
+            pageWasFull = page.count >= maxUsersPerPass
+            users = page.filter { !seen.contains($0) }
+            guard !users.isEmpty else { return }
         }
     }
 
@@ -149,7 +169,8 @@ public struct ReconcilePass: Sendable {
         return passStart.addingTimeInterval(interval - min(interval / 100, 1))
     }
 
-    /// Users a daemon pass reads at most: what its rate allows in one interval (each user costs a call at least).
+    /// Users a daemon pass reads at once (a page): what its rate allows in one interval (each user costs a call at
+    /// least).
     var maxUsersPerPass: Int {
         let perInterval = configuration.interval.seconds * Double(configuration.maxCallsPerSecond)
         return Int(min(max(perInterval, 100), 10_000_000))
@@ -163,7 +184,11 @@ public struct ReconcilePass: Sendable {
         }
     }
 
-    private func check(_ user: String, sightedAt: Date, options: Options, report: inout Report) async throws {
+    /// Lists one user's unconsumed payments and takes those due.
+    /// - Parameter ledgerFailedBefore: whether the ledger failed on the previous user's payments; set for the next.
+    private func check(
+        _ user: String, sightedAt: Date, options: Options, report: inout Report, ledgerFailedBefore: inout Bool
+    ) async throws {
         let listed: [ConsumableItem]
         do {
             let transactionID = GamebaseTransactionID()
@@ -178,43 +203,75 @@ public struct ReconcilePass: Sendable {
                 Finding(
                     userId: user, paymentSeq: nil, outcome: .failed, detail: "List Consumables failed: \(error.message)"
                 ))
+            if error.kind == .configuration {
+                // List Consumables is the reconciler's alone: its refusal (an API not enabled or not routed for this
+                // app, -4040202, -4060003) stops reconciliation until the next pass, never the message path, which
+                // meets a configuration failure of its own calls by itself.
+                logger.error(
+                    """
+                    Gamebase refuses List Consumables with this configuration; reconciliation stops until the next \
+                    pass
+                    """,
+                    metadata: [
+                        "gamebase.result_code": "\(error.resultCode?.description ?? "-")",
+                        "gamebase.error": "\(error.message)",
+                    ])
+                throw Interrupted(
+                    reason: "Gamebase rejects the configuration for List Consumables", configurationRejected: true)
+            }
             try await judge(error)
             return
         }
+        let candidates = takeable(listed, of: user, report: &report)
+        guard !candidates.isEmpty else { return }
         // What the ledger knows decides first: granted or rejected payments never reach the grace table.
-        var undecided: [(item: ConsumableItem, message: PurchaseMessage)] = []
-        for item in listed.sorted(by: { $0.paymentSeq < $1.paymentSeq }) {
-            guard let token = item.accessToken, !token.isEmpty, !item.paymentSeq.isEmpty else {
-                report.record(
-                    Finding(
-                        userId: user, paymentSeq: item.paymentSeq, outcome: .failed,
-                        detail: "listed without an accessToken"))
-                continue
+        var undecided: [(input: PurchaseInput, message: PurchaseMessage)] = []
+        let sightings: [String: Date]
+        do {
+            for candidate in candidates {
+                let message = candidate.message
+                let known = try await processor.ledger.lookup(
+                    paymentSeq: message.paymentSeq,
+                    rejection: RejectionKey(
+                        paymentSeq: message.paymentSeq, userId: user, tokenHash: message.tokenHash))
+                if let grant = known.grant {
+                    let detail =
+                        grant.state == .granted ? "granted, awaiting Consume (the sweeper's)" : "granted and consumed"
+                    report.record(
+                        Finding(userId: user, paymentSeq: message.paymentSeq, outcome: .alreadyGranted, detail: detail))
+                } else if let rejection = known.rejection {
+                    report.record(
+                        Finding(
+                            userId: user, paymentSeq: message.paymentSeq, outcome: .alreadyRejected,
+                            detail: "rejected before: \(rejection.reason)"))
+                } else {
+                    undecided.append(candidate)
+                }
             }
-            let message = PurchaseMessage(userId: user, paymentSeq: item.paymentSeq, purchaseToken: token)
-            let known = try await processor.ledger.lookup(
-                paymentSeq: message.paymentSeq,
-                rejection: RejectionKey(paymentSeq: message.paymentSeq, userId: user, tokenHash: message.tokenHash))
-            if let grant = known.grant {
-                let detail =
-                    grant.state == .granted ? "granted, awaiting Consume (the sweeper's)" : "granted and consumed"
-                report.record(
-                    Finding(userId: user, paymentSeq: item.paymentSeq, outcome: .alreadyGranted, detail: detail))
-            } else if let rejection = known.rejection {
-                report.record(
-                    Finding(
-                        userId: user, paymentSeq: item.paymentSeq, outcome: .alreadyRejected,
-                        detail: "rejected before: \(rejection.reason)"))
-            } else {
-                undecided.append((item, message))
+            guard !undecided.isEmpty else {
+                ledgerFailedBefore = false
+                return
             }
+            sightings = try await processor.ledger.reconciliationSightings(
+                undecided.map { ReconciliationSighting(paymentSeq: $0.message.paymentSeq, userId: user) },
+                now: sightedAt, record: !options.dryRun)
+            ledgerFailedBefore = false
+        } catch let error as LedgerError {
+            // One user's payments may be what the ledger refuses: that user fails, the pass goes on. Two users in a
+            // row failing so is the ledger's failure, which ends the pass.
+            guard !ledgerFailedBefore else { throw error }
+            ledgerFailedBefore = true
+            logger.warning(
+                "reconciliation could not read the ledger for a user's listed payments",
+                metadata: ["iap.user_id": "\(user)", "iap.error": "\(error)"])
+            report.record(
+                Finding(
+                    userId: user, paymentSeq: nil, outcome: .failed,
+                    detail: "the ledger failed on this user's listed payments: \(error.message)"))
+            return
         }
-        guard !undecided.isEmpty else { return }
-        let sightings = try await processor.ledger.reconciliationSightings(
-            undecided.map { ReconciliationSighting(paymentSeq: $0.message.paymentSeq, userId: user) }, now: sightedAt,
-            record: !options.dryRun)
         var decided: [String] = []
-        for (_, message) in undecided {
+        for (input, message) in undecided {
             let now = Date()
             // A dry run records nothing: a payment not seen before is judged as the pass would record it.
             guard let firstSeen = sightings[message.paymentSeq] ?? (options.dryRun ? sightedAt : nil) else {
@@ -242,7 +299,7 @@ public struct ReconcilePass: Sendable {
                         detail: "unconsumed and ungranted since \(RFC3339.string(firstSeen)): a pass would take it"))
                 continue
             }
-            if try await take(message, report: &report) { decided.append(message.paymentSeq) }
+            if try await take(input, message, report: &report) { decided.append(message.paymentSeq) }
         }
         // A decided payment needs no grace any more (best effort: a sighting left behind is pruned after the
         // lookback window).
@@ -251,24 +308,9 @@ public struct ReconcilePass: Sendable {
 
     /// Runs one payment through the flow, as the message its user never sent, and records what happened; returns
     /// whether the payment is decided now (granted or rejected, by this pass or meanwhile).
-    private func take(_ message: PurchaseMessage, report: inout Report) async throws -> Bool {
-        var text = ""
-        JSONText.appendObject(to: &text) { object in
-            object.string("userId", message.userId)
-            object.string("paymentSeq", message.paymentSeq)
-            object.string("purchaseToken", message.purchaseToken)
-        }
-        let input = PurchaseInput(
-            key: Array(message.userId.utf8), value: Array(text.utf8), source: Self.source, timestamp: Date(),
-            origin: .reconciliation)
+    private func take(_ input: PurchaseInput, _ message: PurchaseMessage, report: inout Report) async throws -> Bool {
         let finding = { (outcome: Outcome, detail: String) in
             Finding(userId: message.userId, paymentSeq: message.paymentSeq, outcome: outcome, detail: detail)
-        }
-        // The flow's own limits apply: what it would call malformed is never handed to it (it would dead-letter it).
-        let parsed = processor.parse(input)
-        if case .failure(let malformed) = parsed {
-            report.record(finding(.failed, "Gamebase listed a payment the flow cannot take: \(malformed.problem)"))
-            return false
         }
         let metadata: Logger.Metadata = [
             "iap.payment_seq": "\(message.paymentSeq)", "iap.user_id": "\(message.userId)",
@@ -282,7 +324,7 @@ public struct ReconcilePass: Sendable {
         }
         let outcome: PurchaseOutcome
         do {
-            outcome = try await processor.process(input, parsed: parsed, gate: { try await gate() })
+            outcome = try await processor.process(input, parsed: .success(message), gate: { try await gate() })
         } catch let interrupted as Interrupted {
             // Held between the grant and its Consume: the grant stands (the sweeper consumes it) and is counted.
             if let grant = try? await processor.ledger.grant(paymentSeq: message.paymentSeq),
