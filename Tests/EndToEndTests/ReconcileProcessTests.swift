@@ -162,9 +162,15 @@ extension ProcessTests {
             workers[victim].kill9()
             workers[victim] = try cluster.worker("worker-\(victim)-restarted", environment)
 
-            try await cluster.waitFor("every payment is consumed", within: 120, workers: workers) {
+            // At Gamebase, and in the ledger: a grant whose Consume answer died with the killed instance is the
+            // sweeper's after its grace (Consume again, "already consumed", recorded).
+            try await cluster.waitFor("every payment is consumed", within: 150, workers: workers) {
                 let consumes = try await simulatorCounters(cluster.simulatorURL).consumes
-                return (0..<users).allSatisfy { consumes["q\($0)"] != nil && consumes["p\($0)"] != nil }
+                guard (0..<users).allSatisfy({ consumes["q\($0)"] != nil && consumes["p\($0)"] != nil }) else { return false }
+                let stats = try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) {
+                    try await $0.stats()
+                }
+                return stats.consumed == 2 * users
             }
             try await Task.sleep(for: .milliseconds(interval))  // another pass of each instance
             let counters = try await simulatorCounters(cluster.simulatorURL)
