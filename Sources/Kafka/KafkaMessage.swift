@@ -53,12 +53,18 @@ public struct KafkaMessage: Sendable, Hashable {
 
     public var topicPartition: TopicPartition { TopicPartition(topic, partition) }
 
-    /// The bytes this message holds in memory: value, key, header names and values.
+    /// The bytes this message holds in memory: value, key, header names and values, and what each header costs
+    /// beyond its bytes (a `String` and an optional array, copied again when the flow takes it). A record of 1 MB
+    /// can carry hundreds of thousands of empty headers: counted at their bytes alone, it would hold tens of times
+    /// what the buffer's bound allows.
     public var byteCount: Int {
         var count = value.count + (key?.count ?? 0)
-        for header in headers { count += header.name.utf8.count + (header.value?.count ?? 0) }
+        for header in headers { count += Self.headerOverhead + header.name.utf8.count + (header.value?.count ?? 0) }
         return count
     }
+
+    /// Memory a header holds besides its name and value bytes, in the consumer's copy and the flow's.
+    static let headerOverhead = 128
 }
 
 /// A record to produce.

@@ -45,9 +45,10 @@ struct ReconcileCommand: AsyncParsableCommand {
         let report = try await LedgerStores.withStore(url: configuration.ledgerURL, logger: logger) { ledger in
             let gamebase = GamebaseClient(configuration: configuration.gamebaseConfiguration, logger: logger)
             do {
+                // Every ledger call under the daemon's deadline: a ledger that does not answer ends the pass (exit 2).
                 let report = try await Reconciler.runOnce(
-                    configuration: configuration, ledger: ledger, gamebase: gamebase, users: users, dryRun: dryRun,
-                    logger: logger)
+                    configuration: configuration, ledger: DeadlineLedgerStore(ledger), gamebase: gamebase, users: users,
+                    dryRun: dryRun, logger: logger)
                 try? await gamebase.shutdown()
                 return report
             } catch {

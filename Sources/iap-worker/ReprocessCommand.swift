@@ -47,7 +47,9 @@ struct ReprocessCommand: AsyncParsableCommand {
         let options = Reprocessor.Options(reason: reason, limit: limit, dryRun: dryRun, idle: .seconds(idleSeconds))
         let report = try await LedgerStores.withStore(url: configuration.ledgerURL, logger: logger) { ledger in
             let gamebase = GamebaseClient(configuration: configuration.gamebaseConfiguration, logger: logger)
-            let reprocessor = Reprocessor(configuration: configuration, ledger: ledger, gamebase: gamebase, logger: logger)
+            // Every ledger call under the same deadline as the daemon's: a ledger that does not answer ends the run.
+            let reprocessor = Reprocessor(
+                configuration: configuration, ledger: DeadlineLedgerStore(ledger), gamebase: gamebase, logger: logger)
             do {
                 let report = try await reprocessor.run(options)
                 try? await gamebase.shutdown()

@@ -39,12 +39,42 @@ struct GamebaseAnswerReadingTests {
                 reference = try? decoder.decode(ReferenceEnvelope<Result>.self, from: Data(text))
                 // The client fails closed where the model is lenient: a payment without isConsumable is no answer.
                 if let payment = reference?.result as? PaymentTransaction, payment.isConsumable == nil { reference = nil }
+                // …and a payment with a NUL in a field the ledger stores is no answer either.
+                if let payment = reference?.result as? PaymentTransaction, Self.holdsNUL(payment) { reference = nil }
             } else {
                 reference = ReferenceEnvelope(header: headerOnly.header, result: nil)
             }
         }
         let ours = try? GamebaseEnvelope.read(text, result: read)
         return (reference, ours)
+    }
+
+    private static func holdsNUL(_ payment: PaymentTransaction) -> Bool {
+        let fields = [
+            payment.paymentSeq, payment.userId, payment.currency, payment.marketId, payment.accessToken, payment.paymentId,
+            payment.paymentToken, payment.productType, payment.gamebaseProductId, payment.purchaseTime, payment.payload,
+        ]
+        return fields.contains { $0?.utf8.contains(0) == true }
+    }
+
+    /// A NUL or an oversized field in a payment would fail the grant on every try (PostgreSQL's text holds no NUL):
+    /// such an answer is refused, so the purchase is retried and dead-lettered rather than failing in the ledger.
+    @Test(arguments: [
+        #"{"paymentSeq":"1","userId":"u","isConsumable":true,"payload":"a\u0000b"}"#,
+        #"{"paymentSeq":"1\u0000","userId":"u","isConsumable":true}"#,
+        #"{"paymentSeq":"1","userId":"u","isConsumable":true,"marketId":""# + String(repeating: "x", count: 8193) + #""}"#,
+    ])
+    func aPaymentWithAFieldTheLedgerCannotStoreIsNoAnswer(result: String) {
+        let text = #"{"header":{"isSuccessful":true,"resultCode":0},"result":"# + result + "}"
+        #expect(throws: JSONReader.Failure.self) { try GamebaseEnvelope.read(Array(text.utf8), result: PaymentTransaction.read) }
+    }
+
+    /// A refusal's message is kept in bytes, not Characters (one Character can hold any number of scalars).
+    @Test func aRefusalsMessageIsClippedInBytes() {
+        let combining = "e" + String(repeating: "\u{301}", count: 10_000)
+        #expect(GamebaseClient.clipped(combining, toUTF8Bytes: 200).utf8.count <= 200)
+        #expect(GamebaseClient.clipped("short", toUTF8Bytes: 200) == "short")
+        #expect(GamebaseClient.clipped("한한한", toUTF8Bytes: 7) == "한한")
     }
 
     private func agree<Result: Decodable & Equatable>(
@@ -218,6 +248,9 @@ struct GamebaseAnswerReadingTests {
 /// values, strings with escapes and non-ASCII text, numbers in every JSON form.
 private struct AnswerGenerator {
     private var state: UInt64
+    /// Whether strings may hold an escaped NUL. Not in payments: the client refuses a payment holding one (the
+    /// ledger cannot store it; `aPaymentWithAFieldTheLedgerCannotStoreIsNoAnswer`), where JSONDecoder reads it.
+    private var nulInStrings = true
 
     init(seed: UInt64) { state = seed }
 
@@ -240,7 +273,7 @@ private struct AnswerGenerator {
         let pieces = [
             "a", "Z", "9", "-", "_", ".", " ", "é", "한", "😀", "\\\"", "\\\\", "\\/", "\\n", "\\t", "\\u00e9", "\\u0000",
             "\\uD83D\\uDE00", "\\u001f", "GPA.1234-5678", "{\\\"c\\\":1}",
-        ]
+        ].filter { nulInStrings || $0 != "\\u0000" }
         return "\"" + (0..<below(12)).map { _ in pick(pieces) }.joined() + "\""
     }
 
@@ -303,6 +336,8 @@ private struct AnswerGenerator {
     }
 
     mutating func paymentAnswer() -> String {
+        nulInStrings = false
+        defer { nulInStrings = true }
         var members: [(String, String)] = []
         members += chance(97) ? [("\"paymentSeq\"", string())] : field("paymentSeq", string())
         members += chance(97) ? [("\"userId\"", string())] : field("userId", string())

@@ -8,6 +8,14 @@ import Testing
 /// timed wait for the next message never loses one.
 @Suite("Kafka consumer buffer bounds", .timeLimit(.minutes(2)))
 struct KafkaBufferBoundsTests {
+    /// Each header costs memory beyond its bytes: a record of empty headers is counted at what it holds, so the
+    /// byte bound holds for it too.
+    @Test func aRecordOfManyEmptyHeadersCountsWhatItHolds() {
+        let headers = Array(repeating: KafkaHeader(name: "", value: nil), count: 100_000)
+        let message = KafkaMessage(topic: "t", partition: 0, offset: 0, value: [], headers: headers)
+        #expect(message.byteCount >= 100_000 * 100, "\(message.byteCount) bytes counted for 100,000 headers")
+    }
+
     @Test func aBurstOfLargeRecordsIsBufferedOnlyUpToTheByteBound() async throws {
         let cluster = try MockCluster(brokers: 1, logger: KafkaTestSupport.logger)
         try cluster.createTopic("large", partitions: 2)

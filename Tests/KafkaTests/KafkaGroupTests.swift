@@ -168,6 +168,42 @@ struct KafkaGroupTests {
         await producer.close()
     }
 
+    /// A pause belongs to an assignment. A partition paused (intake held during an outage), moved to another member
+    /// and given back later starts unpaused: the application pauses it again if it still holds its intake, and
+    /// otherwise it must be fetched — not stay paused for good because nobody resumes a partition it no longer had.
+    @Test func aPausedPartitionThatMovesAwayAndComesBackIsFetchedAgain() async throws {
+        let cluster = try MockCluster(brokers: 1, logger: KafkaTestSupport.logger)
+        try cluster.createTopic("roam", partitions: 2)
+        let groupID = KafkaTestSupport.uniqueGroup()
+        let a = try KafkaTestSupport.consumer(cluster, group: groupID)
+        let b = try KafkaTestSupport.consumer(cluster, group: groupID)
+        let producer = try KafkaTestSupport.producer(cluster)
+        let fetched = Shared<[Int32]>([])
+        try a.subscribe(topics: ["roam"])
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { for try await message in a.messages { fetched.withLock { $0.append(message.partition) } } }
+            #expect(await KafkaTestSupport.eventually(within: 40) { a.assignment.count == 2 })
+            a.pause(Array(a.assignment))
+
+            try b.subscribe(topics: ["roam"])
+            group.addTask { for try await _ in b.messages {} }
+            #expect(await KafkaTestSupport.eventually(within: 40) { a.assignment.count == 1 && b.assignment.count == 1 })
+            let kept = try #require(a.assignment.first)
+            await b.close()
+            #expect(await KafkaTestSupport.eventually(within: 40) { a.assignment.count == 2 })
+            let returned = try #require(a.assignment.subtracting([kept]).first)
+
+            try await KafkaTestSupport.produce(producer, topic: "roam", range: 0..<40)
+            #expect(
+                await KafkaTestSupport.eventually(within: 20) { fetched.withLock { $0.contains(returned.partition) } },
+                "partition \(returned.partition) came back and was never fetched")
+            #expect(!fetched.withLock { $0.contains(kept.partition) }, "the partition still paused delivered nothing")
+            group.cancelAll()
+        }
+        await a.close()
+        await producer.close()
+    }
+
     /// Readiness hangs on this: a member the group gives no partition must still learn that it has joined.
     @Test func aMemberLeftWithoutPartitionsStillHearsItsEmptyAssignment() async throws {
         let cluster = try MockCluster(brokers: 1, logger: KafkaTestSupport.logger)

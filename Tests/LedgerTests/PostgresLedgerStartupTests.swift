@@ -5,6 +5,7 @@ import Ledger
 import Logging
 import NIOCore
 import NIOPosix
+import PostgresNIO
 import Testing
 
 /// Opening a PostgreSQL ledger against the test server, which speaks TLS with a certificate from a test CA
@@ -43,6 +44,26 @@ struct PostgresLedgerStartupTests {
         let encrypted = try await Self.openAndCheckEncryption(url, database: database)
         #expect(!encrypted.isEmpty)
         #expect(encrypted.allSatisfy { $0 }, "the server sees unencrypted connections: \(encrypted)")
+    }
+
+    /// After a failover the pool can reach a server that answers reads and refuses every write: the probe must call
+    /// that a ledger outage (purchases wait), not a ledger that works (purchases fail and are dead-lettered).
+    @Test func aServerThatTakesNoWritesFailsTheProbeAsUnavailable() async throws {
+        let server = try PostgresTestServer.current()
+        let database = try await server.createDatabase()
+        let url = server.url(database: database)
+        #expect(try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { try await $0.countUnconsumed() } == 0)
+        try await server.withConnection(to: database) { connection in
+            _ = try await connection.query(
+                PostgresQuery(unsafeSQL: "ALTER DATABASE \(database) SET default_transaction_read_only = on"),
+                logger: TestDatabases.quietLogger)
+        }
+        let error = await #expect(throws: LedgerError.self) {
+            try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger, migrate: false) {
+                try await $0.countUnconsumed()
+            }
+        }
+        #expect(error?.code == .unavailable, "\(String(describing: error))")
     }
 
     @Test func theStoreReportsTheTLSVersionOfItsConnections() async throws {

@@ -58,7 +58,8 @@ public protocol LedgerStore: ReconciliationLedger {
 
     func stats() async throws -> LedgerStats
 
-    /// Grants still waiting for Consume (cheap: a partial index); also the readiness probe of the ledger.
+    /// Grants still waiting for Consume (cheap: a partial index); also the readiness probe of the ledger, so it
+    /// fails when the ledger cannot take writes (PostgreSQL read-only) even though it answers.
     func countUnconsumed() async throws -> Int
 
     /// When the oldest grant still waiting for Consume was granted; `nil` when none waits.

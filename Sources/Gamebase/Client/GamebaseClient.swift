@@ -222,10 +222,23 @@ public final class GamebaseClient: GamebaseAPI {
         guard header.isSuccessful else {
             throw GamebaseError(
                 code: .resultCode, api: api, resultCode: GamebaseResultCode(header.resultCode),
-                resultMessage: header.resultMessage.map { String($0.prefix(200)) }, transactionID: transactionID.value,
+                resultMessage: header.resultMessage.map { Self.clipped($0, toUTF8Bytes: 200) }, transactionID: transactionID.value,
                 message: "Gamebase answered resultCode \(header.resultCode)")
         }
         return envelope
+    }
+
+    /// At most `limit` UTF-8 bytes of `text`, cut between scalars (one Character can hold any number of them).
+    static func clipped(_ text: String, toUTF8Bytes limit: Int) -> String {
+        guard text.utf8.count > limit else { return text }
+        var scalars = String.UnicodeScalarView()
+        var bytes = 0
+        for scalar in text.unicodeScalars {
+            bytes += UTF8.width(scalar)
+            if bytes > limit { break }
+            scalars.append(scalar)
+        }
+        return String(scalars)
     }
 
     private func failure(_ api: String, _ code: GamebaseError.Code, _ transactionID: GamebaseTransactionID, _ message: String)

@@ -37,8 +37,22 @@ extension PaymentTransaction {
         }
         transaction.paymentSeq = paymentSeq
         transaction.userId = userId
+        // The ledger stores these: a NUL (which PostgreSQL's text cannot hold) or a field of a size no store
+        // answer has would fail the grant on every try; such an answer is not one to grant on.
+        let stored = [
+            paymentSeq, userId, transaction.currency, transaction.marketId, transaction.accessToken,
+            transaction.paymentId, transaction.paymentToken, transaction.productType, transaction.gamebaseProductId,
+            transaction.purchaseTime, transaction.payload,
+        ]
+        for case let value? in stored where value.utf8.count > Self.maxFieldBytes || value.utf8.contains(0) {
+            throw JSONReader.Failure(
+                offset: 0, problem: "a payment field holds a NUL or is longer than \(Self.maxFieldBytes) bytes")
+        }
         return transaction
     }
+
+    /// The longest string field of a payment answer the worker takes (UTF-8 bytes).
+    static let maxFieldBytes = 8192
 }
 
 extension ConsumeResult {

@@ -26,6 +26,10 @@ extension ConsumerCore {
         switch err {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
             Self.applyAssignment(rk: client.handle, err: err, partitions: partitions)
+            // librdkafka keeps a partition's pause through an unassign: one given back starts paused unless told
+            // otherwise. The pause belonged to the earlier assignment (the application pauses it again if it still
+            // holds its intake, and the buffer's bound is applied on the next poll).
+            _ = rd_kafka_resume_partitions(client.handle, partitions)
             control.withLock { control in
                 control.assignment.formUnion(changed)
                 control.assignedOnce = true
@@ -41,6 +45,9 @@ extension ConsumerCore {
             control.withLock { control in
                 control.assignment.subtract(revoked)
                 control.physicallyPaused.subtract(revoked)
+                // A pause belongs to an assignment: a partition that comes back later starts unpaused, and the
+                // application pauses it again if it still holds its intake (else it would never be fetched).
+                control.applicationPaused.subtract(revoked)
                 for partition in revoked { control.epochs[partition] = nil }
             }
             // Nothing of these partitions may start once the handler has run.
@@ -64,6 +71,8 @@ extension ConsumerCore {
             control.withLock { control in
                 control.assignment.removeAll()
                 control.epochs.removeAll()
+                control.physicallyPaused.removeAll()
+                control.applicationPaused.removeAll()
             }
             buffer.purge(Set(changed))
             rd_kafka_assign(client.handle, nil)

@@ -287,9 +287,15 @@ public final class PostgresLedgerStore: LedgerStore, Service {
 
     public func countUnconsumed() async throws -> Int {
         try await wrap {
-            for try await count in try await client.query(
-                "SELECT COUNT(*) FROM grants WHERE state = 'granted'", logger: logger
-            ).decode(Int64.self) {
+            // The probe of the ledger: a server that answers reads but takes no writes (a standby the pool still
+            // points at after a failover, a database set read-only) is not a ledger the flow can use.
+            for try await (count, readOnly) in try await client.query(
+                "SELECT COUNT(*), current_setting('transaction_read_only') FROM grants WHERE state = 'granted'",
+                logger: logger
+            ).decode((Int64, String).self) {
+                guard readOnly == "off" else {
+                    throw LedgerError(code: .unavailable, message: "PostgreSQL takes no writes (transaction_read_only is on)")
+                }
                 return Int(count)
             }
             return 0
