@@ -27,12 +27,17 @@ declare -A MAX_LEN=([FuzzPurchaseRecord]=20000 [FuzzGamebaseAnswer]=8192)
 build() {
   [ "${FUZZ_SKIP_BUILD:-}" = 1 ] && return
   # The linker warns once per AddressSanitizer helper it cannot export (hundreds of lines, harmless): left out.
-  "$SWIFT" build --package-path FuzzTesting --scratch-path "$SCRATCH" --sanitize=fuzzer --sanitize=address 2>&1 |
+  # SwiftPM passes the two sanitizers to swiftc as two `-sanitize=` options in no fixed order, and swiftc keeps
+  # the last: a build had either coverage (libFuzzer searched blind to nothing) or AddressSanitizer, never both.
+  # The combined option, given last, asks for both.
+  "$SWIFT" build --package-path FuzzTesting --scratch-path "$SCRATCH" --sanitize=fuzzer --sanitize=address \
+    -Xswiftc -sanitize=address,fuzzer 2>&1 |
     { grep -v "warning: Cannot export local symbol '__asan" || true; }
 }
 
 binary() {
   echo "$("$SWIFT" build --package-path FuzzTesting --scratch-path "$SCRATCH" --sanitize=fuzzer --sanitize=address \
+    -Xswiftc -sanitize=address,fuzzer \
     --show-bin-path)/$1"
 }
 
