@@ -94,7 +94,7 @@ extension ProcessTests {
             var environment = cluster.workerEnvironment(ledgerURL: ledgerURL, group: group)
             environment["WORKER_RETRY_MAX_ATTEMPTS"] = "2"
             let first = try ChildProcess("reprocess-1", ["reprocess"], environment: environment, folder: cluster.folder)
-            let status = try await first.waitForExit(within: 120)
+            let status = try await first.exitStatus(within: 120)
             #expect(status == 0, "\(first.output)")
             #expect(first.output.contains("8 record(s) of purchase.completed.dlq handled"), "\(first.output)")
             #expect(first.output.contains("dead_lettered_again"), "\(first.output)")
@@ -108,7 +108,7 @@ extension ProcessTests {
 
             // A second run handles exactly what the first one sent back, and ends again.
             let second = try ChildProcess("reprocess-2", ["reprocess"], environment: environment, folder: cluster.folder)
-            #expect(try await second.waitForExit(within: 120) == 0, "\(second.output)")
+            #expect(try await second.exitStatus(within: 120) == 0, "\(second.output)")
             #expect(second.output.contains("3 record(s) of purchase.completed.dlq handled"), "\(second.output)")
             dead = try await cluster.readTopic("purchase.completed.dlq")
             #expect(dead.count == 11 + 3)
@@ -137,17 +137,9 @@ extension ProcessTests {
             try await cluster.waitFor("verifies are under way", within: 60, workers: [worker]) {
                 try await simulatorCalls(cluster.simulatorURL)["payment_transaction", default: 0] > callsBefore
             }
-            #expect(try await worker.terminate() == 0)
-            #expect(try await cluster.readTopic("purchase.completed.dlq").isEmpty, "work cut short by shutdown is not a failure")
-            #expect(try await cluster.readTopic("iap.consume-failed").isEmpty)
-            #expect(worker.outcomeCounts["dead_lettered"] == nil)
-            // A restart finishes everything, once.
+            try await cluster.expectAShutdownThatDecidesNothing(worker)
             try await setSimulatorFaults(cluster.simulatorURL, #"{"latencyMs":10,"unknownFieldRate":0}"#)
-            environment["WORKER_SHUTDOWN_TIMEOUT_MS"] = "30000"
-            let second = try cluster.worker("worker-2", environment)
-            try await cluster.waitUntilAllConsumed(within: 120, workers: [second], ledgerURL: ledgerURL)
-            #expect(try await second.terminate() == 0)
-            try await cluster.expectInvariants(ledgerURL: ledgerURL)
+            try await cluster.expectARestartFinishesEverythingOnce(environment, ledgerURL: ledgerURL)
         }
 
         /// The same with the worker's first verifies (a cold connection pool) the ones cut short.
@@ -162,16 +154,8 @@ extension ProcessTests {
             try await cluster.waitFor("verifies are under way", within: 60, workers: [worker]) {
                 try await simulatorCalls(cluster.simulatorURL)["payment_transaction", default: 0] > 0
             }
-            #expect(try await worker.terminate() == 0)
-            #expect(try await cluster.readTopic("purchase.completed.dlq").isEmpty, "work cut short by shutdown is not a failure")
-            #expect(try await cluster.readTopic("iap.consume-failed").isEmpty)
-            #expect(worker.outcomeCounts["dead_lettered"] == nil)
-            // A restart finishes everything, once.
-            environment["WORKER_SHUTDOWN_TIMEOUT_MS"] = "30000"
-            let second = try cluster.worker("worker-2", environment)
-            try await cluster.waitUntilAllConsumed(within: 120, workers: [second], ledgerURL: ledgerURL)
-            #expect(try await second.terminate() == 0)
-            try await cluster.expectInvariants(ledgerURL: ledgerURL)
+            try await cluster.expectAShutdownThatDecidesNothing(worker)
+            try await cluster.expectARestartFinishesEverythingOnce(environment, ledgerURL: ledgerURL)
         }
 
         @Test func sigtermAtAnyMomentOfStartUpExitsZero() async throws {
@@ -212,18 +196,23 @@ extension ProcessTests {
     }
 }
 
-extension ChildProcess {
-    /// Waits for the process to exit by itself; returns its status.
-    func waitForExit(within seconds: Double) async throws -> Int32 {
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning {
-            guard Date() < deadline else {
-                kill9()
-                throw ProcessTestError("\(name) did not end within \(seconds) s:\n\(diagnosticOutput)")
-            }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return process.terminationStatus
+extension ProcessTests.Cluster {
+    /// SIGTERM while purchases are cut short: exit 0, and nothing dead-lettered or published as failed.
+    func expectAShutdownThatDecidesNothing(_ worker: ChildProcess) async throws {
+        #expect(try await worker.terminate() == 0)
+        #expect(try await readTopic("purchase.completed.dlq").isEmpty, "work cut short by shutdown is not a failure")
+        #expect(try await readTopic("iap.consume-failed").isEmpty)
+        #expect(worker.outcomeCounts["dead_lettered"] == nil)
+    }
+
+    /// A second worker, given time to drain, finishes every purchase, once.
+    func expectARestartFinishesEverythingOnce(_ environment: [String: String], ledgerURL: String) async throws {
+        var environment = environment
+        environment["WORKER_SHUTDOWN_TIMEOUT_MS"] = "30000"
+        let second = try worker("worker-2", environment)
+        try await waitUntilAllConsumed(within: 120, workers: [second], ledgerURL: ledgerURL)
+        #expect(try await second.terminate() == 0)
+        try await expectInvariants(ledgerURL: ledgerURL)
     }
 }
 

@@ -23,18 +23,11 @@ struct LedgerStartupProcessTests {
             folder: folder)
     }
 
-    /// Waits for the process to exit by itself; returns its status, or `nil` if it is still running.
-    static func exitStatus(of process: ChildProcess, within seconds: Double) async throws -> Int32? {
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        return process.isRunning ? nil : process.process.terminationStatus
-    }
-
     @Test func aLedgerThatRefusesThePasswordEndsRunAtOnceWithANonZeroStatusAndTheReason() async throws {
         let server = try PostgresTestServer.current()
         let worker = try Self.run(ledgerURL: server.url(database: server.database, password: "wrong-Password-77"))
-        let status = try await Self.exitStatus(of: worker, within: 20)
-        #expect(status != nil && status != 0, "run kept going or exited 0: \(worker.diagnosticOutput)")
+        let status = try await worker.exitStatus(within: 20)
+        #expect(status != 0, "run exited 0: \(worker.diagnosticOutput)")
         let output = worker.output
         #expect(output.contains("ledger refuses this configuration"), "\(worker.diagnosticOutput)")
         #expect(output.contains(#""level":"error""#), "\(worker.diagnosticOutput)")
@@ -50,8 +43,8 @@ struct LedgerStartupProcessTests {
         let untrusted = try PostgresTestServer.untrustedCertificateAuthority()
         let worker = try Self.run(
             ledgerURL: server.url(database: server.database, query: "sslmode=verify-full&sslrootcert=\(untrusted)"))
-        let status = try await Self.exitStatus(of: worker, within: 20)
-        #expect(status != nil && status != 0, "run kept going or exited 0: \(worker.diagnosticOutput)")
+        let status = try await worker.exitStatus(within: 20)
+        #expect(status != 0, "run exited 0: \(worker.diagnosticOutput)")
         #expect(worker.output.contains("certificate does not verify"), "\(worker.diagnosticOutput)")
         #expect(!worker.output.contains(server.password.count > 3 ? server.password : "never-matches-\(UUID())"))
     }

@@ -159,3 +159,19 @@ func httpGet(_ url: String) async throws -> (status: Int, body: String) {
     let body = try await response.body.collect(upTo: 16 << 20)
     return (Int(response.status.code), String(buffer: body))
 }
+
+extension ChildProcess {
+    /// Waits for the process to exit by itself and returns its status; kills it and throws, with its output, if it
+    /// is still running after `seconds`.
+    func exitStatus(within seconds: Double = 60) async throws -> Int32 {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning {
+            guard Date() < deadline else {
+                kill9()
+                throw ProcessTestError("\(name) did not exit within \(seconds) s:\n\(diagnosticOutput)")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return process.terminationStatus
+    }
+}

@@ -58,7 +58,8 @@ extension ProcessTests {
 /// under way.
 struct SlowGrantWrites {
     enum Store {
-        case sqlite(path: String)
+        /// One connection of the test's own for every probe (a write lock it takes at once or not at all).
+        case sqlite(DatabaseQueue)
         case postgres(server: PostgresTestServer, database: String)
     }
 
@@ -80,7 +81,10 @@ struct SlowGrantWrites {
 
     init(ledgerURL: String) throws {
         switch try LedgerURL(ledgerURL) {
-        case .sqlite(let path): store = .sqlite(path: path)
+        case .sqlite(let path):
+            var configuration = Configuration()
+            configuration.busyMode = .immediateError
+            store = .sqlite(try DatabaseQueue(path: path, configuration: configuration))
         case .postgres:
             let url = try #require(URL(string: ledgerURL))
             store = .postgres(server: try PostgresTestServer(url: ledgerURL), database: String(url.path.dropFirst()))
@@ -183,11 +187,7 @@ struct SlowGrantWrites {
     }
 
     private func sqlite<T>(_ body: (Database) throws -> T) throws -> T {
-        guard case .sqlite(let path) = store else { throw ProcessTestError("not a SQLite ledger") }
-        var configuration = Configuration()
-        configuration.busyMode = .immediateError
-        let queue = try DatabaseQueue(path: path, configuration: configuration)
-        defer { try? queue.close() }
+        guard case .sqlite(let queue) = store else { throw ProcessTestError("not a SQLite ledger") }
         return try queue.inDatabase(body)
     }
 

@@ -268,21 +268,6 @@ extension ProcessTests.Reconciliation {
     }
 }
 
-extension ChildProcess {
-    /// Waits for the process to exit by itself; returns its status.
-    func exitStatus(within seconds: Double = 60) async throws -> Int32 {
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning {
-            guard Date() < deadline else {
-                kill9()
-                throw ProcessTestError("\(name) did not exit within \(seconds) s:\n\(diagnosticOutput)")
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return process.terminationStatus
-    }
-}
-
 /// `GET /admin/counters` of a simulator process, all of it.
 struct SimulatorCounters {
     var calls: [String: Int]

@@ -125,7 +125,7 @@ final class RecordingPublisher: EventPublisher {
 }
 
 /// A real ledger that crashes (throws) at a chosen step, once.
-final class CrashingLedger: LedgerStore, ReconciliationPassThrough {
+final class CrashingLedger: LedgerPassThrough {
     enum Step: String, CaseIterable, Sendable {
         case insertGrant, markPublished, markConsumed, recordConsumeFailure
     }
@@ -145,19 +145,12 @@ final class CrashingLedger: LedgerStore, ReconciliationPassThrough {
         }
     }
 
-    func migrate() async throws { try await base.migrate() }
-    func grant(paymentSeq: String) async throws -> GrantRecord? { try await base.grant(paymentSeq: paymentSeq) }
-    func rejection(_ key: RejectionKey) async throws -> RejectionRecord? { try await base.rejection(key) }
     func insertGrant(_ grant: GrantRecord, event: OutboxEvent) async throws -> GrantInsertResult {
         // A crash right after the commit: the grant is durable, nothing after it ran.
         let result = try await base.insertGrant(grant, event: event)
         try maybeCrash(.insertGrant)
         return result
     }
-    func insertRejection(_ rejection: RejectionRecord, event: OutboxEvent) async throws -> Bool {
-        try await base.insertRejection(rejection, event: event)
-    }
-    func event(id: String) async throws -> OutboxEvent? { try await base.event(id: id) }
     func markPublished(eventID: String, at date: Date) async throws {
         try maybeCrash(.markPublished)
         try await base.markPublished(eventID: eventID, at: date)
@@ -170,16 +163,4 @@ final class CrashingLedger: LedgerStore, ReconciliationPassThrough {
         try maybeCrash(.recordConsumeFailure)
         try await base.recordConsumeFailure(paymentSeq: paymentSeq, resultCode: resultCode)
     }
-    func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [GrantRecord] {
-        try await base.claimUnconsumedGrants(grantedBefore: grantedBefore, limit: limit, lease: lease, now: now)
-    }
-    func claimUnpublishedEvents(createdBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [OutboxEvent] {
-        try await base.claimUnpublishedEvents(createdBefore: createdBefore, limit: limit, lease: lease, now: now)
-    }
-    func rejections(paymentSeq: String) async throws -> [RejectionRecord] { try await base.rejections(paymentSeq: paymentSeq) }
-    func events(paymentSeq: String) async throws -> [OutboxEvent] { try await base.events(paymentSeq: paymentSeq) }
-    func stats() async throws -> LedgerStats { try await base.stats() }
-    func countUnconsumed() async throws -> Int { try await base.countUnconsumed() }
-    func oldestUnconsumedGrantedAt() async throws -> Date? { try await base.oldestUnconsumedGrantedAt() }
-    func close() async throws { try await base.close() }
 }

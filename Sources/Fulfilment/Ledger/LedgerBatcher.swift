@@ -6,8 +6,8 @@ import Foundation
 /// ``Coalescer``: a call that finds its kind idle runs at once; calls that arrive while one runs wait and go
 /// together into the next batch (one read, or one transaction). Every guarantee of the single calls holds — each
 /// caller gets its own answer only once the transaction holding its write has committed — and the per-purchase
-/// flow stays as it reads. Other calls pass through.
-public struct LedgerBatcher: LedgerStore {
+/// flow stays as it reads. Other calls pass through (``LedgerPassThrough``).
+public struct LedgerBatcher: LedgerPassThrough {
     public let base: any LedgerStore
     private let lookups: Coalescer<RejectionKey, LedgerLookup>
     private let grants: Coalescer<GrantWrite, GrantInsertResult>
@@ -83,23 +83,4 @@ public struct LedgerBatcher: LedgerStore {
     }
 
     public func markPublished(_ events: [PublishedEvent]) async throws { try await base.markPublished(events) }
-
-    // MARK: Passed through
-
-    public func migrate() async throws { try await base.migrate() }
-    public func grant(paymentSeq: String) async throws -> GrantRecord? { try await base.grant(paymentSeq: paymentSeq) }
-    public func rejection(_ key: RejectionKey) async throws -> RejectionRecord? { try await base.rejection(key) }
-    public func event(id: String) async throws -> OutboxEvent? { try await base.event(id: id) }
-    public func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [GrantRecord] {
-        try await base.claimUnconsumedGrants(grantedBefore: grantedBefore, limit: limit, lease: lease, now: now)
-    }
-    public func claimUnpublishedEvents(createdBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [OutboxEvent] {
-        try await base.claimUnpublishedEvents(createdBefore: createdBefore, limit: limit, lease: lease, now: now)
-    }
-    public func rejections(paymentSeq: String) async throws -> [RejectionRecord] { try await base.rejections(paymentSeq: paymentSeq) }
-    public func events(paymentSeq: String) async throws -> [OutboxEvent] { try await base.events(paymentSeq: paymentSeq) }
-    public func stats() async throws -> LedgerStats { try await base.stats() }
-    public func countUnconsumed() async throws -> Int { try await base.countUnconsumed() }
-    public func oldestUnconsumedGrantedAt() async throws -> Date? { try await base.oldestUnconsumedGrantedAt() }
-    public func close() async throws { try await base.close() }
 }
