@@ -74,9 +74,18 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "Lookup",
+            dependencies: [
+                "Fulfilment",
+                "Gamebase",
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "Ledger",
             dependencies: [
                 "Fulfilment",
+                "Lookup",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -142,6 +151,7 @@ let package = Package(
                 "GamebaseSimulator",
                 "Ledger",
                 "Fulfilment",
+                "Lookup",
                 "Worker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -186,7 +196,9 @@ let package = Package(
             dependencies: [
                 "Fulfilment",
                 "Ledger",
+                "Lookup",
                 "IAPTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -227,6 +239,7 @@ let package = Package(
                 "GamebaseSimulator",
                 "Ledger",
                 "Fulfilment",
+                "Lookup",
                 "IAPTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

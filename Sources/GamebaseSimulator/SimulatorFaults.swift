@@ -17,6 +17,9 @@ public struct SimulatorFaults: Codable, Sendable, Hashable {
     /// Tokens that Get Payment Transaction answers with a given failure code on every call (a token Gamebase
     /// chokes on, e.g. 9999): a poison purchase.
     public var tokenResultCodes: [String: Int]
+    /// PaymentSeqs whose Consume answers with a given failure code on every call (nothing is consumed): a grant whose
+    /// Consume keeps failing.
+    public var consumeResultCodes: [String: Int]
     /// List Consumables also lists unconsumed `AUTO_RENEWABLE` payments. Whether the real server does is unconfirmed
     /// (contract §6: the SDK's list has only consumable types); off, the simulator lists consumable types only.
     public var listNonConsumables: Bool
@@ -24,7 +27,7 @@ public struct SimulatorFaults: Codable, Sendable, Hashable {
     public init(
         latencyMs: Int = 0, faultRate: Double = 0, slowConsumeRate: Double = 0, slowConsumeDelayMs: Int = 12_000,
         unknownFieldRate: Double = 0.1, outage: Bool = false, unknownTokenResultCode: Int = 1100,
-        tokenResultCodes: [String: Int] = [:], listNonConsumables: Bool = false
+        tokenResultCodes: [String: Int] = [:], listNonConsumables: Bool = false, consumeResultCodes: [String: Int] = [:]
     ) {
         self.latencyMs = latencyMs
         self.faultRate = faultRate
@@ -35,6 +38,7 @@ public struct SimulatorFaults: Codable, Sendable, Hashable {
         self.unknownTokenResultCode = unknownTokenResultCode
         self.tokenResultCodes = tokenResultCodes
         self.listNonConsumables = listNonConsumables
+        self.consumeResultCodes = consumeResultCodes
     }
 
     public init(from decoder: any Decoder) throws {
@@ -52,5 +56,7 @@ public struct SimulatorFaults: Codable, Sendable, Hashable {
         tokenResultCodes = try c.decodeIfPresent([String: Int].self, forKey: .tokenResultCodes) ?? defaults.tokenResultCodes
         listNonConsumables =
             try c.decodeIfPresent(Bool.self, forKey: .listNonConsumables) ?? defaults.listNonConsumables
+        consumeResultCodes =
+            try c.decodeIfPresent([String: Int].self, forKey: .consumeResultCodes) ?? defaults.consumeResultCodes
     }
 }

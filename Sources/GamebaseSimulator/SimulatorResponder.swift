@@ -65,6 +65,9 @@ struct SimulatorResponder: Sendable {
             guard let seq = body.paymentSeq, !seq.isEmpty, let token = body.accessToken, !token.isEmpty else {
                 return reply.failure(.missingParameter, "paymentSeq and accessToken are required")
             }
+            if let code = faults.consumeResultCodes[seq] {
+                return reply.failure(GamebaseResultCode(code), "the payment cannot be consumed now")
+            }
             switch state.consume(paymentSeq: seq, token: token) {
             case .rejected:
                 return reply.failure(.consumeFailed, "consume failed")

@@ -100,17 +100,134 @@ enum LedgerSchema {
                     """,
                     "CREATE INDEX reconcile_sightings_first_seen ON reconcile_sightings (first_seen_ms)",
                 ]),
+            LedgerMigration(name: "003_support_lookup", sql: supportLookup(dialect)),
         ]
+    }
+
+    /// What `iap-worker find` reads: the message's timestamp and the duplicates counted with each grant and
+    /// rejection, what Gamebase said of a rejected payment, every Consume attempt (the latest
+    /// ``ConsumeAttempt/kept``, written by a trigger whenever a grant's attempt count rises, so every write path —
+    /// single, batched, the sweeper's — records them), dead letters, and the indexes that find a purchase by the
+    /// store's payment id or by userId.
+    static func supportLookup(_ dialect: Dialect) -> [String] {
+        let bool = dialect == .sqlite ? "INTEGER" : "BOOLEAN"
+        let serial = dialect == .sqlite ? "INTEGER PRIMARY KEY AUTOINCREMENT" : "BIGSERIAL PRIMARY KEY"
+        let kept = ConsumeAttempt.kept
+        var statements = [
+            "ALTER TABLE grants ADD COLUMN source_timestamp_ms BIGINT",
+            "ALTER TABLE grants ADD COLUMN duplicate_count INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE rejections ADD COLUMN source_timestamp_ms BIGINT",
+            "ALTER TABLE rejections ADD COLUMN duplicate_count INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE rejections ADD COLUMN payment_id TEXT",
+            "ALTER TABLE rejections ADD COLUMN verdict_product_id TEXT",
+            "ALTER TABLE rejections ADD COLUMN verdict_market_id TEXT",
+            "ALTER TABLE rejections ADD COLUMN verdict_price TEXT",
+            "ALTER TABLE rejections ADD COLUMN verdict_currency TEXT",
+            "CREATE INDEX grants_payment_id ON grants (payment_id) WHERE payment_id IS NOT NULL",
+            "CREATE INDEX grants_user_granted_at ON grants (user_id, granted_at_ms)",
+            "CREATE INDEX rejections_payment_id ON rejections (payment_id) WHERE payment_id IS NOT NULL",
+            "CREATE INDEX rejections_user_rejected_at ON rejections (user_id, rejected_at_ms)",
+            "CREATE INDEX reconcile_sightings_user ON reconcile_sightings (user_id, first_seen_ms)",
+            """
+            CREATE TABLE consume_attempts (
+                payment_seq TEXT NOT NULL,
+                slot INTEGER NOT NULL,
+                attempt INTEGER NOT NULL,
+                consumed \(bool) NOT NULL,
+                result_code INTEGER,
+                at_ms BIGINT NOT NULL,
+                PRIMARY KEY (payment_seq, slot)
+            )
+            """,
+            """
+            CREATE TABLE dead_letters (
+                id \(serial),
+                payment_seq TEXT,
+                user_id TEXT,
+                token_hash TEXT,
+                reason TEXT NOT NULL,
+                error TEXT NOT NULL,
+                attempts INTEGER NOT NULL,
+                dlq_topic TEXT NOT NULL,
+                dlq_partition INTEGER,
+                dlq_offset BIGINT,
+                original_topic TEXT,
+                original_partition INTEGER,
+                original_offset BIGINT,
+                original_timestamp_ms BIGINT,
+                failed_at_ms BIGINT NOT NULL,
+                value_bytes INTEGER NOT NULL,
+                value_omitted \(bool) NOT NULL,
+                reprocess_outcome TEXT,
+                reprocessed_at_ms BIGINT
+            )
+            """,
+            "CREATE INDEX dead_letters_payment_seq ON dead_letters (payment_seq) WHERE payment_seq IS NOT NULL",
+            "CREATE INDEX dead_letters_user ON dead_letters (user_id, failed_at_ms) WHERE user_id IS NOT NULL",
+            "CREATE INDEX dead_letters_location ON dead_letters (dlq_topic, dlq_partition, dlq_offset)",
+            "CREATE INDEX dead_letters_original ON dead_letters (original_topic, original_partition, original_offset)",
+            "CREATE INDEX dead_letters_failed_at ON dead_letters (failed_at_ms)",
+        ]
+        switch dialect {
+        case .sqlite:
+            statements.append(
+                """
+                CREATE TRIGGER grants_consume_attempt AFTER UPDATE OF consume_attempts ON grants
+                WHEN NEW.consume_attempts > OLD.consume_attempts
+                BEGIN
+                    INSERT OR REPLACE INTO consume_attempts (payment_seq, slot, attempt, consumed, result_code, at_ms)
+                    VALUES (
+                        NEW.payment_seq, NEW.consume_attempts % \(kept), NEW.consume_attempts,
+                        NEW.state = 'consumed' AND OLD.state = 'granted', NEW.last_result_code,
+                        CASE WHEN NEW.state = 'consumed' AND OLD.state = 'granted' AND NEW.consumed_at_ms IS NOT NULL
+                            THEN NEW.consumed_at_ms
+                            ELSE CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) END);
+                END
+                """)
+        case .postgres:
+            statements.append(
+                """
+                CREATE OR REPLACE FUNCTION iap_record_consume_attempt() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF NEW.consume_attempts > OLD.consume_attempts THEN
+                        INSERT INTO consume_attempts (payment_seq, slot, attempt, consumed, result_code, at_ms)
+                        VALUES (
+                            NEW.payment_seq, NEW.consume_attempts % \(kept), NEW.consume_attempts,
+                            NEW.state = 'consumed' AND OLD.state = 'granted', NEW.last_result_code,
+                            CASE WHEN NEW.state = 'consumed' AND OLD.state = 'granted' AND NEW.consumed_at_ms IS NOT NULL
+                                THEN NEW.consumed_at_ms
+                                ELSE (extract(epoch FROM clock_timestamp()) * 1000)::bigint END)
+                        ON CONFLICT (payment_seq, slot) DO UPDATE SET attempt = EXCLUDED.attempt,
+                            consumed = EXCLUDED.consumed, result_code = EXCLUDED.result_code, at_ms = EXCLUDED.at_ms;
+                    END IF;
+                    RETURN NULL;
+                END
+                $$
+                """)
+            statements.append(
+                """
+                CREATE TRIGGER grants_consume_attempt AFTER UPDATE OF consume_attempts ON grants
+                FOR EACH ROW EXECUTE FUNCTION iap_record_consume_attempt()
+                """)
+        }
+        return statements
     }
 
     static let grantColumns = """
         payment_seq, user_id, gamebase_product_id, purchase_token, product_seq, market_id, product_type, price, \
         currency, payment_id, is_test_purchase, purchase_time, payload, state, granted_at_ms, consumed_at_ms, \
-        consume_attempts, last_result_code, event_published_at_ms, source_topic, source_partition, source_offset, origin
+        consume_attempts, last_result_code, event_published_at_ms, source_topic, source_partition, source_offset, origin, \
+        source_timestamp_ms
         """
     static let rejectionColumns = """
         payment_seq, user_id, token_hash, reason, result_code, result_message, detail, event_id, rejected_at_ms, \
-        source_topic, source_partition, source_offset
+        source_topic, source_partition, source_offset, source_timestamp_ms, payment_id, verdict_product_id, \
+        verdict_market_id, verdict_price, verdict_currency
+        """
+    static let deadLetterColumns = """
+        payment_seq, user_id, token_hash, reason, error, attempts, dlq_topic, dlq_partition, dlq_offset, original_topic, \
+        original_partition, original_offset, original_timestamp_ms, failed_at_ms, value_bytes, value_omitted, \
+        reprocess_outcome, reprocessed_at_ms
         """
     static let outboxColumns = "id, payment_seq, topic, event_key, headers, payload, created_at_ms, published_at_ms"
 }

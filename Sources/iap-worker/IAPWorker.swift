@@ -8,7 +8,7 @@ struct IAPWorker: AsyncParsableCommand {
         abstract: "Fulfils Gamebase in-app purchases from Kafka, exactly once.",
         version: WorkerMetrics.version,
         subcommands: [
-            RunCommand.self, DemoCommand.self, ReprocessCommand.self, ReconcileCommand.self, LedgerCommand.self,
+            RunCommand.self, DemoCommand.self, ReprocessCommand.self, ReconcileCommand.self, LedgerCommand.self, FindCommand.self,
             CheckConfigCommand.self, DevKafkaCommand.self, GamebaseSimCommand.self, BenchCommand.self,
         ]
     )

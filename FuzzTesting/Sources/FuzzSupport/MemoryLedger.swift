@@ -248,4 +248,12 @@ public final class MemoryLedger: LedgerStore {
     }
 
     public func close() async throws {}
+
+    /// Duplicates are counted by the stores for people to read; the fuzz targets check outcomes, not counts.
+    public func recordDuplicates(_ notes: [DuplicateNote]) async throws {}
+
+    /// Dead letters are checked in the published records (a long fuzz run keeps no copy of each).
+    public func recordDeadLetter(_ entry: DeadLetterEntry) async throws {}
+
+    public func recordReprocessOutcome(deadLetter location: RecordLocation, outcome: String, at date: Date) async throws {}
 }

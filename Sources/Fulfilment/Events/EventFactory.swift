@@ -17,7 +17,7 @@ public struct EventFactory: Sendable {
 
     var source: String { "/iap-worker/\(groupID)" }
 
-    static func itemGrantedID(paymentSeq: String) -> String { "\(paymentSeq):item-granted" }
+    public static func itemGrantedID(paymentSeq: String) -> String { "\(paymentSeq):item-granted" }
 
     static func rejectionID(_ message: PurchaseMessage) -> String {
         "\(message.paymentSeq):consume-failed:\(message.claimHash)"

@@ -60,7 +60,10 @@ public struct PurchaseProcessor: Sendable {
         if let grant = known.grant, known.rejection == nil || claimMatches(grant, message) {
             return try await settle(message, input, against: grant, attempts: 0, gate: gate)
         }
-        if known.rejection != nil { return .duplicate(paymentSeq: message.paymentSeq) }
+        if known.rejection != nil {
+            await noteDuplicate(DuplicateNote(paymentSeq: message.paymentSeq, rejection: key))
+            return .duplicate(paymentSeq: message.paymentSeq)
+        }
 
         // Verify with Gamebase.
         let transactionID = GamebaseTransactionID()
@@ -99,18 +102,21 @@ public struct PurchaseProcessor: Sendable {
         }
 
         // Checks on the verified payment, each with its own reason. Identifiers are compared byte for byte.
+        let verdict = PaymentVerdict(
+            paymentId: transaction.paymentId, gamebaseProductId: transaction.gamebaseProductId,
+            marketId: transaction.marketId, price: transaction.price.map { "\($0)" }, currency: transaction.currency)
         if !transaction.paymentSeq.hasSameBytes(as: message.paymentSeq) {
             return try await reject(
-                message, input, .paymentMismatch, detail: "the token belongs to another payment", attempts: attempts)
+                message, input, .paymentMismatch, detail: "the token belongs to another payment", attempts: attempts, verdict: verdict)
         }
         if !transaction.userId.hasSameBytes(as: message.userId) {
             return try await reject(
-                message, input, .userMismatch, detail: "the payment belongs to another user", attempts: attempts)
+                message, input, .userMismatch, detail: "the payment belongs to another user", attempts: attempts, verdict: verdict)
         }
         if !GamebaseProductType.isConsumable(transaction.productType) {
             return try await reject(
                 message, input, .notConsumable, detail: "product type \(transaction.productType ?? "missing") is not consumable",
-                attempts: attempts)
+                attempts: attempts, verdict: verdict)
         }
         if transaction.isConsumable != true {
             // Another worker may have granted and consumed it meanwhile (grant always precedes Consume).
@@ -119,14 +125,14 @@ public struct PurchaseProcessor: Sendable {
             }
             return try await reject(
                 message, input, .consumedWithoutGrant, detail: "consumed at Gamebase with no grant in this ledger",
-                attempts: attempts)
+                attempts: attempts, verdict: verdict)
         }
         if configuration.rejectTestPurchases, transaction.isTestPurchase == true {
-            return try await reject(message, input, .testPurchase, detail: "test purchases are rejected", attempts: attempts)
+            return try await reject(message, input, .testPurchase, detail: "test purchases are rejected", attempts: attempts, verdict: verdict)
         }
         guard let productID = transaction.gamebaseProductId, !productID.isEmpty else {
             return try await reject(
-                message, input, .invalidPurchase, detail: "Gamebase gave no gamebaseProductId", attempts: attempts)
+                message, input, .invalidPurchase, detail: "Gamebase gave no gamebaseProductId", attempts: attempts, verdict: verdict)
         }
 
         // Grant: the row and its event in one transaction; the unique paymentSeq settles races.
@@ -136,7 +142,8 @@ public struct PurchaseProcessor: Sendable {
             productType: transaction.productType, price: transaction.price.map { "\($0)" }, currency: transaction.currency,
             paymentId: transaction.paymentId, isTestPurchase: transaction.isTestPurchase ?? false,
             purchaseTime: transaction.purchaseTime, payload: transaction.payload, grantedAt: now(),
-            source: input.recordedSource, origin: input.origin)
+            source: input.recordedSource, origin: input.origin,
+            messageTimestampMilliseconds: input.origin == .message ? input.timestampMilliseconds : nil)
         let event = configuration.events.itemGranted(grant)
         switch try await ledger.insertGrant(grant, event: event) {
         case .alreadyGranted(let existing):
@@ -178,10 +185,26 @@ public struct PurchaseProcessor: Sendable {
 
     /// Finishes an existing grant: (re)publishes its event if a crash left it unpublished, and consumes it.
     func resume(_ grant: GrantRecord, gate: GamebaseGate? = nil) async throws -> PurchaseOutcome {
-        if grant.state == .consumed { return .duplicate(paymentSeq: grant.paymentSeq) }
+        if grant.state == .consumed {
+            await noteDuplicate(DuplicateNote(paymentSeq: grant.paymentSeq))
+            return .duplicate(paymentSeq: grant.paymentSeq)
+        }
         try await publishGrantEventIfNeeded(grant)
         if case .stop(let error) = try await consume(grant, gate: gate) { return .stop(error, durable: true) }
+        await noteDuplicate(DuplicateNote(paymentSeq: grant.paymentSeq))
         return .duplicate(paymentSeq: grant.paymentSeq)
+    }
+
+    /// Counts a duplicate with what it repeats. A count for people to read: a ledger that refuses it costs the count,
+    /// never the purchase (whose outcome is already durable).
+    func noteDuplicate(_ note: DuplicateNote) async {
+        do {
+            try await ledger.recordDuplicates([note])
+        } catch {
+            logger.warning(
+                "duplicate not counted in the ledger",
+                metadata: ["iap.payment_seq": "\(note.paymentSeq)", "iap.error": "\(error)"])
+        }
     }
 
     /// Publishes the grant's item-granted event if a crash left it unpublished.
@@ -261,7 +284,7 @@ public struct PurchaseProcessor: Sendable {
     /// Records the rejection of this message with its consume-failed event, then publishes the event.
     func reject(
         _ message: PurchaseMessage, _ input: PurchaseInput, _ reason: ConsumeFailureReason, detail: String,
-        error: GamebaseError? = nil, attempts: Int
+        error: GamebaseError? = nil, attempts: Int, verdict: PaymentVerdict? = nil
     ) async throws -> PurchaseOutcome {
         let date = now()
         // No message asked for this one: say so to whoever reads the event.
@@ -274,7 +297,8 @@ public struct PurchaseProcessor: Sendable {
         let rejection = RejectionRecord(
             key: RejectionKey(paymentSeq: message.paymentSeq, userId: message.userId, tokenHash: message.tokenHash),
             reason: reason.rawValue, resultCode: error?.resultCode?.rawValue, resultMessage: error?.resultMessage,
-            detail: detail, eventID: eventID, rejectedAt: date, source: input.recordedSource)
+            detail: detail, eventID: eventID, rejectedAt: date, source: input.recordedSource,
+            messageTimestampMilliseconds: input.origin == .message ? input.timestampMilliseconds : nil, verdict: verdict)
         if try await ledger.insertRejection(rejection, event: event) {
             try await publish(event)
         } else if let stored = try await ledger.event(id: eventID), stored.publishedAt == nil {
@@ -297,7 +321,8 @@ public struct PurchaseProcessor: Sendable {
             detail: malformed.problem, key: Self.eventKey(input.key), at: date)
         try await publisher.publish(OutboundRecord(event))
         try await publishDeadLetter(
-            configuration.deadLetters.record(for: input, reason: .malformedMessage, error: malformed.problem, attempts: 1, at: date))
+            configuration.deadLetters.record(for: input, reason: .malformedMessage, error: malformed.problem, attempts: 1, at: date),
+            for: input)
     }
 
     /// A consume-failed event's key when there is no userId: the original key, unless it is too large to be a
@@ -309,14 +334,30 @@ public struct PurchaseProcessor: Sendable {
 
     /// Publishes a dead-letter record whole; when it is larger than the dead-letter topic (or the producer) accepts,
     /// it publishes it without its value instead, so one record can never stall its partition.
-    public func publishDeadLetter(_ record: OutboundRecord) async throws {
+    ///
+    /// Then it records the dead letter in the ledger for `iap-worker find`. The dead-letter topic stays the record of
+    /// truth (what `reprocess` reads): a ledger that refuses the row costs the lookup, never the record.
+    public func publishDeadLetter(_ record: OutboundRecord, for input: PurchaseInput) async throws {
+        var location: RecordLocation?
+        var omitted = false
         do {
-            try await publisher.publish(record)
+            location = try await publisher.publishLocated(record)
         } catch where publisher.isRecordTooLarge(error) {
             logger.error(
                 "dead-letter record too large for the dead-letter topic; published without its value",
                 metadata: ["iap.value_bytes": "\(record.value.count)", "kafka.topic": "\(record.topic)"])
-            try await publisher.publish(configuration.deadLetters.withoutValue(record))
+            location = try await publisher.publishLocated(configuration.deadLetters.withoutValue(record))
+            omitted = true
+        }
+        let entry = configuration.deadLetters.entry(
+            for: record, input: input, maxMessageBytes: configuration.maxMessageBytes, location: location,
+            valueOmitted: omitted)
+        do {
+            try await ledger.recordDeadLetter(entry)
+        } catch {
+            logger.warning(
+                "dead letter published but not recorded in the ledger",
+                metadata: ["iap.reason": "\(entry.reason)", "kafka.topic": "\(record.topic)", "iap.error": "\(error)"])
         }
     }
 
@@ -333,6 +374,7 @@ public struct PurchaseProcessor: Sendable {
             try await publisher.publish(OutboundRecord(event))
         }
         try await publishDeadLetter(
-            configuration.deadLetters.record(for: input, reason: reason, error: error, attempts: attempts, at: date))
+            configuration.deadLetters.record(for: input, reason: reason, error: error, attempts: attempts, at: date),
+            for: input)
     }
 }

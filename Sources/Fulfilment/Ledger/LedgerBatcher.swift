@@ -14,6 +14,7 @@ public struct LedgerBatcher: LedgerPassThrough {
     private let rejectionWrites: Coalescer<RejectionWrite, Bool>
     private let consumes: Coalescer<ConsumeRecord, Bool>
     private let published: Coalescer<PublishedEvent, Void>
+    private let duplicates: Coalescer<DuplicateNote, Void>
 
     /// A batch the database refused (one row's value, a deadlock, a constraint) is run again call by call, so that
     /// only the purchase that causes it fails; a ledger that is away or late fails the batch as it is.
@@ -31,6 +32,10 @@ public struct LedgerBatcher: LedgerPassThrough {
         published = Coalescer(maxBatch: maxBatch, isolates: Self.isolates) { events in
             try await base.markPublished(events)
             return Array(repeating: (), count: events.count)
+        }
+        duplicates = Coalescer(maxBatch: maxBatch, isolates: Self.isolates) { notes in
+            try await base.recordDuplicates(notes)
+            return Array(repeating: (), count: notes.count)
         }
     }
 
@@ -83,4 +88,10 @@ public struct LedgerBatcher: LedgerPassThrough {
     }
 
     public func markPublished(_ events: [PublishedEvent]) async throws { try await base.markPublished(events) }
+
+    /// One purchase's note joins the others in flight; a list goes as it is.
+    public func recordDuplicates(_ notes: [DuplicateNote]) async throws {
+        guard notes.count == 1 else { return try await base.recordDuplicates(notes) }
+        try await duplicates.submit(notes[0])
+    }
 }

@@ -59,6 +59,13 @@ extension LedgerPassThrough {
     public func oldestUnconsumedGrantedAt() async throws -> Date? { try await base.oldestUnconsumedGrantedAt() }
     public func close() async throws { try await base.close() }
 
+    public func recordDuplicates(_ notes: [DuplicateNote]) async throws { try await base.recordDuplicates(notes) }
+    public func recordDeadLetter(_ entry: DeadLetterEntry) async throws { try await base.recordDeadLetter(entry) }
+
+    public func recordReprocessOutcome(deadLetter location: RecordLocation, outcome: String, at date: Date) async throws {
+        try await base.recordReprocessOutcome(deadLetter: location, outcome: outcome, at: date)
+    }
+
     // MARK: Reconciliation (few calls, already batched by user)
 
     public func reconciliationUsers(activeSince: Date, dueAt: Date?, limit: Int) async throws -> [String] {

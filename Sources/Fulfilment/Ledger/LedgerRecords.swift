@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// Where a message came from.
@@ -47,6 +48,8 @@ public struct GrantRecord: Sendable, Hashable {
     public var source: MessageSource?
     /// How the payment was found (`data.source` of its item-granted event).
     public var origin: PurchaseOrigin
+    /// The Kafka timestamp of the message it was granted for (milliseconds since the epoch), when it had one.
+    public var messageTimestampMilliseconds: Int64?
 
     public init(
         paymentSeq: String, userId: String, gamebaseProductId: String, purchaseToken: String, productSeq: Int64? = nil,
@@ -54,7 +57,7 @@ public struct GrantRecord: Sendable, Hashable {
         paymentId: String? = nil, isTestPurchase: Bool = false, purchaseTime: String? = nil, payload: String? = nil,
         state: GrantState = .granted, grantedAt: Date, consumedAt: Date? = nil, consumeAttempts: Int = 0,
         lastResultCode: Int? = nil, eventPublishedAt: Date? = nil, source: MessageSource? = nil,
-        origin: PurchaseOrigin = .message
+        origin: PurchaseOrigin = .message, messageTimestampMilliseconds: Int64? = nil
     ) {
         self.paymentSeq = paymentSeq
         self.userId = userId
@@ -77,6 +80,7 @@ public struct GrantRecord: Sendable, Hashable {
         self.eventPublishedAt = eventPublishedAt
         self.source = source
         self.origin = origin
+        self.messageTimestampMilliseconds = messageTimestampMilliseconds
     }
 }
 
@@ -104,10 +108,16 @@ public struct RejectionRecord: Sendable, Hashable {
     public var eventID: String
     public var rejectedAt: Date
     public var source: MessageSource?
+    /// The Kafka timestamp of the judged message (milliseconds since the epoch), when it had one.
+    public var messageTimestampMilliseconds: Int64?
+    /// What Gamebase said of the payment when the verdict came from its answer; `nil` when Gamebase refused the token
+    /// or was not asked (a claim against an existing grant).
+    public var verdict: PaymentVerdict?
 
     public init(
         key: RejectionKey, reason: String, resultCode: Int? = nil, resultMessage: String? = nil, detail: String? = nil,
-        eventID: String, rejectedAt: Date, source: MessageSource? = nil
+        eventID: String, rejectedAt: Date, source: MessageSource? = nil, messageTimestampMilliseconds: Int64? = nil,
+        verdict: PaymentVerdict? = nil
     ) {
         self.key = key
         self.reason = reason
@@ -117,6 +127,8 @@ public struct RejectionRecord: Sendable, Hashable {
         self.eventID = eventID
         self.rejectedAt = rejectedAt
         self.source = source
+        self.messageTimestampMilliseconds = messageTimestampMilliseconds
+        self.verdict = verdict
     }
 }
 
@@ -185,4 +197,9 @@ extension Date {
         return Int64(exactly: milliseconds) ?? (milliseconds > 0 ? .max : .min)
     }
     package init(epochMilliseconds: Int64) { self.init(timeIntervalSince1970: Double(epochMilliseconds) / 1000) }
+}
+
+extension GrantRecord {
+    /// The SHA-256 (hex) of the purchase token, as rejections keep it: what people may see of the token.
+    public var tokenHash: String { SHA256.hex(purchaseToken) }
 }

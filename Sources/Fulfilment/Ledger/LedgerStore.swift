@@ -65,6 +65,18 @@ public protocol LedgerStore: ReconciliationLedger {
     /// When the oldest grant still waiting for Consume was granted; `nil` when none waits.
     func oldestUnconsumedGrantedAt() async throws -> Date?
 
+    // MARK: What a support agent reads (`iap-worker find`): duplicates, dead letters
+
+    /// Counts messages that arrived again after their purchase was decided, with the grant or with the rejection of
+    /// the message they repeat (one transaction for all).
+    func recordDuplicates(_ notes: [DuplicateNote]) async throws
+
+    /// Records a dead letter published to the dead-letter topic.
+    func recordDeadLetter(_ entry: DeadLetterEntry) async throws
+
+    /// Records what `reprocess` made of the dead letter at `location` (nothing when the ledger never recorded it).
+    func recordReprocessOutcome(deadLetter location: RecordLocation, outcome: String, at date: Date) async throws
+
     // MARK: Batches: one read, or one transaction, for many purchases (see ``LedgerBatcher``)
 
     /// ``lookup(paymentSeq:rejection:)`` for many messages in one read; answers in the order of `keys`.

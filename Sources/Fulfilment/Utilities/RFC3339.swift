@@ -7,6 +7,16 @@ import Glibc
 /// RFC 3339 timestamps in UTC with milliseconds (`2026-11-22T10:20:30.123Z`), written by hand: the worker
 /// stamps every event and log line, and a date format style costs more than the rest of building them.
 public enum RFC3339 {
+    /// Reads an RFC 3339 time with or without fractional seconds (`2026-11-22T10:20:30.123Z`, `…+09:00`).
+    public static func date(_ text: String) -> Date? {
+        let fractional = ISO8601DateFormatter()
+        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = fractional.date(from: text) { return date }
+        let whole = ISO8601DateFormatter()
+        whole.formatOptions = [.withInternetDateTime]
+        return whole.date(from: text)
+    }
+
     public static func string(_ date: Date) -> String {
         let milliseconds = (date.timeIntervalSince1970 * 1000).rounded(.down)
         return string(epochMilliseconds: Int64(exactly: milliseconds) ?? (milliseconds > 0 ? .max : .min))

@@ -69,6 +69,7 @@ extension PostgresLedgerStore {
             object.integer("source_partition", g.source?.partition)
             object.integer("source_offset", g.source?.offset)
             object.string("origin", g.origin.rawValue)
+            object.integer("source_timestamp_ms", g.messageTimestampMilliseconds)
             Self.writeEvent(e, to: &object)
         }
         return try await wrap {
@@ -80,7 +81,8 @@ extension PostgresLedgerStore {
                         market_id text, product_type text, price text, currency text, payment_id text, is_test_purchase boolean,
                         purchase_time text, payload text, state text, granted_at_ms bigint, consumed_at_ms bigint,
                         consume_attempts integer, last_result_code integer, event_published_at_ms bigint, source_topic text,
-                        source_partition integer, source_offset bigint, origin text, \(unescaped: Self.eventColumns))
+                        source_partition integer, source_offset bigint, origin text, source_timestamp_ms bigint,
+                        \(unescaped: Self.eventColumns))
                 ),
                 granted AS (
                     INSERT INTO grants (\(unescaped: LedgerSchema.grantColumns))
@@ -144,6 +146,12 @@ extension PostgresLedgerStore {
             object.string("source_topic", r.source?.topic)
             object.integer("source_partition", r.source?.partition)
             object.integer("source_offset", r.source?.offset)
+            object.integer("source_timestamp_ms", r.messageTimestampMilliseconds)
+            object.string("payment_id", r.verdict?.paymentId)
+            object.string("verdict_product_id", r.verdict?.gamebaseProductId)
+            object.string("verdict_market_id", r.verdict?.marketId)
+            object.string("verdict_price", r.verdict?.price)
+            object.string("verdict_currency", r.verdict?.currency)
             Self.writeEvent(write.event, to: &object)
         }
         return try await wrap {
@@ -153,7 +161,8 @@ extension PostgresLedgerStore {
                     SELECT * FROM jsonb_to_recordset(\(rows)::jsonb) AS t(
                         payment_seq text, user_id text, token_hash text, reason text, result_code integer, result_message text,
                         detail text, event_id text, rejected_at_ms bigint, source_topic text, source_partition integer,
-                        source_offset bigint, \(unescaped: Self.eventColumns))
+                        source_offset bigint, source_timestamp_ms bigint, payment_id text, verdict_product_id text,
+                        verdict_market_id text, verdict_price text, verdict_currency text, \(unescaped: Self.eventColumns))
                 ),
                 inserted AS (
                     INSERT INTO rejections (\(unescaped: LedgerSchema.rejectionColumns))

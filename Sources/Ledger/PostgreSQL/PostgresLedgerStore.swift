@@ -104,7 +104,7 @@ public final class PostgresLedgerStore: LedgerStore, Service {
                         \(g.purchaseTime), \(g.payload), \(g.state.rawValue), \(g.grantedAt.epochMilliseconds),
                         \(g.consumedAt?.epochMilliseconds), \(Int32(clamping: g.consumeAttempts)), \(g.lastResultCode.map { Int32(clamping: $0) }),
                         \(g.eventPublishedAt?.epochMilliseconds), \(g.source?.topic), \(g.source?.partition),
-                        \(g.source?.offset), \(g.origin.rawValue))
+                        \(g.source?.offset), \(g.origin.rawValue), \(g.messageTimestampMilliseconds))
                     ON CONFLICT (payment_seq) DO NOTHING RETURNING payment_seq
                 )
                 INSERT INTO outbox (\(unescaped: LedgerSchema.outboxColumns))
@@ -133,7 +133,8 @@ public final class PostgresLedgerStore: LedgerStore, Service {
                     INSERT INTO rejections (\(unescaped: LedgerSchema.rejectionColumns)) VALUES (
                         \(r.key.paymentSeq), \(r.key.userId), \(r.key.tokenHash), \(r.reason), \(r.resultCode.map { Int32(clamping: $0) }),
                         \(r.resultMessage), \(r.detail), \(r.eventID), \(r.rejectedAt.epochMilliseconds), \(r.source?.topic),
-                        \(r.source?.partition), \(r.source?.offset))
+                        \(r.source?.partition), \(r.source?.offset), \(r.messageTimestampMilliseconds), \(r.verdict?.paymentId),
+                        \(r.verdict?.gamebaseProductId), \(r.verdict?.marketId), \(r.verdict?.price), \(r.verdict?.currency))
                     ON CONFLICT DO NOTHING RETURNING payment_seq
                     """, logger: logger)
                 var wasInserted = false
@@ -375,7 +376,8 @@ public final class PostgresLedgerStore: LedgerStore, Service {
             lastResultCode: try r["last_result_code"].decode(Int32?.self).map(Int.init),
             eventPublishedAt: try r["event_published_at_ms"].decode(Int64?.self).map(Date.init(epochMilliseconds:)),
             source: try source(r),
-            origin: try r["origin"].decode(String?.self).flatMap(PurchaseOrigin.init(rawValue:)) ?? .message)
+            origin: try r["origin"].decode(String?.self).flatMap(PurchaseOrigin.init(rawValue:)) ?? .message,
+            messageTimestampMilliseconds: try r["source_timestamp_ms"].decode(Int64?.self))
     }
 
     static func rejection(from row: PostgresRow) throws -> RejectionRecord {
@@ -387,7 +389,16 @@ public final class PostgresLedgerStore: LedgerStore, Service {
             reason: try r["reason"].decode(String.self), resultCode: try r["result_code"].decode(Int32?.self).map(Int.init),
             resultMessage: try r["result_message"].decode(String?.self), detail: try r["detail"].decode(String?.self),
             eventID: try r["event_id"].decode(String.self),
-            rejectedAt: Date(epochMilliseconds: try r["rejected_at_ms"].decode(Int64.self)), source: try source(r))
+            rejectedAt: Date(epochMilliseconds: try r["rejected_at_ms"].decode(Int64.self)), source: try source(r),
+            messageTimestampMilliseconds: try r["source_timestamp_ms"].decode(Int64?.self), verdict: try verdict(r))
+    }
+
+    static func verdict(_ r: PostgresRandomAccessRow) throws -> PaymentVerdict? {
+        let verdict = PaymentVerdict(
+            paymentId: try r["payment_id"].decode(String?.self), gamebaseProductId: try r["verdict_product_id"].decode(String?.self),
+            marketId: try r["verdict_market_id"].decode(String?.self), price: try r["verdict_price"].decode(String?.self),
+            currency: try r["verdict_currency"].decode(String?.self))
+        return verdict == PaymentVerdict() ? nil : verdict
     }
 
     static func event(from row: PostgresRow) throws -> OutboxEvent {

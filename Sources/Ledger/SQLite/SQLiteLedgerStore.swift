@@ -53,7 +53,7 @@ public final class SQLiteLedgerStore: LedgerStore {
     static func insertGrant(_ grant: GrantRecord, _ event: OutboxEvent, _ db: Database) throws -> GrantInsertResult {
         try db.cachedStatement(
             sql: """
-                INSERT INTO grants (\(LedgerSchema.grantColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO grants (\(LedgerSchema.grantColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (payment_seq) DO NOTHING
                 """
         ).execute(arguments: StatementArguments(Self.values(of: grant)))
@@ -71,13 +71,15 @@ public final class SQLiteLedgerStore: LedgerStore {
         let key = rejection.key
         try db.cachedStatement(
             sql: """
-                INSERT INTO rejections (\(LedgerSchema.rejectionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO rejections (\(LedgerSchema.rejectionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT DO NOTHING
                 """
         ).execute(arguments: [
             key.paymentSeq, key.userId, key.tokenHash, rejection.reason, rejection.resultCode, rejection.resultMessage,
             rejection.detail, rejection.eventID, rejection.rejectedAt.epochMilliseconds, rejection.source?.topic,
-            rejection.source.map { Int64($0.partition) }, rejection.source?.offset,
+            rejection.source.map { Int64($0.partition) }, rejection.source?.offset, rejection.messageTimestampMilliseconds,
+            rejection.verdict?.paymentId, rejection.verdict?.gamebaseProductId, rejection.verdict?.marketId,
+            rejection.verdict?.price, rejection.verdict?.currency,
         ])
         guard db.changesCount == 1 else { return false }
         try Self.insert(event, db)
@@ -283,6 +285,7 @@ public final class SQLiteLedgerStore: LedgerStore {
             grant.payload, grant.state.rawValue, grant.grantedAt.epochMilliseconds, grant.consumedAt?.epochMilliseconds,
             grant.consumeAttempts, grant.lastResultCode, grant.eventPublishedAt?.epochMilliseconds, grant.source?.topic,
             grant.source.map { Int64($0.partition) }, grant.source?.offset, grant.origin.rawValue,
+            grant.messageTimestampMilliseconds,
         ]
     }
 
@@ -312,14 +315,23 @@ public final class SQLiteLedgerStore: LedgerStore {
             consumedAt: (row["consumed_at_ms"] as Int64?).map(Date.init(epochMilliseconds:)),
             consumeAttempts: row["consume_attempts"], lastResultCode: row["last_result_code"],
             eventPublishedAt: (row["event_published_at_ms"] as Int64?).map(Date.init(epochMilliseconds:)),
-            source: source(row), origin: (row["origin"] as String?).flatMap(PurchaseOrigin.init(rawValue:)) ?? .message)
+            source: source(row), origin: (row["origin"] as String?).flatMap(PurchaseOrigin.init(rawValue:)) ?? .message,
+            messageTimestampMilliseconds: row["source_timestamp_ms"])
     }
 
     static func rejection(from row: Row) -> RejectionRecord {
         RejectionRecord(
             key: RejectionKey(paymentSeq: row["payment_seq"], userId: row["user_id"], tokenHash: row["token_hash"]),
             reason: row["reason"], resultCode: row["result_code"], resultMessage: row["result_message"], detail: row["detail"],
-            eventID: row["event_id"], rejectedAt: Date(epochMilliseconds: row["rejected_at_ms"]), source: source(row))
+            eventID: row["event_id"], rejectedAt: Date(epochMilliseconds: row["rejected_at_ms"]), source: source(row),
+            messageTimestampMilliseconds: row["source_timestamp_ms"], verdict: verdict(row))
+    }
+
+    static func verdict(_ row: Row) -> PaymentVerdict? {
+        let verdict = PaymentVerdict(
+            paymentId: row["payment_id"], gamebaseProductId: row["verdict_product_id"], marketId: row["verdict_market_id"],
+            price: row["verdict_price"], currency: row["verdict_currency"])
+        return verdict == PaymentVerdict() ? nil : verdict
     }
 
     static func event(from row: Row) -> OutboxEvent {

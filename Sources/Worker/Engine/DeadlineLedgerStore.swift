@@ -138,6 +138,20 @@ public struct DeadlineLedgerStore: LedgerStore {
     }
 
     public func close() async throws { try await base.close() }
+
+    public func recordDuplicates(_ notes: [DuplicateNote]) async throws {
+        try await bounded("duplicate count") { [base] in try await base.recordDuplicates(notes) }
+    }
+
+    public func recordDeadLetter(_ entry: DeadLetterEntry) async throws {
+        try await bounded("dead letter record") { [base] in try await base.recordDeadLetter(entry) }
+    }
+
+    public func recordReprocessOutcome(deadLetter location: RecordLocation, outcome: String, at date: Date) async throws {
+        try await bounded("reprocess outcome") { [base] in
+            try await base.recordReprocessOutcome(deadLetter: location, outcome: outcome, at: date)
+        }
+    }
 }
 
 /// A lookup's two answers, as one `Sendable` value.

@@ -10,10 +10,15 @@ public struct KafkaEventPublisher: EventPublisher {
     }
 
     public func publish(_ record: OutboundRecord) async throws {
-        try await producer.send(
+        _ = try await publishLocated(record)
+    }
+
+    public func publishLocated(_ record: OutboundRecord) async throws -> RecordLocation? {
+        let report = try await producer.send(
             KafkaProducerRecord(
                 topic: record.topic, key: record.key, value: record.value,
                 headers: record.headers.map { KafkaHeader(name: $0.name, value: $0.value) }))
+        return RecordLocation(topic: report.topic, partition: report.partition, offset: report.offset)
     }
 
     public func isRecordTooLarge(_ error: any Error) -> Bool {

@@ -180,7 +180,21 @@ public struct Reprocessor: Sendable {
                 report.stoppedEarly = "Gamebase does not answer; nothing more is re-driven until it does"
                 return
             }
+            await recordOutcome(outcome, of: message)
             try consumer.storeOffset(for: message)
+        }
+    }
+
+    /// Tells the ledger what became of the dead letter (shown by `iap-worker find`); a ledger that refuses it costs
+    /// the lookup, not the run.
+    private func recordOutcome(_ outcome: String, of message: KafkaMessage) async {
+        let location = RecordLocation(topic: message.topic, partition: message.partition, offset: message.offset)
+        do {
+            try await ledger.recordReprocessOutcome(deadLetter: location, outcome: outcome, at: Date())
+        } catch {
+            logger.warning(
+                "reprocess outcome not recorded in the ledger",
+                metadata: ["kafka.offset": "\(message.offset)", "iap.error": "\(error)"])
         }
     }
 
@@ -193,7 +207,8 @@ public struct Reprocessor: Sendable {
             // event (downstream heard of it when it was first dead-lettered).
             try await processor.publishDeadLetter(
                 processor.configuration.deadLetters.record(
-                    for: input, reason: .malformedMessage, error: malformed.problem, attempts: 1, at: Date()))
+                    for: input, reason: .malformedMessage, error: malformed.problem, attempts: 1, at: Date()),
+                for: input)
             return "malformed_again"
         }
         switch try await processor.process(input, parsed: parsed) {

@@ -1,0 +1,119 @@
+import Foundation
+import Fulfilment
+import IAPTestSupport
+import Ledger
+import Lookup
+import Testing
+
+@Suite("The ledger's read port for people, on SQLite and PostgreSQL", .timeLimit(.minutes(5)))
+struct PurchaseHistoryTests {
+    static func reader(_ store: any LedgerStore) throws -> any PurchaseHistoryReader {
+        try #require(store as? any PurchaseHistoryReader)
+    }
+
+    @Test(arguments: LedgerBackend.allCases)
+    func aGrantsHistoryHoldsItsMessageDuplicatesConsumeAttemptsAndEvent(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            var grant = LedgerStoreTests.grant("h1", user: "u1", at: Date(epochMilliseconds: 1_700_000_000_000))
+            grant.messageTimestampMilliseconds = 1_699_999_999_000
+            _ = try await store.insertGrant(grant, event: LedgerStoreTests.event("h1:item-granted", seq: "h1"))
+            _ = try await store.recordConsumes([
+                ConsumeRecord(paymentSeq: "h1", consumed: false, resultCode: 9999, at: Date(), publishedEventID: "h1:item-granted")
+            ])
+            try await store.recordConsumeFailure(paymentSeq: "h1", resultCode: nil)
+            #expect(try await store.markConsumed(paymentSeq: "h1", resultCode: 0, at: Date(epochMilliseconds: 1_700_000_005_000)))
+            try await store.recordDuplicates([DuplicateNote(paymentSeq: "h1"), DuplicateNote(paymentSeq: "h1")])
+            try await store.recordDuplicates([DuplicateNote(paymentSeq: "h1")])
+
+            let history = try await Self.reader(store).history(paymentSeq: "h1")
+            #expect(history.grant?.messageTimestampMilliseconds == 1_699_999_999_000)
+            #expect(history.grantDuplicates == 3)
+            #expect(history.consumeAttempts.map(\.attempt) == [1, 2, 3])
+            #expect(history.consumeAttempts.map(\.consumed) == [false, false, true])
+            #expect(history.consumeAttempts.map(\.resultCode) == [9999, nil, 0])
+            #expect(history.consumeAttempts.last?.at == Date(epochMilliseconds: 1_700_000_005_000))
+            #expect(history.events.map(\.id) == ["h1:item-granted"])
+            #expect(history.events.first?.publishedAt != nil)
+        }
+    }
+
+    @Test(arguments: LedgerBackend.allCases)
+    func consumeAttemptsAreKeptBoundedTheLatestOnes(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            _ = try await store.insertGrant(LedgerStoreTests.grant("b1"), event: LedgerStoreTests.event("b1:item-granted", seq: "b1"))
+            for code in 1...(ConsumeAttempt.kept + 8) { try await store.recordConsumeFailure(paymentSeq: "b1", resultCode: code) }
+            let attempts = try await Self.reader(store).history(paymentSeq: "b1").consumeAttempts
+            #expect(attempts.count == ConsumeAttempt.kept)
+            #expect(attempts.first?.attempt == 9)
+            #expect(attempts.last?.attempt == ConsumeAttempt.kept + 8)
+            #expect(attempts.map(\.resultCode) == Array(9...(ConsumeAttempt.kept + 8)).map { Optional($0) })
+        }
+    }
+
+    @Test(arguments: LedgerBackend.allCases)
+    func rejectionsKeepTheVerdictAndTheirDuplicatesAndAreFoundByPaymentIdAndUser(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            let key = RejectionKey(paymentSeq: "r1", userId: "owner", tokenHash: String(repeating: "ab", count: 32))
+            let rejection = RejectionRecord(
+                key: key, reason: "consumed_without_grant", detail: "consumed at Gamebase", eventID: "r1:consume-failed:x",
+                rejectedAt: Date(epochMilliseconds: 1_700_000_000_000),
+                source: MessageSource(topic: "purchase.completed", partition: 1, offset: 9),
+                messageTimestampMilliseconds: 1_700_000_000_000 - 50,
+                verdict: PaymentVerdict(paymentId: "GPA.r1", gamebaseProductId: "gems", marketId: "GG", price: "1.99", currency: "USD"))
+            #expect(try await store.insertRejection(rejection, event: LedgerStoreTests.event("r1:consume-failed:x", seq: "r1")))
+            try await store.recordDuplicates([DuplicateNote(paymentSeq: "r1", rejection: key)])
+            let reader = try Self.reader(store)
+            let history = try await reader.history(paymentSeq: "r1")
+            #expect(history.rejections.map(\.duplicates) == [1])
+            #expect(history.rejections.first?.record.verdict?.paymentId == "GPA.r1")
+            #expect(history.rejections.first?.record.messageTimestampMilliseconds == Int64(1_699_999_999_950))
+            #expect(try await reader.paymentSeqs(paymentId: "GPA.r1", limit: 10) == ["r1"])
+            #expect(try await reader.purchases(userId: "owner", before: nil, limit: 10).map(\.paymentSeq) == ["r1"])
+            #expect(try await reader.paymentSeqs(paymentId: "GPA.nothing", limit: 10).isEmpty)
+        }
+    }
+
+    @Test(arguments: LedgerBackend.allCases)
+    func deadLettersAreRecordedFoundByTheirMessageAndMarkedReprocessed(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            let original = MessageSource(topic: "purchase.completed", partition: 2, offset: 40)
+            let entry = DeadLetterEntry(
+                paymentSeq: "d1", userId: "u4", tokenHash: String(repeating: "cd", count: 32), reason: "gamebase_unavailable",
+                error: "Gamebase timed out", attempts: 6, deadLetterTopic: "purchase.completed.dlq", deadLetterPartition: 0,
+                deadLetterOffset: 12, original: original, originalTimestampMilliseconds: 1_700_000_000_000,
+                failedAt: Date(epochMilliseconds: 1_700_000_001_000), valueBytes: 120)
+            try await store.recordDeadLetter(entry)
+            try await store.recordReprocessOutcome(
+                deadLetter: RecordLocation(topic: "purchase.completed.dlq", partition: 0, offset: 12), outcome: "granted",
+                at: Date(epochMilliseconds: 1_700_000_002_000))
+            let reader = try Self.reader(store)
+            let found = try await reader.history(paymentSeq: "d1").deadLetters
+            #expect(found.count == 1)
+            #expect(found.first?.reprocessOutcome == "granted")
+            #expect(found.first?.location == RecordLocation(topic: "purchase.completed.dlq", partition: 0, offset: 12))
+            #expect(try await reader.deadLetters(original: original).map(\.paymentSeq) == ["d1"])
+            #expect(try await reader.deadLetters(reason: "gamebase_unavailable", before: nil, limit: 5).count == 1)
+            #expect(try await reader.deadLetters(reason: "malformed_message", before: nil, limit: 5).isEmpty)
+            #expect(try await reader.purchases(userId: "u4", before: nil, limit: 5).map(\.paymentSeq) == ["d1"])
+        }
+    }
+
+    @Test(arguments: LedgerBackend.allCases)
+    func aUsersPurchasesComeNewestFirstPageByPage(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            for index in 0..<5 {
+                let seq = "p\(index)"
+                _ = try await store.insertGrant(
+                    LedgerStoreTests.grant(seq, user: "pager", at: Date(epochMilliseconds: 1_700_000_000_000 + Int64(index) * 1_000)),
+                    event: LedgerStoreTests.event("\(seq):item-granted", seq: seq))
+            }
+            let reader = try Self.reader(store)
+            let first = try await reader.purchases(userId: "pager", before: nil, limit: 2)
+            #expect(first.map(\.paymentSeq) == ["p4", "p3"])
+            let second = try await reader.purchases(userId: "pager", before: first.last?.firstSeen, limit: 2)
+            #expect(second.map(\.paymentSeq) == ["p2", "p1"])
+            let third = try await reader.purchases(userId: "pager", before: second.last?.firstSeen, limit: 2)
+            #expect(third.map(\.paymentSeq) == ["p0"])
+        }
+    }
+}
