@@ -96,7 +96,7 @@ extension PurchaseTimeline {
         if let grant = history.grant {
             switch grant.state {
             case .consumed: return "granted and consumed"
-            case .granted: return "granted, Consume pending (\(grant.consumeAttempts) failed attempts)"
+            case .granted: return "granted, Consume pending (\(grant.consumeAttempts) failed attempt\(grant.consumeAttempts == 1 ? "" : "s"))"
             }
         }
         if let last = history.deadLetters.last {
