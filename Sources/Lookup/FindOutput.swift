@@ -26,19 +26,7 @@ public struct FindOutput: Sendable, Hashable, Codable {
         public var difference: String
         public var listedUnconsumed: Bool?
         public var error: String?
-        public var payment: Payment?
-    }
-
-    public struct Payment: Sendable, Hashable, Codable {
-        public var paymentSeq: String
-        public var userId: String
-        public var gamebaseProductId: String?
-        public var marketId: String?
-        public var price: String?
-        public var currency: String?
-        public var paymentId: String?
-        public var isConsumable: Bool?
-        public var isTestPurchase: Bool?
+        public var payment: GamebaseView.Payment?
     }
 
     public var id: String
@@ -64,12 +52,7 @@ public struct FindOutput: Sendable, Hashable, Codable {
                     Gamebase(
                         checkedAt: RFC3339.string(view.checkedAt), difference: view.difference,
                         listedUnconsumed: view.listedUnconsumed, error: view.error,
-                        payment: view.payment.map {
-                            Payment(
-                                paymentSeq: $0.paymentSeq, userId: $0.userId, gamebaseProductId: $0.gamebaseProductId,
-                                marketId: $0.marketId, price: $0.price, currency: $0.currency, paymentId: $0.paymentId,
-                                isConsumable: $0.isConsumable, isTestPurchase: $0.isTestPurchase)
-                        })
+                        payment: view.payment)
                 })
         }
     }

@@ -4,8 +4,8 @@ import Gamebase
 
 /// What Gamebase says of a purchase now, beside what the ledger says, and the difference in one line.
 public struct GamebaseView: Sendable, Hashable {
-    /// What Gamebase's Get Payment Transaction answered (no token).
-    public struct Payment: Sendable, Hashable {
+    /// What Gamebase's Get Payment Transaction answered (no token); `find --json` prints it as it is.
+    public struct Payment: Sendable, Hashable, Codable {
         public var paymentSeq: String
         public var userId: String
         public var gamebaseProductId: String?
