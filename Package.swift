@@ -115,6 +115,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "EventTail",
+            dependencies: ["Kafka", "Fulfilment", "Gamebase"],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "Sandbox",
             dependencies: [
                 "Kafka",
@@ -137,6 +142,7 @@ let package = Package(
             name: "iap-worker",
             dependencies: [
                 "Sandbox",
+                "EventTail",
                 "Kafka",
                 "Gamebase",
                 "GamebaseSimulator",

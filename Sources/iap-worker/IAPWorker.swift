@@ -9,7 +9,7 @@ struct IAPWorker: AsyncParsableCommand {
         version: WorkerMetrics.version,
         subcommands: [
             RunCommand.self, DemoCommand.self, ReprocessCommand.self, ReconcileCommand.self, LedgerCommand.self,
-            CheckConfigCommand.self, DevKafkaCommand.self, GamebaseSimCommand.self, BenchCommand.self,
+            CheckConfigCommand.self, EventsCommand.self, DevKafkaCommand.self, GamebaseSimCommand.self, BenchCommand.self,
         ]
     )
 }
