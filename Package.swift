@@ -224,6 +224,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "EventTailTests",
+            dependencies: ["EventTail", "Kafka", "Fulfilment"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "EndToEndTests",
             dependencies: [
                 "Worker",
