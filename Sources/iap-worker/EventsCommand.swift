@@ -1,6 +1,7 @@
 import ArgumentParser
 import EventTail
 import Foundation
+import Fulfilment
 import Kafka
 import Logging
 import ServiceLifecycle
@@ -65,6 +66,11 @@ struct EventsCommand: AsyncParsableCommand {
                 if let since { _ = try TailDuration.milliseconds(since) }
             } catch {
                 throw ValidationError("\(error)")
+            }
+            // A misspelt reason would match nothing, silently.
+            if let reason, ConsumeFailureReason(rawValue: reason) == nil {
+                throw ValidationError(
+                    "--reason must be one of \(ConsumeFailureReason.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             if fromBeginning, since != nil { throw ValidationError("--from-beginning and --since exclude each other") }
             for (name, value) in [("--user", user), ("--payment-seq", paymentSeq), ("--reason", reason)] {
