@@ -28,8 +28,13 @@ extension KafkaConsumer {
     ///
     /// - Important: Meant for a consumer made with ``KafkaConsumerConfiguration/reader(bootstrapServers:groupIDPrefix:maxBufferedBytes:properties:)``;
     ///   never mix it with ``subscribe(topics:)``.
-    /// - Throws: ``KafkaError`` with code `.partitionControl` when librdkafka refuses the assignment.
+    /// - Throws: ``KafkaError`` with code `.partitionControl` when librdkafka refuses the assignment, or the consumer is
+    ///   a group member.
     public func assign(_ partitions: [TopicPartition: KafkaStartOffset]) throws(KafkaError) {
+        // Assigning beside a group's assignment would fetch partitions the group gave to another member.
+        guard core.isReader else {
+            throw KafkaError(code: .partitionControl, message: "only a group-less reader assigns partitions itself")
+        }
         guard !partitions.isEmpty else { return }
         let list = TopicPartitionList(partitions.mapValues(\.rawValue))
         // The epochs first: a message of a partition without one is dropped by the poll thread.
