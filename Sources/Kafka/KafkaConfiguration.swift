@@ -46,7 +46,7 @@ public struct KafkaConsumerConfiguration: Sendable {
     /// How many bytes of fetched messages (``KafkaMessage/byteCount``) may wait in the consumer's buffer before it
     /// pauses fetching. One message larger than this is still delivered, alone.
     public var maxBufferedBytes: Int
-    /// A group-less reader (``reader(bootstrapServers:maxBufferedBytes:properties:)``): it reads partitions it assigns
+    /// A group-less reader (``reader(bootstrapServers:groupIDPrefix:maxBufferedBytes:properties:)``): it reads partitions it assigns
     /// itself and never subscribes, commits or joins a group.
     public private(set) var isReader = false
 
