@@ -124,6 +124,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "EventTail",
+            dependencies: ["Kafka", "Fulfilment", "Gamebase"],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "Sandbox",
             dependencies: [
                 "Kafka",
@@ -146,6 +151,7 @@ let package = Package(
             name: "iap-worker",
             dependencies: [
                 "Sandbox",
+                "EventTail",
                 "Kafka",
                 "Gamebase",
                 "GamebaseSimulator",
@@ -227,6 +233,11 @@ let package = Package(
                 "IAPTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "EventTailTests",
+            dependencies: ["EventTail", "Kafka", "Fulfilment"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -46,6 +46,9 @@ public struct KafkaConsumerConfiguration: Sendable {
     /// How many bytes of fetched messages (``KafkaMessage/byteCount``) may wait in the consumer's buffer before it
     /// pauses fetching. One message larger than this is still delivered, alone.
     public var maxBufferedBytes: Int
+    /// A group-less reader (``reader(bootstrapServers:groupIDPrefix:maxBufferedBytes:properties:)``): it reads partitions it assigns
+    /// itself and never subscribes, commits or joins a group.
+    public private(set) var isReader = false
 
     public init(
         bootstrapServers: String,
@@ -62,12 +65,34 @@ public struct KafkaConsumerConfiguration: Sendable {
         self.maxBufferedBytes = max(1, maxBufferedBytes)
     }
 
+    /// A consumer that only reads the partitions given to ``KafkaConsumer/assign(_:)``: no subscription, no group
+    /// membership, no commit, so it never disturbs any group. librdkafka's consumer API still wants a `group.id`; it
+    /// gets a fresh one (`<prefix>-<random>`) that nothing ever commits to, and `enable.auto.commit` is forced off
+    /// whatever `properties` say.
+    public static func reader(
+        bootstrapServers: String, groupIDPrefix: String = "reader", maxBufferedBytes: Int = 16 << 20,
+        properties: [String: String] = [:]
+    ) -> KafkaConsumerConfiguration {
+        let suffix = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        var configuration = KafkaConsumerConfiguration(
+            bootstrapServers: bootstrapServers, groupID: "\(groupIDPrefix)-\(suffix)", maxBufferedMessages: 10_000,
+            maxBufferedBytes: maxBufferedBytes, properties: properties)
+        configuration.isReader = true
+        return configuration
+    }
+
     /// The librdkafka properties the consumer is created with: the caller's, plus the defaults this layer
     /// depends on (explicit offset storing, cooperative-sticky assignment) where the caller set none.
     public var effectiveProperties: KafkaConfiguration {
         var config = kafka
         config["group.id"] = groupID
-        if let groupInstanceID { config["group.instance.id"] = groupInstanceID }
+        if isReader {
+            // Nothing a reader does may reach a group: no commits, no static membership.
+            config["enable.auto.commit"] = "false"
+            config["group.instance.id"] = nil
+        } else if let groupInstanceID {
+            config["group.instance.id"] = groupInstanceID
+        }
         // Offsets are stored by the application for finished messages only; the stored ones are committed
         // in the background and synchronously on demand.
         config["enable.auto.offset.store"] = "false"

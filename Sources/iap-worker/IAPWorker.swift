@@ -8,8 +8,9 @@ struct IAPWorker: AsyncParsableCommand {
         abstract: "Fulfils Gamebase in-app purchases from Kafka, exactly once.",
         version: WorkerMetrics.version,
         subcommands: [
-            RunCommand.self, DemoCommand.self, ReprocessCommand.self, ReconcileCommand.self, LedgerCommand.self, FindCommand.self,
-            CheckConfigCommand.self, DevKafkaCommand.self, GamebaseSimCommand.self, BenchCommand.self,
+            RunCommand.self, DemoCommand.self, ReprocessCommand.self, ReconcileCommand.self, LedgerCommand.self,
+            FindCommand.self, CheckConfigCommand.self, EventsCommand.self, DevKafkaCommand.self, GamebaseSimCommand.self,
+            BenchCommand.self,
         ]
     )
 }

@@ -199,6 +199,8 @@ final class ConsumerCore: Sendable {
     private let highWaterBytes: Int
     private let lowWaterBytes: Int
     private let cooperative: Bool
+    /// A group-less reader: subscribing and committing are refused.
+    let isReader: Bool
 
     init(
         configuration: KafkaConsumerConfiguration, logger: Logger, rebalanceHandler: KafkaRebalanceHandler?,
@@ -220,6 +222,7 @@ final class ConsumerCore: Sendable {
         self.lowWater = max(0, configuration.maxBufferedMessages / 2)
         self.highWaterBytes = configuration.maxBufferedBytes
         self.lowWaterBytes = configuration.maxBufferedBytes / 2
+        self.isReader = configuration.isReader
         self.cooperative = (configuration.effectiveProperties["partition.assignment.strategy"] ?? "").contains("cooperative")
         // Errors, statistics and rebalances are served by consumer_poll on the poll thread.
         rd_kafka_poll_set_consumer(client.handle)
@@ -338,6 +341,7 @@ final class ConsumerCore: Sendable {
     // MARK: Group membership and offsets
 
     func subscribe(topics: [String]) throws(KafkaError) {
+        guard !isReader else { throw KafkaError(code: .subscription, message: "a group-less reader never subscribes") }
         let list = TopicPartitionList(topics.map { TopicPartition($0, RD_KAFKA_PARTITION_UA) })
         let err = rd_kafka_subscribe(client.handle, list.pointer)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
@@ -356,6 +360,7 @@ final class ConsumerCore: Sendable {
     }
 
     func commit() async throws(KafkaError) {
+        guard !isReader else { throw KafkaError(code: .commit, message: "a group-less reader never commits") }
         let client = client
         let result: Result<Void, KafkaError> = await Self.offPool {
             let err = rd_kafka_commit(client.handle, nil, 0)
