@@ -116,12 +116,16 @@ public enum FindTextRenderer {
 
     /// A value as it may be shown on a terminal: control characters (a hostile userId's newline or escape) escaped.
     public static func printable(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || (0x80..<0xA0).contains($0.value) }) else {
-            return text
+        // Control characters, and format characters (a bidi override, a zero-width space) that make a line read
+        // other than it is.
+        func hidden(_ scalar: Unicode.Scalar) -> Bool {
+            scalar.value < 0x20 || scalar.value == 0x7F || (0x80..<0xA0).contains(scalar.value)
+                || scalar.properties.generalCategory == .format || scalar.value == 0x2028 || scalar.value == 0x2029
         }
+        guard text.unicodeScalars.contains(where: hidden) else { return text }
         var out = ""
         for scalar in text.unicodeScalars {
-            if scalar.value < 0x20 || scalar.value == 0x7F || (0x80..<0xA0).contains(scalar.value) {
+            if hidden(scalar) {
                 out += "\\u{\(String(scalar.value, radix: 16))}"
             } else {
                 out.unicodeScalars.append(scalar)

@@ -79,12 +79,17 @@ struct FindCommand: AsyncParsableCommand {
                 let finder = PurchaseFinder(reader: reader, reconcileGrace: grace)
                 var results: [FindResult] = []
                 for (id, kind) in queries {
-                    results.append(try await finder.find(id, as: kind, before: before, limit: limit))
+                    var result = try await finder.find(id, as: kind, before: before, limit: limit)
+                    // Nothing in the ledger: with --gamebase, the id may be a user whose payment never came.
+                    if askGamebase, result.kind == nil { result.kind = .userId }
+                    results.append(result)
                 }
                 guard askGamebase, let configuration else { return results }
                 let client = GamebaseClient(configuration: configuration.gamebaseConfiguration, logger: logger)
                 let comparer = GamebaseComparer(gamebase: client)
-                for index in results.indices { results[index] = await comparer.annotate(results[index]) }
+                for index in results.indices {
+                    results[index] = await comparer.annotate(results[index]) { try await reader.history(paymentSeq: $0) }
+                }
                 try? await client.shutdown()
                 return results
             }

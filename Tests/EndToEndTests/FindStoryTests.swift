@@ -275,10 +275,19 @@ struct FindStoryTests {
         let first = try #require(lines.first.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
         #expect(first["kind"] as? String == "payment_seq")
         #expect((first["purchases"] as? [[String: Any]])?.first?["status"] as? String == "granted and consumed")
-        #expect(lines[4].contains(#""found":false"#) && lines[4].contains(#""kind":null"#))
+        // Nothing in the ledger: with --gamebase the id is also asked about as a userId (a payment whose message never
+        // came); Gamebase knows nothing of it either.
+        #expect(lines[4].contains(#""found":false"#) && lines[4].contains(#""purchases":[]"#))
 
         let missing = try await find(["no-such-id"])
         #expect(missing.status == 1)
+        let missingJSON = try await find(["no-such-id", "--json"])
+        #expect(missingJSON.status == 1)
+        #expect(missingJSON.output.contains(#""found":false"#) && missingJSON.output.contains(#""kind":null"#))
+        // A bare id the ledger never saw, asked with --gamebase: a user whose payment never came is found at Gamebase.
+        let neverReported = try await find(["u7", "--gamebase"])
+        #expect(neverReported.status == 0)
+        #expect(neverReported.output.contains("paid and unconsumed at Gamebase, no grant here"))
         #expect(missing.output.contains("nothing found for no-such-id"))
         let unreachable = try await ChildProcess(
             "find-down", ["find", "--url", "sqlite:///nonexistent-folder-\(UUID().uuidString)/ledger.sqlite", "g1"], folder: folder

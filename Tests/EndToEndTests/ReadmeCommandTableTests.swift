@@ -17,7 +17,8 @@ struct ReadmeCommandTableTests {
         let section = try #require(help.components(separatedBy: "SUBCOMMANDS:").last)
         let commands = section.split(separator: "\n").compactMap { line -> String? in
             let word = line.trimmingCharacters(in: .whitespaces).split(separator: " ").first.map(String.init)
-            guard let word, !word.isEmpty, word.first!.isLowercase, line.hasPrefix("  ") else { return nil }
+            // A command's line starts two spaces in; its description's further lines much deeper.
+            guard let word, word.first?.isLowercase == true, line.hasPrefix("  "), !line.hasPrefix("   ") else { return nil }
             return word
         }
         #expect(commands.contains("find") && commands.contains("events"))

@@ -116,4 +116,28 @@ struct PurchaseHistoryTests {
             #expect(third.map(\.paymentSeq) == ["p0"])
         }
     }
+
+    /// A purchase's place in its user's list is when it first appeared, over all its rows: one dead-lettered long ago
+    /// and granted lately is neither skipped nor repeated by the pages (found in review: each table cut before the
+    /// minimum skipped it).
+    @Test(arguments: LedgerBackend.allCases)
+    func pagesAcrossTablesNeitherSkipNorRepeat(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            func at(_ ms: Int64) -> Date { Date(epochMilliseconds: 1_700_000_000_000 + ms) }
+            try await store.recordDeadLetter(
+                DeadLetterEntry(
+                    paymentSeq: "A", userId: "pager", tokenHash: nil, reason: "gamebase_unavailable", error: "", attempts: 6,
+                    deadLetterTopic: "purchase.completed.dlq", original: nil, originalTimestampMilliseconds: nil,
+                    failedAt: at(100), valueBytes: 10))
+            for (seq, ms) in [("A", Int64(500)), ("B", 400), ("C", 300)] {
+                _ = try await store.insertGrant(
+                    LedgerStoreTests.grant(seq, user: "pager", at: at(ms)), event: LedgerStoreTests.event("\(seq):item-granted", seq: seq))
+            }
+            let reader = try Self.reader(store)
+            let first = try await reader.purchases(userId: "pager", before: nil, limit: 2)
+            #expect(first.map(\.paymentSeq) == ["B", "C"])
+            let second = try await reader.purchases(userId: "pager", before: first.last?.firstSeen, limit: 2)
+            #expect(second.map(\.paymentSeq) == ["A"])
+        }
+    }
 }

@@ -106,8 +106,10 @@ public struct PurchaseProcessor: Sendable {
             paymentId: transaction.paymentId, gamebaseProductId: transaction.gamebaseProductId,
             marketId: transaction.marketId, price: transaction.price.map { "\($0)" }, currency: transaction.currency)
         if !transaction.paymentSeq.hasSameBytes(as: message.paymentSeq) {
+            // The answer is another payment's: filed under this paymentSeq it would make `find <its order id>` show
+            // this claim as that payment.
             return try await reject(
-                message, input, .paymentMismatch, detail: "the token belongs to another payment", attempts: attempts, verdict: verdict)
+                message, input, .paymentMismatch, detail: "the token belongs to another payment", attempts: attempts)
         }
         if !transaction.userId.hasSameBytes(as: message.userId) {
             return try await reject(

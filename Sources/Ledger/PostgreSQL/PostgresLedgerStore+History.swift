@@ -146,24 +146,19 @@ extension PostgresLedgerStore: PurchaseHistoryReader {
         let n = Int64(limit)
         return try await wrap {
             var refs: [PurchaseReference] = []
-            // Each table's newest rows of the user through its (user_id, time) index, at most `limit` each; then the
-            // purchases by when each first appeared among them.
+            // Every row of the user through each table's (user_id, time) index; a purchase's place is when it first
+            // appeared, over all its rows, so a page never skips one whose newest row is on another page.
             for try await (seq, firstSeen) in try await client.query(
                 """
                 SELECT payment_seq, MIN(t) AS first_seen FROM (
-                    (SELECT payment_seq, granted_at_ms AS t FROM grants
-                        WHERE user_id = \(userId) AND granted_at_ms < \(until) ORDER BY granted_at_ms DESC LIMIT \(n))
+                    SELECT payment_seq, granted_at_ms AS t FROM grants WHERE user_id = \(userId)
                     UNION ALL
-                    (SELECT payment_seq, rejected_at_ms FROM rejections
-                        WHERE user_id = \(userId) AND rejected_at_ms < \(until) ORDER BY rejected_at_ms DESC LIMIT \(n))
+                    SELECT payment_seq, rejected_at_ms FROM rejections WHERE user_id = \(userId)
                     UNION ALL
-                    (SELECT payment_seq, failed_at_ms FROM dead_letters
-                        WHERE user_id = \(userId) AND failed_at_ms < \(until) AND payment_seq IS NOT NULL
-                        ORDER BY failed_at_ms DESC LIMIT \(n))
+                    SELECT payment_seq, failed_at_ms FROM dead_letters WHERE user_id = \(userId) AND payment_seq IS NOT NULL
                     UNION ALL
-                    (SELECT payment_seq, first_seen_ms FROM reconcile_sightings
-                        WHERE user_id = \(userId) AND first_seen_ms < \(until) ORDER BY first_seen_ms DESC LIMIT \(n))
-                ) AS found GROUP BY payment_seq ORDER BY first_seen DESC, payment_seq LIMIT \(n)
+                    SELECT payment_seq, first_seen_ms FROM reconcile_sightings WHERE user_id = \(userId)
+                ) AS found GROUP BY payment_seq HAVING MIN(t) < \(until) ORDER BY first_seen DESC, payment_seq LIMIT \(n)
                 """, logger: logger
             ).decode((String, Int64).self) {
                 refs.append(PurchaseReference(paymentSeq: seq, firstSeen: Date(epochMilliseconds: firstSeen)))

@@ -114,27 +114,22 @@ extension SQLiteLedgerStore: PurchaseHistoryReader {
     public func purchases(userId: String, before: Date?, limit: Int) async throws -> [PurchaseReference] {
         let until = before?.epochMilliseconds ?? Int64.max
         return try await read { db in
-            // Each table's newest rows of the user through its (user_id, time) index, at most `limit` each; then the
-            // purchases by when each first appeared among them.
+            // Every row of the user through each table's (user_id, time) index; a purchase's place is when it first
+            // appeared, over all its rows, so a page never skips one whose newest row is on another page.
             try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
                         SELECT payment_seq, MIN(t) AS first_seen FROM (
-                            SELECT * FROM (SELECT payment_seq, granted_at_ms AS t FROM grants
-                                WHERE user_id = ? AND granted_at_ms < ? ORDER BY granted_at_ms DESC LIMIT ?)
+                            SELECT payment_seq, granted_at_ms AS t FROM grants WHERE user_id = ?
                             UNION ALL
-                            SELECT * FROM (SELECT payment_seq, rejected_at_ms AS t FROM rejections
-                                WHERE user_id = ? AND rejected_at_ms < ? ORDER BY rejected_at_ms DESC LIMIT ?)
+                            SELECT payment_seq, rejected_at_ms AS t FROM rejections WHERE user_id = ?
                             UNION ALL
-                            SELECT * FROM (SELECT payment_seq, failed_at_ms AS t FROM dead_letters
-                                WHERE user_id = ? AND failed_at_ms < ? AND payment_seq IS NOT NULL
-                                ORDER BY failed_at_ms DESC LIMIT ?)
+                            SELECT payment_seq, failed_at_ms AS t FROM dead_letters WHERE user_id = ? AND payment_seq IS NOT NULL
                             UNION ALL
-                            SELECT * FROM (SELECT payment_seq, first_seen_ms AS t FROM reconcile_sightings
-                                WHERE user_id = ? AND first_seen_ms < ? ORDER BY first_seen_ms DESC LIMIT ?)
-                        ) GROUP BY payment_seq ORDER BY first_seen DESC, payment_seq LIMIT ?
+                            SELECT payment_seq, first_seen_ms AS t FROM reconcile_sightings WHERE user_id = ?
+                        ) GROUP BY payment_seq HAVING MIN(t) < ? ORDER BY first_seen DESC, payment_seq LIMIT ?
                         """),
-                arguments: [userId, until, limit, userId, until, limit, userId, until, limit, userId, until, limit, limit]
+                arguments: [userId, userId, userId, userId, until, limit]
             ).map { PurchaseReference(paymentSeq: $0["payment_seq"], firstSeen: Date(epochMilliseconds: $0["first_seen"])) }
         }
     }
