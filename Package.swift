@@ -218,6 +218,7 @@ let package = Package(
                 "Fulfilment",
                 "IAPTestSupport",
                 "Ledger",
+                "Lookup",
                 "Gamebase",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -66,7 +66,9 @@ extension PurchaseTimeline {
         // Lines of one millisecond keep this order: what failed before the grant that followed it.
         var lines: [TimelineEntry] = []
         let grant = history.grant
-        for deadLetter in history.deadLetters { lines += Self.deadLetterLines(deadLetter) }
+        for deadLetter in history.deadLetters {
+            lines += Self.deadLetterLines(deadLetter).filter { $0.kind != .reprocessed }
+        }
         for rejection in history.rejections { lines += Self.rejectionLines(rejection, history) }
         if let grant { lines += Self.grantLines(grant, history) }
         let known = Set([grant.map { EventFactory.itemGrantedID(paymentSeq: $0.paymentSeq) }].compactMap { $0 })
@@ -80,7 +82,15 @@ extension PurchaseTimeline {
                 fields["grace_until"] = RFC3339.string(until)
                 summary += " (taken by the first pass after \(RFC3339.string(until)))"
             }
-            lines.append(TimelineEntry(time: sighting.firstSeen, origin: .reconciliation, kind: .sighting, summary: summary, fields: fields))
+            lines.append(
+                TimelineEntry(
+                    time: sighting.firstSeen, origin: .reconciliation, kind: .sighting, summary: summary, fields: fields
+                ))
+        }
+        // What reprocess made of a dead letter is recorded once the purchase it re-drove is decided: within one
+        // millisecond it follows that purchase's lines.
+        for deadLetter in history.deadLetters {
+            lines += Self.deadLetterLines(deadLetter).filter { $0.kind == .reprocessed }
         }
         let ordered = lines.enumerated().sorted { a, b in
             a.element.time != b.element.time ? a.element.time < b.element.time : a.offset < b.offset
@@ -96,7 +106,9 @@ extension PurchaseTimeline {
         if let grant = history.grant {
             switch grant.state {
             case .consumed: return "granted and consumed"
-            case .granted: return "granted, Consume pending (\(grant.consumeAttempts) failed attempt\(grant.consumeAttempts == 1 ? "" : "s"))"
+            case .granted:
+                return
+                    "granted, Consume pending (\(grant.consumeAttempts) failed attempt\(grant.consumeAttempts == 1 ? "" : "s"))"
             }
         }
         if let last = history.deadLetters.last {
@@ -108,7 +120,9 @@ extension PurchaseTimeline {
         return "unknown to the ledger"
     }
 
-    static func messageFields(_ source: MessageSource?, timestamp: Int64?, userId: String, tokenHash: String) -> [String: String] {
+    static func messageFields(_ source: MessageSource?, timestamp: Int64?, userId: String, tokenHash: String)
+        -> [String: String]
+    {
         var fields = ["user_id": userId, "token_hash": shortHash(tokenHash)]
         if let source {
             fields["topic"] = source.topic
@@ -130,20 +144,27 @@ extension PurchaseTimeline {
         let after = duplicates > 0 ? "; \(duplicates) duplicate\(duplicates == 1 ? "" : "s") arrived after it" : ""
         switch grant.origin {
         case .message:
-            var fields = messageFields(grant.source, timestamp: grant.messageTimestampMilliseconds, userId: grant.userId, tokenHash: tokenHash)
+            var fields = messageFields(
+                grant.source, timestamp: grant.messageTimestampMilliseconds, userId: grant.userId, tokenHash: tokenHash)
             fields["duplicates_after"] = String(duplicates)
-            let time = grant.messageTimestampMilliseconds.map(Date.init(epochMilliseconds:)).map { min($0, grant.grantedAt) } ?? grant.grantedAt
+            let time =
+                grant.messageTimestampMilliseconds.map(Date.init(epochMilliseconds:)).map { min($0, grant.grantedAt) }
+                ?? grant.grantedAt
             lines.append(
                 TimelineEntry(
                     time: time, origin: .kafka, kind: .message,
-                    summary: "purchase message \(position(grant.source)), userId \(grant.userId), token \(shortHash(tokenHash))\(after)",
+                    summary:
+                        "purchase message \(position(grant.source)), userId \(grant.userId), token \(shortHash(tokenHash))\(after)",
                     fields: fields))
         case .reconciliation:
             lines.append(
                 TimelineEntry(
                     time: grant.grantedAt, origin: .reconciliation, kind: .sighting,
                     summary: "found unconsumed at Gamebase by List Consumables: no message reported it\(after)",
-                    fields: ["user_id": grant.userId, "token_hash": shortHash(tokenHash), "duplicates_after": String(duplicates)]))
+                    fields: [
+                        "user_id": grant.userId, "token_hash": shortHash(tokenHash),
+                        "duplicates_after": String(duplicates),
+                    ]))
         }
         var verdict = [
             "result_code": "0", "product": grant.gamebaseProductId, "user_id": grant.userId,
@@ -158,7 +179,8 @@ extension PurchaseTimeline {
         lines.append(
             TimelineEntry(
                 time: grant.grantedAt, origin: .gamebase, kind: .verdict,
-                summary: "Get Payment Transaction: paid by userId \(grant.userId) (resultCode 0), product \(grant.gamebaseProductId), "
+                summary:
+                    "Get Payment Transaction: paid by userId \(grant.userId) (resultCode 0), product \(grant.gamebaseProductId), "
                     + "store \(grant.marketId ?? "-"), price \(grant.price ?? "-") \(grant.currency ?? ""), paymentId \(grant.paymentId ?? "-")",
                 fields: verdict))
         lines.append(
@@ -187,13 +209,17 @@ extension PurchaseTimeline {
             fields["result_code"] = attempt.resultCode.map(String.init)
             let summary: String
             if attempt.consumed {
-                summary = "Consume #\(attempt.attempt) succeeded (resultCode \(attempt.resultCode.map(String.init) ?? "0"))"
+                summary =
+                    "Consume #\(attempt.attempt) succeeded (resultCode \(attempt.resultCode.map(String.init) ?? "0"))"
             } else if let code = attempt.resultCode {
                 summary = "Consume #\(attempt.attempt) failed (resultCode \(code))"
             } else {
                 summary = "Consume #\(attempt.attempt) failed (no answer from Gamebase)"
             }
-            lines.append(TimelineEntry(time: attempt.at, origin: .gamebase, kind: .consume, summary: summary, fields: fields))
+            // A failed attempt is timed by the database's clock (the trigger that keeps it), the rest by the worker's;
+            // Consume is only ever called once the grant's event went out, so no attempt is shown before that.
+            let time = max(attempt.at, grant.eventPublishedAt ?? grant.grantedAt)
+            lines.append(TimelineEntry(time: time, origin: .gamebase, kind: .consume, summary: summary, fields: fields))
         }
         if attempts.isEmpty, grant.state == .consumed, let consumedAt = grant.consumedAt {
             // Consumed before the ledger kept attempts: the counters say how it went.
@@ -209,7 +235,8 @@ extension PurchaseTimeline {
             lines.append(
                 TimelineEntry(
                     time: last, origin: .ledger, kind: .consume,
-                    summary: "Consume still pending after \(grant.consumeAttempts) failed attempt\(grant.consumeAttempts == 1 ? "" : "s"); the sweeper retries it",
+                    summary:
+                        "Consume still pending after \(grant.consumeAttempts) failed attempt\(grant.consumeAttempts == 1 ? "" : "s"); the sweeper retries it",
                     fields: ["pending": "true", "attempts": String(grant.consumeAttempts)]))
         }
         return lines
@@ -218,15 +245,21 @@ extension PurchaseTimeline {
     static func rejectionLines(_ rejection: RejectionHistory, _ history: PurchaseHistory) -> [TimelineEntry] {
         let r = rejection.record
         var lines: [TimelineEntry] = []
-        let after = rejection.duplicates > 0 ? "; \(rejection.duplicates) duplicate\(rejection.duplicates == 1 ? "" : "s") arrived after it" : ""
-        var fields = messageFields(r.source, timestamp: r.messageTimestampMilliseconds, userId: r.key.userId, tokenHash: r.key.tokenHash)
+        let after =
+            rejection.duplicates > 0
+            ? "; \(rejection.duplicates) duplicate\(rejection.duplicates == 1 ? "" : "s") arrived after it" : ""
+        var fields = messageFields(
+            r.source, timestamp: r.messageTimestampMilliseconds, userId: r.key.userId, tokenHash: r.key.tokenHash)
         fields["duplicates_after"] = String(rejection.duplicates)
         if r.source != nil {
-            let time = r.messageTimestampMilliseconds.map(Date.init(epochMilliseconds:)).map { min($0, r.rejectedAt) } ?? r.rejectedAt
+            let time =
+                r.messageTimestampMilliseconds.map(Date.init(epochMilliseconds:)).map { min($0, r.rejectedAt) }
+                ?? r.rejectedAt
             lines.append(
                 TimelineEntry(
                     time: time, origin: .kafka, kind: .message,
-                    summary: "claim message \(position(r.source)), userId \(r.key.userId), token \(shortHash(r.key.tokenHash))\(after)",
+                    summary:
+                        "claim message \(position(r.source)), userId \(r.key.userId), token \(shortHash(r.key.tokenHash))\(after)",
                     fields: fields))
         }
         if let verdict = r.verdict {
@@ -239,24 +272,28 @@ extension PurchaseTimeline {
             lines.append(
                 TimelineEntry(
                     time: r.rejectedAt, origin: .gamebase, kind: .verdict,
-                    summary: "Get Payment Transaction (resultCode 0): product \(verdict.gamebaseProductId ?? "-"), store \(verdict.marketId ?? "-"), "
+                    summary:
+                        "Get Payment Transaction (resultCode 0): product \(verdict.gamebaseProductId ?? "-"), store \(verdict.marketId ?? "-"), "
                         + "price \(verdict.price ?? "-") \(verdict.currency ?? ""), paymentId \(verdict.paymentId ?? "-")",
                     fields: facts))
         } else if let code = r.resultCode {
             lines.append(
                 TimelineEntry(
                     time: r.rejectedAt, origin: .gamebase, kind: .verdict,
-                    summary: "Get Payment Transaction refused the token: resultCode \(code)\(r.resultMessage.map { " (\($0))" } ?? "")",
+                    summary:
+                        "Get Payment Transaction refused the token: resultCode \(code)\(r.resultMessage.map { " (\($0))" } ?? "")",
                     fields: ["result_code": String(code)]))
         }
         var facts = [
-            "reason": r.reason, "user_id": r.key.userId, "token_hash": shortHash(r.key.tokenHash), "event_id": r.eventID,
+            "reason": r.reason, "user_id": r.key.userId, "token_hash": shortHash(r.key.tokenHash),
+            "event_id": r.eventID,
         ]
         facts["detail"] = r.detail
         lines.append(
             TimelineEntry(
                 time: r.rejectedAt, origin: .ledger, kind: .rejection,
-                summary: "claim by userId \(r.key.userId) rejected: \(r.reason)\(r.detail.map { " — \($0)" } ?? "")\(r.source == nil ? after : "")",
+                summary:
+                    "claim by userId \(r.key.userId) rejected: \(r.reason)\(r.detail.map { " — \($0)" } ?? "")\(r.source == nil ? after : "")",
                 fields: facts))
         if let event = history.events.first(where: { $0.id == r.eventID }) { lines.append(eventLine(event)) }
         return lines
@@ -266,7 +303,8 @@ extension PurchaseTimeline {
         let kind = event.id.hasSuffix(":item-granted") ? "item-granted" : "consume-failed"
         if let published = event.publishedAt {
             return TimelineEntry(
-                time: published, origin: .ledger, kind: .event, summary: "\(kind) event \(event.id) published to \(event.topic)",
+                time: published, origin: .ledger, kind: .event,
+                summary: "\(kind) event \(event.id) published to \(event.topic)",
                 fields: ["event_id": event.id, "topic": event.topic, "published": "true"])
         }
         return TimelineEntry(
@@ -297,14 +335,16 @@ extension PurchaseTimeline {
         var lines = [
             TimelineEntry(
                 time: entry.failedAt, origin: .ledger, kind: .deadLetter,
-                summary: "dead-lettered for \(entry.reason) after \(entry.attempts) attempt\(entry.attempts == 1 ? "" : "s") "
+                summary:
+                    "dead-lettered for \(entry.reason) after \(entry.attempts) attempt\(entry.attempts == 1 ? "" : "s") "
                     + "to \(target) (message \(position(entry.original)))\(entry.error.isEmpty ? "" : ": \(entry.error)")",
                 fields: fields)
         ]
         if let outcome = entry.reprocessOutcome, let at = entry.reprocessedAt {
             lines.append(
                 TimelineEntry(
-                    time: at, origin: .reprocess, kind: .reprocessed, summary: "re-driven by iap-worker reprocess: \(outcome)",
+                    time: at, origin: .reprocess, kind: .reprocessed,
+                    summary: "re-driven by iap-worker reprocess: \(outcome)",
                     fields: ["outcome": outcome]))
         }
         return lines

@@ -71,7 +71,9 @@ struct FindCommand: AsyncParsableCommand {
         let grace = configuration?.reconcile.grace
         let results: [FindResult]
         do {
-            results = try await LedgerStores.withStore(url: ledgerURL, logger: logger, migrate: false, maxConnections: 2) {
+            results = try await LedgerStores.withStore(
+                url: ledgerURL, logger: logger, migrate: false, maxConnections: 2
+            ) {
                 store -> [FindResult] in
                 guard let reader = store as? any PurchaseHistoryReader else {
                     throw LedgerError(code: .configuration, message: "this ledger cannot be searched")
@@ -88,13 +90,16 @@ struct FindCommand: AsyncParsableCommand {
                 let client = GamebaseClient(configuration: configuration.gamebaseConfiguration, logger: logger)
                 let comparer = GamebaseComparer(gamebase: client)
                 for index in results.indices {
-                    results[index] = await comparer.annotate(results[index]) { try await reader.history(paymentSeq: $0) }
+                    results[index] = await comparer.annotate(results[index]) {
+                        try await reader.history(paymentSeq: $0)
+                    }
                 }
                 try? await client.shutdown()
                 return results
             }
         } catch {
-            FileHandle.standardError.write(Data("iap-worker find: the ledger could not be read: \(Self.describe(error))\n".utf8))
+            FileHandle.standardError.write(
+                Data("iap-worker find: the ledger could not be read: \(Self.describe(error))\n".utf8))
             throw ExitCode(2)
         }
         for result in results {
@@ -106,7 +111,14 @@ struct FindCommand: AsyncParsableCommand {
 
     /// A ledger error's own text (it never holds a password or a token); anything else by its type.
     static func describe(_ error: any Error) -> String {
-        if let error = error as? LedgerError { return error.description }
-        return "\(type(of: error))"
+        guard let error = error as? LedgerError else { return "\(type(of: error))" }
+        let text = error.description
+        // A ledger at an older schema (no worker of this version has started on it yet) lacks the tables find reads.
+        if text.contains("no such table") || text.contains("no such column") || text.contains("does not exist") {
+            return text
+                + " — the ledger's schema is older than this iap-worker's: start `iap-worker run` of this version "
+                + "once (it migrates the ledger), then look again"
+        }
+        return text
     }
 }

@@ -1,9 +1,9 @@
 import Foundation
 import Fulfilment
 import Gamebase
-import Kafka
 import GamebaseSimulator
 import IAPTestSupport
+import Kafka
 import Ledger
 import Lookup
 import Testing
@@ -15,7 +15,9 @@ import Worker
 @Suite("Finding any purchase by any id", .serialized, .timeLimit(.minutes(6)))
 struct FindStoryTests {
     static let stolenTokenHash = PurchaseTimeline.shortHash(
-        GrantRecord(paymentSeq: "st3", userId: "u3", gamebaseProductId: "g", purchaseToken: "tok-st3", grantedAt: Date()).tokenHash)
+        GrantRecord(
+            paymentSeq: "st3", userId: "u3", gamebaseProductId: "g", purchaseToken: "tok-st3", grantedAt: Date()
+        ).tokenHash)
 
     static var payments: [SimulatedPayment] {
         [
@@ -65,14 +67,18 @@ struct FindStoryTests {
             // A stolen claim rejected, then the owner granted.
             let stolen = try #require(try await finder.find("st3").purchases.first)
             #expect(
-                Self.kinds(stolen) == ["message", "verdict", "rejection", "event", "message", "verdict", "grant", "event", "consume"])
+                Self.kinds(stolen) == [
+                    "message", "verdict", "rejection", "event", "message", "verdict", "grant", "event", "consume",
+                ])
             #expect(stolen.entries[0].fields["user_id"] == "thief")
             #expect(stolen.entries[2].fields["reason"] == "user_mismatch")
             #expect(stolen.entries[4].fields["user_id"] == "u3")
             #expect(stolen.userId == "u3")
             let rejectionEventID = try #require(stolen.entries[2].fields["event_id"])
             #expect(try await finder.find(rejectionEventID).purchases.first?.paymentSeq == "st3")
-            #expect(try await finder.find("thief").purchases.map(\.paymentSeq) == ["st3"], "a claim in a user's name lists it")
+            #expect(
+                try await finder.find("thief").purchases.map(\.paymentSeq) == ["st3"],
+                "a claim in a user's name lists it")
             #expect(try await finder.find("GPA.st3").purchases.map(\.paymentSeq) == ["st3"])
             #expect(try await finder.find("u3").purchases.map(\.paymentSeq) == ["st3"])
 
@@ -80,7 +86,9 @@ struct FindStoryTests {
             for id in ["dl4", "GPA.dl4", "u4", "dl4:item-granted"] {
                 let purchase = try #require(try await finder.find(id).purchases.first, "\(id)")
                 #expect(
-                    Self.kinds(purchase) == ["dead_letter", "message", "verdict", "grant", "event", "consume", "reprocessed"],
+                    Self.kinds(purchase) == [
+                        "dead_letter", "message", "verdict", "grant", "event", "consume", "reprocessed",
+                    ],
                     "\(id)")
                 #expect(purchase.entries[0].fields["reason"] == "gamebase_unavailable")
                 #expect(purchase.entries[0].fields["dead_letter_topic"] == "purchase.completed.dlq")
@@ -99,7 +107,8 @@ struct FindStoryTests {
             #expect(try await finder.find("GPA.cf5").purchases.map(\.paymentSeq) == ["cf5"])
 
             // Malformed: found by its event id (where it was read), its paymentSeq and its userId.
-            let malformed = try #require(try await reader.reader.deadLetters(reason: "malformed_message", before: nil, limit: 5).first)
+            let malformed = try #require(
+                try await reader.reader.deadLetters(reason: "malformed_message", before: nil, limit: 5).first)
             let original = try #require(malformed.original)
             let malformedEventID = "\(original.topic)/\(original.partition)/\(original.offset):consume-failed"
             for id in [malformedEventID, "m6", "u6"] {
@@ -115,7 +124,8 @@ struct FindStoryTests {
             #expect(nothing.kind == nil && nothing.purchases.isEmpty)
 
             // Gamebase now, side by side (read-only).
-            let client = GamebaseClient(configuration: configuration.gamebaseConfiguration, logger: EndToEndSystem.logger)
+            let client = GamebaseClient(
+                configuration: configuration.gamebaseConfiguration, logger: EndToEndSystem.logger)
             let comparer = GamebaseComparer(gamebase: client)
             let consumesBefore = system.simulator.state.consumes
             func difference(_ id: String, as kind: IdentifierKind? = nil) async throws -> [String] {
@@ -128,7 +138,8 @@ struct FindStoryTests {
             #expect(system.simulator.state.consumes == consumesBefore, "--gamebase never consumes")
             try? await client.shutdown()
 
-            try await Self.checkTheCommand(system: system, configuration: configuration, malformedEventID: malformedEventID)
+            try await Self.checkTheCommand(
+                system: system, configuration: configuration, malformedEventID: malformedEventID)
         }
     }
 
@@ -164,7 +175,8 @@ struct FindStoryTests {
                 let dl4 = try await reader.history(paymentSeq: "dl4").deadLetters
                 let m6 = try await reader.history(paymentSeq: "m6").deadLetters
                 let c8 = try await ledger.rejections(paymentSeq: "c8")
-                return g1?.state == .consumed && st3?.state == .consumed && (cf5?.consumeAttempts ?? 0) >= 1 && !dl4.isEmpty
+                return g1?.state == .consumed && st3?.state == .consumed && (cf5?.consumeAttempts ?? 0) >= 1
+                    && !dl4.isEmpty
                     && !m6.isEmpty && !c8.isEmpty
             }
             try await system.produce([(key: "u1", value: EndToEndSystem.message("g1", user: "u1"))])
@@ -182,7 +194,8 @@ struct FindStoryTests {
             return reconciling
         }()
         try await LedgerStores.withStore(url: configuration.ledgerURL, logger: EndToEndSystem.logger) { ledger in
-            let client = GamebaseClient(configuration: configuration.gamebaseConfiguration, logger: EndToEndSystem.logger)
+            let client = GamebaseClient(
+                configuration: configuration.gamebaseConfiguration, logger: EndToEndSystem.logger)
             let report = try await Reconciler.runOnce(
                 configuration: reconciling, ledger: ledger, gamebase: client, users: ["u2"], dryRun: false,
                 logger: EndToEndSystem.logger)
@@ -207,16 +220,20 @@ struct FindStoryTests {
     }
 
     static func until(
-        _ system: EndToEndSystem, _ what: String, _ condition: @escaping @Sendable (any LedgerStore) async throws -> Bool
+        _ system: EndToEndSystem, _ what: String,
+        _ condition: @escaping @Sendable (any LedgerStore) async throws -> Bool
     ) async throws {
-        try await LedgerStores.withStore(url: system.ledgerURL, logger: EndToEndSystem.logger, migrate: false) { ledger in
+        try await LedgerStores.withStore(url: system.ledgerURL, logger: EndToEndSystem.logger, migrate: false) {
+            ledger in
             try await system.eventually(what, within: 60) { try await condition(ledger) }
         }
     }
 
     /// `iap-worker find` as a user runs it: exit codes, the text, `--json` against its schema (with jsonschema, the
     /// reference validator), and no token or secret anywhere in what it prints.
-    static func checkTheCommand(system: EndToEndSystem, configuration: WorkerConfiguration, malformedEventID: String) async throws {
+    static func checkTheCommand(system: EndToEndSystem, configuration: WorkerConfiguration, malformedEventID: String)
+        async throws
+    {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("find-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let config = folder.appendingPathComponent("iap-worker.yaml")
@@ -272,7 +289,8 @@ struct FindStoryTests {
                 file.path,
             ])
         #expect(validation.status == 0, "\(validation.output)")
-        let first = try #require(lines.first.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
+        let first = try #require(
+            lines.first.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
         #expect(first["kind"] as? String == "payment_seq")
         #expect((first["purchases"] as? [[String: Any]])?.first?["status"] as? String == "granted and consumed")
         // Nothing in the ledger: with --gamebase the id is also asked about as a userId (a payment whose message never
@@ -290,7 +308,8 @@ struct FindStoryTests {
         #expect(neverReported.output.contains("paid and unconsumed at Gamebase, no grant here"))
         #expect(missing.output.contains("nothing found for no-such-id"))
         let unreachable = try await ChildProcess(
-            "find-down", ["find", "--url", "sqlite:///nonexistent-folder-\(UUID().uuidString)/ledger.sqlite", "g1"], folder: folder
+            "find-down", ["find", "--url", "sqlite:///nonexistent-folder-\(UUID().uuidString)/ledger.sqlite", "g1"],
+            folder: folder
         ).exitStatus(within: 60)
         #expect(unreachable == 2)
 

@@ -5,7 +5,8 @@ import Testing
 /// `--help` knows them: the documentation a support agent reads cannot drift from the binary.
 @Suite("README command table")
 struct ReadmeCommandTableTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     static func help(_ arguments: [String]) throws -> String {
         try CloudEventsInteropTests.run(ChildProcess.executable, arguments + ["--help"]).output
@@ -18,7 +19,9 @@ struct ReadmeCommandTableTests {
         let commands = section.split(separator: "\n").compactMap { line -> String? in
             let word = line.trimmingCharacters(in: .whitespaces).split(separator: " ").first.map(String.init)
             // A command's line starts two spaces in; its description's further lines much deeper.
-            guard let word, word.first?.isLowercase == true, line.hasPrefix("  "), !line.hasPrefix("   ") else { return nil }
+            guard let word, word.first?.isLowercase == true, line.hasPrefix("  "), !line.hasPrefix("   ") else {
+                return nil
+            }
             return word
         }
         #expect(commands.contains("find") && commands.contains("events"))
@@ -28,12 +31,19 @@ struct ReadmeCommandTableTests {
     }
 
     @Test(arguments: [
-        (["find"], ["--user", "--payment-id", "--payment-seq", "--event-id", "--json", "--gamebase", "--limit", "--before"]),
-        (["events", "tail"], ["--from-beginning", "--since", "--type", "--user", "--payment-seq", "--reason", "--json"]),
+        (
+            ["find"],
+            ["--user", "--payment-id", "--payment-seq", "--event-id", "--json", "--gamebase", "--limit", "--before"]
+        ),
+        (
+            ["events", "tail"],
+            ["--from-beginning", "--since", "--type", "--user", "--payment-seq", "--reason", "--json"]
+        ),
     ])
     func theSupportCommandsFlagsAreTheRowsFlags(command: [String], flags: [String]) throws {
         let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
-        let row = try #require(readme.split(separator: "\n").first { $0.hasPrefix("| `iap-worker \(command.joined(separator: " "))") })
+        let row = try #require(
+            readme.split(separator: "\n").first { $0.hasPrefix("| `iap-worker \(command.joined(separator: " "))") })
         let help = try Self.help(command)
         for flag in flags {
             #expect(row.contains(flag), "README's row lacks \(flag)")

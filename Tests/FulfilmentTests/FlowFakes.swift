@@ -127,7 +127,7 @@ final class RecordingPublisher: EventPublisher {
 /// A real ledger that crashes (throws) at a chosen step, once.
 final class CrashingLedger: LedgerPassThrough {
     enum Step: String, CaseIterable, Sendable {
-        case insertGrant, markPublished, markConsumed, recordConsumeFailure
+        case insertGrant, markPublished, markConsumed, recordConsumeFailure, recordDuplicates, recordDeadLetter
     }
     struct Crash: Error {}
 
@@ -162,5 +162,13 @@ final class CrashingLedger: LedgerPassThrough {
     func recordConsumeFailure(paymentSeq: String, resultCode: Int?) async throws {
         try maybeCrash(.recordConsumeFailure)
         try await base.recordConsumeFailure(paymentSeq: paymentSeq, resultCode: resultCode)
+    }
+    func recordDuplicates(_ notes: [DuplicateNote]) async throws {
+        try maybeCrash(.recordDuplicates)
+        try await base.recordDuplicates(notes)
+    }
+    func recordDeadLetter(_ entry: DeadLetterEntry) async throws {
+        try maybeCrash(.recordDeadLetter)
+        try await base.recordDeadLetter(entry)
     }
 }

@@ -31,7 +31,9 @@ struct FilledLedgerLookupTests {
             let queue = try DatabaseQueue(path: path)
             try await queue.write { db in
                 try db.execute(
-                    sql: "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(Self.purchases)) \(fill) FROM n")
+                    sql:
+                        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(Self.purchases)) \(fill) FROM n"
+                )
                 try db.execute(sql: "ANALYZE")
             }
             plans = try await queue.read { db in
@@ -39,7 +41,8 @@ struct FilledLedgerLookupTests {
                     "SELECT payment_seq FROM grants WHERE payment_id = 'GPA.fill777'",
                     "SELECT payment_seq, granted_at_ms FROM grants WHERE user_id = 'user42' AND granted_at_ms < 9000000000000 ORDER BY granted_at_ms DESC LIMIT 20",
                 ].map { sql in
-                    try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN \(sql)").map { $0["detail"] as String }.joined(separator: "; ")
+                    try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN \(sql)").map { $0["detail"] as String }.joined(
+                        separator: "; ")
                 }
             }
             try queue.close()
@@ -47,7 +50,9 @@ struct FilledLedgerLookupTests {
             let server = try PostgresTestServer.current()
             let database = String(url.split(separator: "/").last?.split(separator: "?").first ?? "")
             plans = try await server.withConnection(to: database) { connection in
-                try await connection.query(PostgresQuery(unsafeSQL: "\(fill) FROM generate_series(1, \(Self.purchases)) AS i"), logger: TestDatabases.quietLogger)
+                try await connection.query(
+                    PostgresQuery(unsafeSQL: "\(fill) FROM generate_series(1, \(Self.purchases)) AS i"),
+                    logger: TestDatabases.quietLogger)
                 try await connection.query("ANALYZE", logger: TestDatabases.quietLogger)
                 var plans: [String] = []
                 for sql in [
@@ -55,9 +60,10 @@ struct FilledLedgerLookupTests {
                     "SELECT payment_seq, granted_at_ms FROM grants WHERE user_id = 'user42' AND granted_at_ms < 9000000000000 ORDER BY granted_at_ms DESC LIMIT 20",
                 ] {
                     var lines: [String] = []
-                    for try await line in try await connection.query(PostgresQuery(unsafeSQL: "EXPLAIN \(sql)"), logger: TestDatabases.quietLogger)
-                        .decode(String.self)
-                    {
+                    for try await line in try await connection.query(
+                        PostgresQuery(unsafeSQL: "EXPLAIN \(sql)"), logger: TestDatabases.quietLogger
+                    )
+                    .decode(String.self) {
                         lines.append(line)
                     }
                     plans.append(lines.joined(separator: "; "))
@@ -66,7 +72,9 @@ struct FilledLedgerLookupTests {
             }
         }
         for plan in plans {
-            #expect(!plan.contains("Seq Scan") && !plan.contains("SCAN grants") && !plan.contains("SCAN rejections"), "\(plan)")
+            #expect(
+                !plan.contains("Seq Scan") && !plan.contains("SCAN grants") && !plan.contains("SCAN rejections"),
+                "\(plan)")
             #expect(plan.lowercased().contains("index"), "\(plan)")
         }
 

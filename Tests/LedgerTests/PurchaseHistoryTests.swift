@@ -18,10 +18,14 @@ struct PurchaseHistoryTests {
             grant.messageTimestampMilliseconds = 1_699_999_999_000
             _ = try await store.insertGrant(grant, event: LedgerStoreTests.event("h1:item-granted", seq: "h1"))
             _ = try await store.recordConsumes([
-                ConsumeRecord(paymentSeq: "h1", consumed: false, resultCode: 9999, at: Date(), publishedEventID: "h1:item-granted")
+                ConsumeRecord(
+                    paymentSeq: "h1", consumed: false, resultCode: 9999, at: Date(), publishedEventID: "h1:item-granted"
+                )
             ])
             try await store.recordConsumeFailure(paymentSeq: "h1", resultCode: nil)
-            #expect(try await store.markConsumed(paymentSeq: "h1", resultCode: 0, at: Date(epochMilliseconds: 1_700_000_005_000)))
+            #expect(
+                try await store.markConsumed(
+                    paymentSeq: "h1", resultCode: 0, at: Date(epochMilliseconds: 1_700_000_005_000)))
             try await store.recordDuplicates([DuplicateNote(paymentSeq: "h1"), DuplicateNote(paymentSeq: "h1")])
             try await store.recordDuplicates([DuplicateNote(paymentSeq: "h1")])
 
@@ -40,8 +44,11 @@ struct PurchaseHistoryTests {
     @Test(arguments: LedgerBackend.allCases)
     func consumeAttemptsAreKeptBoundedTheLatestOnes(backend: LedgerBackend) async throws {
         try await TestDatabases.withFreshLedger(backend) { store in
-            _ = try await store.insertGrant(LedgerStoreTests.grant("b1"), event: LedgerStoreTests.event("b1:item-granted", seq: "b1"))
-            for code in 1...(ConsumeAttempt.kept + 8) { try await store.recordConsumeFailure(paymentSeq: "b1", resultCode: code) }
+            _ = try await store.insertGrant(
+                LedgerStoreTests.grant("b1"), event: LedgerStoreTests.event("b1:item-granted", seq: "b1"))
+            for code in 1...(ConsumeAttempt.kept + 8) {
+                try await store.recordConsumeFailure(paymentSeq: "b1", resultCode: code)
+            }
             let attempts = try await Self.reader(store).history(paymentSeq: "b1").consumeAttempts
             #expect(attempts.count == ConsumeAttempt.kept)
             #expect(attempts.first?.attempt == 9)
@@ -55,12 +62,16 @@ struct PurchaseHistoryTests {
         try await TestDatabases.withFreshLedger(backend) { store in
             let key = RejectionKey(paymentSeq: "r1", userId: "owner", tokenHash: String(repeating: "ab", count: 32))
             let rejection = RejectionRecord(
-                key: key, reason: "consumed_without_grant", detail: "consumed at Gamebase", eventID: "r1:consume-failed:x",
+                key: key, reason: "consumed_without_grant", detail: "consumed at Gamebase",
+                eventID: "r1:consume-failed:x",
                 rejectedAt: Date(epochMilliseconds: 1_700_000_000_000),
                 source: MessageSource(topic: "purchase.completed", partition: 1, offset: 9),
                 messageTimestampMilliseconds: 1_700_000_000_000 - 50,
-                verdict: PaymentVerdict(paymentId: "GPA.r1", gamebaseProductId: "gems", marketId: "GG", price: "1.99", currency: "USD"))
-            #expect(try await store.insertRejection(rejection, event: LedgerStoreTests.event("r1:consume-failed:x", seq: "r1")))
+                verdict: PaymentVerdict(
+                    paymentId: "GPA.r1", gamebaseProductId: "gems", marketId: "GG", price: "1.99", currency: "USD"))
+            #expect(
+                try await store.insertRejection(
+                    rejection, event: LedgerStoreTests.event("r1:consume-failed:x", seq: "r1")))
             try await store.recordDuplicates([DuplicateNote(paymentSeq: "r1", rejection: key)])
             let reader = try Self.reader(store)
             let history = try await reader.history(paymentSeq: "r1")
@@ -78,13 +89,16 @@ struct PurchaseHistoryTests {
         try await TestDatabases.withFreshLedger(backend) { store in
             let original = MessageSource(topic: "purchase.completed", partition: 2, offset: 40)
             let entry = DeadLetterEntry(
-                paymentSeq: "d1", userId: "u4", tokenHash: String(repeating: "cd", count: 32), reason: "gamebase_unavailable",
-                error: "Gamebase timed out", attempts: 6, deadLetterTopic: "purchase.completed.dlq", deadLetterPartition: 0,
+                paymentSeq: "d1", userId: "u4", tokenHash: String(repeating: "cd", count: 32),
+                reason: "gamebase_unavailable",
+                error: "Gamebase timed out", attempts: 6, deadLetterTopic: "purchase.completed.dlq",
+                deadLetterPartition: 0,
                 deadLetterOffset: 12, original: original, originalTimestampMilliseconds: 1_700_000_000_000,
                 failedAt: Date(epochMilliseconds: 1_700_000_001_000), valueBytes: 120)
             try await store.recordDeadLetter(entry)
             try await store.recordReprocessOutcome(
-                deadLetter: RecordLocation(topic: "purchase.completed.dlq", partition: 0, offset: 12), outcome: "granted",
+                deadLetter: RecordLocation(topic: "purchase.completed.dlq", partition: 0, offset: 12),
+                outcome: "granted",
                 at: Date(epochMilliseconds: 1_700_000_002_000))
             let reader = try Self.reader(store)
             let found = try await reader.history(paymentSeq: "d1").deadLetters
@@ -104,7 +118,8 @@ struct PurchaseHistoryTests {
             for index in 0..<5 {
                 let seq = "p\(index)"
                 _ = try await store.insertGrant(
-                    LedgerStoreTests.grant(seq, user: "pager", at: Date(epochMilliseconds: 1_700_000_000_000 + Int64(index) * 1_000)),
+                    LedgerStoreTests.grant(
+                        seq, user: "pager", at: Date(epochMilliseconds: 1_700_000_000_000 + Int64(index) * 1_000)),
                     event: LedgerStoreTests.event("\(seq):item-granted", seq: seq))
             }
             let reader = try Self.reader(store)
@@ -126,12 +141,14 @@ struct PurchaseHistoryTests {
             func at(_ ms: Int64) -> Date { Date(epochMilliseconds: 1_700_000_000_000 + ms) }
             try await store.recordDeadLetter(
                 DeadLetterEntry(
-                    paymentSeq: "A", userId: "pager", tokenHash: nil, reason: "gamebase_unavailable", error: "", attempts: 6,
+                    paymentSeq: "A", userId: "pager", tokenHash: nil, reason: "gamebase_unavailable", error: "",
+                    attempts: 6,
                     deadLetterTopic: "purchase.completed.dlq", original: nil, originalTimestampMilliseconds: nil,
                     failedAt: at(100), valueBytes: 10))
             for (seq, ms) in [("A", Int64(500)), ("B", 400), ("C", 300)] {
                 _ = try await store.insertGrant(
-                    LedgerStoreTests.grant(seq, user: "pager", at: at(ms)), event: LedgerStoreTests.event("\(seq):item-granted", seq: seq))
+                    LedgerStoreTests.grant(seq, user: "pager", at: at(ms)),
+                    event: LedgerStoreTests.event("\(seq):item-granted", seq: seq))
             }
             let reader = try Self.reader(store)
             let first = try await reader.purchases(userId: "pager", before: nil, limit: 2)

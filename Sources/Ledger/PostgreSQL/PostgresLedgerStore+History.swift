@@ -12,27 +12,36 @@ extension PostgresLedgerStore: PurchaseHistoryReader {
         var grants: [String: Int] = [:]
         var rejections: [RejectionKey: Int] = [:]
         for note in notes {
-            if let key = note.rejection { rejections[key, default: 0] += 1 } else { grants[note.paymentSeq, default: 0] += 1 }
+            if let key = note.rejection {
+                rejections[key, default: 0] += 1
+            } else {
+                grants[note.paymentSeq, default: 0] += 1
+            }
+        }
+        // In one transaction, rows in a fixed order: two instances counting the same rows never deadlock.
+        let seqs = grants.keys.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        let keys = rejections.keys.sorted {
+            ($0.paymentSeq, $0.userId, $0.tokenHash) < ($1.paymentSeq, $1.userId, $1.tokenHash)
         }
         try await wrap {
-            if !grants.isEmpty {
-                let seqs = Array(grants.keys)
-                let counts = seqs.map { Int64(grants[$0] ?? 0) }
-                try await client.query(
-                    """
-                    UPDATE grants g SET duplicate_count = LEAST(g.duplicate_count::bigint + d.n, 2147483647)::integer
-                    FROM unnest(\(seqs), \(counts)) AS d(payment_seq, n) WHERE g.payment_seq = d.payment_seq
-                    """, logger: logger)
-            }
-            if !rejections.isEmpty {
-                let keys = Array(rejections.keys)
-                try await client.query(
-                    """
-                    UPDATE rejections r SET duplicate_count = LEAST(r.duplicate_count::bigint + d.n, 2147483647)::integer
-                    FROM unnest(\(keys.map(\.paymentSeq)), \(keys.map(\.userId)), \(keys.map(\.tokenHash)),
-                        \(keys.map { Int64(rejections[$0] ?? 0) })) AS d(payment_seq, user_id, token_hash, n)
-                    WHERE r.payment_seq = d.payment_seq AND r.user_id = d.user_id AND r.token_hash = d.token_hash
-                    """, logger: logger)
+            try await client.withTransaction(logger: logger) { connection in
+                if !seqs.isEmpty {
+                    let counts = seqs.map { Int64(grants[$0] ?? 0) }
+                    try await connection.query(
+                        """
+                        UPDATE grants g SET duplicate_count = LEAST(g.duplicate_count::bigint + d.n, 2147483647)::integer
+                        FROM unnest(\(seqs), \(counts)) AS d(payment_seq, n) WHERE g.payment_seq = d.payment_seq
+                        """, logger: logger)
+                }
+                if !keys.isEmpty {
+                    try await connection.query(
+                        """
+                        UPDATE rejections r SET duplicate_count = LEAST(r.duplicate_count::bigint + d.n, 2147483647)::integer
+                        FROM unnest(\(keys.map(\.paymentSeq)), \(keys.map(\.userId)), \(keys.map(\.tokenHash)),
+                            \(keys.map { Int64(rejections[$0] ?? 0) })) AS d(payment_seq, user_id, token_hash, n)
+                        WHERE r.payment_seq = d.payment_seq AND r.user_id = d.user_id AND r.token_hash = d.token_hash
+                        """, logger: logger)
+                }
             }
         }
     }
@@ -52,7 +61,8 @@ extension PostgresLedgerStore: PurchaseHistoryReader {
         }
     }
 
-    public func recordReprocessOutcome(deadLetter location: RecordLocation, outcome: String, at date: Date) async throws {
+    public func recordReprocessOutcome(deadLetter location: RecordLocation, outcome: String, at date: Date) async throws
+    {
         try await wrap {
             try await client.query(
                 """
@@ -104,7 +114,8 @@ extension PostgresLedgerStore: PurchaseHistoryReader {
             ).decode((Int32, Bool, Int32?, Int64).self) {
                 history.consumeAttempts.append(
                     ConsumeAttempt(
-                        attempt: Int(attempt), consumed: consumed, resultCode: code.map(Int.init), at: Date(epochMilliseconds: at)))
+                        attempt: Int(attempt), consumed: consumed, resultCode: code.map(Int.init),
+                        at: Date(epochMilliseconds: at)))
             }
             for try await row in try await client.query(
                 """
@@ -214,10 +225,12 @@ extension PostgresLedgerStore: PurchaseHistoryReader {
             tokenHash: try r["token_hash"].decode(String?.self), reason: try r["reason"].decode(String.self),
             error: try r["error"].decode(String.self), attempts: Int(try r["attempts"].decode(Int32.self)),
             deadLetterTopic: try r["dlq_topic"].decode(String.self),
-            deadLetterPartition: try r["dlq_partition"].decode(Int32?.self), deadLetterOffset: try r["dlq_offset"].decode(Int64?.self),
+            deadLetterPartition: try r["dlq_partition"].decode(Int32?.self),
+            deadLetterOffset: try r["dlq_offset"].decode(Int64?.self),
             original: original, originalTimestampMilliseconds: try r["original_timestamp_ms"].decode(Int64?.self),
             failedAt: Date(epochMilliseconds: try r["failed_at_ms"].decode(Int64.self)),
-            valueBytes: Int(try r["value_bytes"].decode(Int32.self)), valueOmitted: try r["value_omitted"].decode(Bool.self),
+            valueBytes: Int(try r["value_bytes"].decode(Int32.self)),
+            valueOmitted: try r["value_omitted"].decode(Bool.self),
             reprocessOutcome: try r["reprocess_outcome"].decode(String?.self),
             reprocessedAt: try r["reprocessed_at_ms"].decode(Int64?.self).map(Date.init(epochMilliseconds:)))
     }

@@ -19,7 +19,8 @@ extension SQLiteLedgerStore: PurchaseHistoryReader {
                     ).execute(arguments: [key.paymentSeq, key.userId, key.tokenHash])
                 } else {
                     try db.cachedStatement(
-                        sql: "UPDATE grants SET duplicate_count = MIN(duplicate_count + 1, 2147483647) WHERE payment_seq = ?"
+                        sql:
+                            "UPDATE grants SET duplicate_count = MIN(duplicate_count + 1, 2147483647) WHERE payment_seq = ?"
                     ).execute(arguments: [note.paymentSeq])
                 }
             }
@@ -37,14 +38,17 @@ extension SQLiteLedgerStore: PurchaseHistoryReader {
         }
     }
 
-    public func recordReprocessOutcome(deadLetter location: RecordLocation, outcome: String, at date: Date) async throws {
+    public func recordReprocessOutcome(deadLetter location: RecordLocation, outcome: String, at date: Date) async throws
+    {
         try await write { db in
             try db.cachedStatement(
                 sql: """
                     UPDATE dead_letters SET reprocess_outcome = ?, reprocessed_at_ms = ?
                     WHERE dlq_topic = ? AND dlq_partition = ? AND dlq_offset = ?
                     """
-            ).execute(arguments: [outcome, date.epochMilliseconds, location.topic, Int64(location.partition), location.offset])
+            ).execute(arguments: [
+                outcome, date.epochMilliseconds, location.topic, Int64(location.partition), location.offset,
+            ])
         }
     }
 
@@ -53,16 +57,21 @@ extension SQLiteLedgerStore: PurchaseHistoryReader {
     public func history(paymentSeq: String) async throws -> PurchaseHistory {
         try await read { db in
             let grantRow = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT \(LedgerSchema.grantColumns), duplicate_count FROM grants WHERE payment_seq = ?"),
+                db.cachedStatement(
+                    sql: "SELECT \(LedgerSchema.grantColumns), duplicate_count FROM grants WHERE payment_seq = ?"),
                 arguments: [paymentSeq])
             let rejections = try Row.fetchAll(
                 db.cachedStatement(
-                    sql: "SELECT \(LedgerSchema.rejectionColumns), duplicate_count FROM rejections WHERE payment_seq = ? ORDER BY rejected_at_ms"),
+                    sql:
+                        "SELECT \(LedgerSchema.rejectionColumns), duplicate_count FROM rejections WHERE payment_seq = ? ORDER BY rejected_at_ms"
+                ),
                 arguments: [paymentSeq]
             ).map { RejectionHistory(record: Self.rejection(from: $0), duplicates: $0["duplicate_count"]) }
             let events = try Row.fetchAll(
                 db.cachedStatement(
-                    sql: "SELECT id, topic, created_at_ms, published_at_ms FROM outbox WHERE payment_seq = ? ORDER BY created_at_ms, id"),
+                    sql:
+                        "SELECT id, topic, created_at_ms, published_at_ms FROM outbox WHERE payment_seq = ? ORDER BY created_at_ms, id"
+                ),
                 arguments: [paymentSeq]
             ).map {
                 EventSummary(
@@ -71,7 +80,9 @@ extension SQLiteLedgerStore: PurchaseHistoryReader {
             }
             let attempts = try Row.fetchAll(
                 db.cachedStatement(
-                    sql: "SELECT attempt, consumed, result_code, at_ms FROM consume_attempts WHERE payment_seq = ? ORDER BY attempt"),
+                    sql:
+                        "SELECT attempt, consumed, result_code, at_ms FROM consume_attempts WHERE payment_seq = ? ORDER BY attempt"
+                ),
                 arguments: [paymentSeq]
             ).map {
                 ConsumeAttempt(
@@ -80,15 +91,19 @@ extension SQLiteLedgerStore: PurchaseHistoryReader {
             }
             let deadLetters = try Row.fetchAll(
                 db.cachedStatement(
-                    sql: "SELECT \(LedgerSchema.deadLetterColumns) FROM dead_letters WHERE payment_seq = ? ORDER BY failed_at_ms, id"),
+                    sql:
+                        "SELECT \(LedgerSchema.deadLetterColumns) FROM dead_letters WHERE payment_seq = ? ORDER BY failed_at_ms, id"
+                ),
                 arguments: [paymentSeq]
             ).map(Self.deadLetter(from:))
             let sighting = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT payment_seq, user_id, first_seen_ms FROM reconcile_sightings WHERE payment_seq = ?"),
+                db.cachedStatement(
+                    sql: "SELECT payment_seq, user_id, first_seen_ms FROM reconcile_sightings WHERE payment_seq = ?"),
                 arguments: [paymentSeq]
             ).map {
                 ReconciliationSightingRecord(
-                    paymentSeq: $0["payment_seq"], userId: $0["user_id"], firstSeen: Date(epochMilliseconds: $0["first_seen_ms"]))
+                    paymentSeq: $0["payment_seq"], userId: $0["user_id"],
+                    firstSeen: Date(epochMilliseconds: $0["first_seen_ms"]))
             }
             return PurchaseHistory(
                 paymentSeq: paymentSeq, grant: grantRow.map(Self.grant(from:)),
@@ -130,7 +145,9 @@ extension SQLiteLedgerStore: PurchaseHistoryReader {
                         ) GROUP BY payment_seq HAVING MIN(t) < ? ORDER BY first_seen DESC, payment_seq LIMIT ?
                         """),
                 arguments: [userId, userId, userId, userId, until, limit]
-            ).map { PurchaseReference(paymentSeq: $0["payment_seq"], firstSeen: Date(epochMilliseconds: $0["first_seen"])) }
+            ).map {
+                PurchaseReference(paymentSeq: $0["payment_seq"], firstSeen: Date(epochMilliseconds: $0["first_seen"]))
+            }
         }
     }
 
@@ -175,12 +192,14 @@ extension SQLiteLedgerStore: PurchaseHistoryReader {
         var original: MessageSource?
         if let topic: String = row["original_topic"] {
             original = MessageSource(
-                topic: topic, partition: Int32(clamping: row["original_partition"] as Int64? ?? -1), offset: row["original_offset"] ?? -1)
+                topic: topic, partition: Int32(clamping: row["original_partition"] as Int64? ?? -1),
+                offset: row["original_offset"] ?? -1)
         }
         return DeadLetterEntry(
             paymentSeq: row["payment_seq"], userId: row["user_id"], tokenHash: row["token_hash"], reason: row["reason"],
             error: row["error"], attempts: row["attempts"], deadLetterTopic: row["dlq_topic"],
-            deadLetterPartition: (row["dlq_partition"] as Int64?).map { Int32(clamping: $0) }, deadLetterOffset: row["dlq_offset"],
+            deadLetterPartition: (row["dlq_partition"] as Int64?).map { Int32(clamping: $0) },
+            deadLetterOffset: row["dlq_offset"],
             original: original, originalTimestampMilliseconds: row["original_timestamp_ms"],
             failedAt: Date(epochMilliseconds: row["failed_at_ms"]), valueBytes: row["value_bytes"],
             valueOmitted: row["value_omitted"], reprocessOutcome: row["reprocess_outcome"],
