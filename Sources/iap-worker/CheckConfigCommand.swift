@@ -21,6 +21,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = try await WorkerConfiguration.load(configFile: configFile)
         print("configuration: valid")
+        for warning in configuration.warnings { print("  warning: \(warning)") }
         let width = configuration.displayed.map(\.key.count).max() ?? 0
         for (key, value) in configuration.displayed {
             print("  \(key.padding(toLength: width, withPad: " ", startingAt: 0))  \(value)")

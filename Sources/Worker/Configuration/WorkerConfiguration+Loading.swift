@@ -26,6 +26,13 @@ extension WorkerConfiguration {
             } catch {
                 throw ConfigurationError(key: "--config", problem: "\(path) is not valid YAML: \(error)")
             }
+            let unknown = try ConfigurationKeyCheck.unknownKeys(inYAMLAt: path)
+            if var error = unknown.first?.error {
+                if unknown.count > 1 {
+                    error.problem += "; also unknown: " + unknown.dropFirst().map { "\($0.key) (line \($0.line))" }.joined(separator: ", ")
+                }
+                throw error
+            }
             fileLibrdkafka = try librdkafkaProperties(fromYAMLAt: path)
         }
         let reader = ConfigReader(providers: providers)
@@ -36,6 +43,9 @@ extension WorkerConfiguration {
             let property = name.dropFirst("KAFKA_LIBRDKAFKA_".count).lowercased().replacingOccurrences(of: "_", with: ".")
             configuration.librdkafka[property] = value
         }
+        // librdkafka's own validation of every passed-through property, with its message, before any client exists.
+        if let problem = ConfigurationKeyCheck.librdkafkaProblems(configuration.librdkafka).first { throw problem }
+        configuration.warnings = ConfigurationKeyCheck.unknownVariables(in: environment)
         return configuration
     }
 

@@ -20,6 +20,9 @@ public struct WorkerConfiguration: Sendable {
     public var topics = Topics()
     /// `kafka.librdkafka.*`, by librdkafka property name.
     public var librdkafka: [String: String] = [:]
+    /// What loading noticed but did not refuse (environment variables that look like ours and name no key): `run`
+    /// logs them at start, `check-config` prints them.
+    public var warnings: [String] = []
 
     public var gamebaseBaseURL = GamebaseConfiguration.defaultBaseURL
     public var gamebaseAppID = ""
