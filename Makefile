@@ -15,7 +15,8 @@ demo: deps
 
 ## Runs the whole test suite: the deployment and interface documents (scripts/check-deploy.sh), then unit,
 ## mock-cluster, simulator, database, end-to-end and process-level tests. A throw-away PostgreSQL
-## server is started on loopback for it (scripts/test-postgres.sh) and stopped afterwards; it speaks TLS with a
+## server is started on loopback for it (scripts/test-postgres.sh: port 55432, or the next free one when something
+## else listens there; IAP_TEST_POSTGRES_PORT asks for one, refused if taken) and stopped afterwards; it speaks TLS with a
 ## certificate from a test CA, whose path the TLS tests read from IAP_TEST_POSTGRES_CA. Tests run one suite at a
 ## time: the process and group tests time real faults, which a machine running every suite at once would stretch.
 ## Last, the fuzz targets' smoke: every corpus input once, then 20 s of fuzzing per target (any crash fails the run).

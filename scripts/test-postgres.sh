@@ -12,13 +12,33 @@
 # Runs the server as the 'postgres' user when invoked as root (PostgreSQL refuses to run as root).
 set -euo pipefail
 
-PORT="${IAP_TEST_POSTGRES_PORT:-55432}"
+# The port: IAP_TEST_POSTGRES_PORT, else 55432 or, when something else listens there, the next free one. A server
+# this script did not start is never used: a port asked for and taken fails, naming what holds it.
+PORT_ASKED="${IAP_TEST_POSTGRES_PORT:-}"
+PORT="${PORT_ASKED:-55432}"
 DIR="${IAP_TEST_POSTGRES_DIR:-/tmp/iap-worker-test-pg}"
 TLS_DIR="$DIR-tls"
 BIN="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
 [ -n "$BIN" ] || { echo "test-postgres: PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 1; }
 
-SERVER_OPTIONS="-p $PORT -k $DIR -c listen_addresses=127.0.0.1,127.0.0.2 -c max_connections=300 -c fsync=off -c ssl=on"
+server_options() {
+  echo "-p $PORT -k $DIR -c listen_addresses=127.0.0.1,127.0.0.2 -c max_connections=300 -c fsync=off -c ssl=on"
+}
+
+# Whether anything listens on TCP port $1 (any address).
+port_taken() {
+  [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]
+}
+
+# What listens on port $1, for the error message.
+port_holder() {
+  ss -Hltnp "sport = :$1" 2>/dev/null | sed -n 's/.*users:((\(.*\))).*/\1/p' | head -n 1
+}
+
+# The port of the server this script started in $DIR (recorded at start).
+recorded_port() {
+  cat "$DIR/iap-test-port" 2>/dev/null || echo "$PORT"
+}
 
 as_owner() {
   if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
@@ -52,13 +72,28 @@ case "${1:-start}" in
     if as_owner "$BIN/pg_ctl" -D "$DIR" status >/dev/null 2>&1 && [ ! -f "$TLS_DIR/ca.crt" ]; then
       as_owner "$BIN/pg_ctl" -D "$DIR" -m fast stop >/dev/null 2>&1 || true
     fi
-    if ! as_owner "$BIN/pg_ctl" -D "$DIR" status >/dev/null 2>&1; then
+    if as_owner "$BIN/pg_ctl" -D "$DIR" status >/dev/null 2>&1; then
+      PORT="$(recorded_port)"
+    else
+      if port_taken "$PORT"; then
+        if [ -n "$PORT_ASKED" ]; then
+          echo "test-postgres: port $PORT is taken by a server this script did not start ($(port_holder "$PORT" || true)); free it or set IAP_TEST_POSTGRES_PORT to another port" >&2
+          exit 1
+        fi
+        taken="$PORT"
+        while port_taken "$PORT"; do
+          PORT=$((PORT + 1))
+          [ "$PORT" -lt $((taken + 200)) ] || { echo "test-postgres: no free port in $taken…$PORT" >&2; exit 1; }
+        done
+        echo "test-postgres: port $taken is taken ($(port_holder "$taken" || true)): using $PORT" >&2
+      fi
       rm -rf "$DIR"
       mkdir -p "$DIR"
       [ "$(id -u)" -eq 0 ] && chown postgres "$DIR"
       as_owner "$BIN/initdb" -D "$DIR" --auth-local=trust --auth-host=scram-sha-256 -U postgres >/dev/null
       make_certificates
-      as_owner "$BIN/pg_ctl" -D "$DIR" -w -l "$DIR/server.log" -o "$SERVER_OPTIONS" start >/dev/null
+      echo "$PORT" > "$DIR/iap-test-port"
+      as_owner "$BIN/pg_ctl" -D "$DIR" -w -l "$DIR/server.log" -o "$(server_options)" start >/dev/null
       as_owner "$BIN/psql" -h "$DIR" -p "$PORT" -U postgres -q -c "CREATE ROLE iap LOGIN PASSWORD 'iap' CREATEDB" >/dev/null
       as_owner "$BIN/psql" -h "$DIR" -p "$PORT" -U postgres -q -c "CREATE DATABASE iap_test OWNER iap" >/dev/null
     fi
@@ -76,8 +111,9 @@ case "${1:-start}" in
     as_owner "$BIN/pg_ctl" -D "$DIR" -m immediate stop >/dev/null
     ;;
   resume)
-    # Starts the server of an existing folder again (after crash).
-    as_owner "$BIN/pg_ctl" -D "$DIR" -w -l "$DIR/server.log" -o "$SERVER_OPTIONS" start >/dev/null
+    # Starts the server of an existing folder again (after crash), on the port it had.
+    PORT="$(recorded_port)"
+    as_owner "$BIN/pg_ctl" -D "$DIR" -w -l "$DIR/server.log" -o "$(server_options)" start >/dev/null
     ;;
   *)
     echo "usage: $0 start|ca|stop|crash|resume" >&2

@@ -127,12 +127,17 @@ final class RecordingPublisher: EventPublisher {
 /// A real ledger that crashes (throws) at a chosen step, once.
 final class CrashingLedger: LedgerPassThrough {
     enum Step: String, CaseIterable, Sendable {
-        case insertGrant, markPublished, markConsumed, recordConsumeFailure, recordDuplicates, recordDeadLetter
+        case insertGrant, markPublished, markConsumed, recordConsumeFailure
+    }
+    /// Writes kept for people to read (`find`), refused once when chosen: not crash points of the flow.
+    enum SupportWrite: Sendable {
+        case recordDuplicates, recordDeadLetter
     }
     struct Crash: Error {}
 
     let base: any LedgerStore
     let crashAt = Mutex<Step?>(nil)
+    let refuseAt = Mutex<SupportWrite?>(nil)
 
     init(_ base: any LedgerStore) { self.base = base }
 
@@ -163,12 +168,20 @@ final class CrashingLedger: LedgerPassThrough {
         try maybeCrash(.recordConsumeFailure)
         try await base.recordConsumeFailure(paymentSeq: paymentSeq, resultCode: resultCode)
     }
+    private func maybeRefuse(_ write: SupportWrite) throws {
+        try refuseAt.withLock { refuse in
+            if refuse == write {
+                refuse = nil
+                throw Crash()
+            }
+        }
+    }
     func recordDuplicates(_ notes: [DuplicateNote]) async throws {
-        try maybeCrash(.recordDuplicates)
+        try maybeRefuse(.recordDuplicates)
         try await base.recordDuplicates(notes)
     }
     func recordDeadLetter(_ entry: DeadLetterEntry) async throws {
-        try maybeCrash(.recordDeadLetter)
+        try maybeRefuse(.recordDeadLetter)
         try await base.recordDeadLetter(entry)
     }
 }

@@ -32,7 +32,7 @@ struct SupportRecordTests {
         try await FlowHarness.run { (h: FlowHarness) async throws in
             h.payment("2003")
             _ = try await h.process("2003")
-            h.ledger.crashAt.withLock { $0 = .recordDuplicates }
+            h.ledger.refuseAt.withLock { $0 = .recordDuplicates }
             #expect(try await h.process("2003", offset: 1) == PurchaseOutcome.duplicate(paymentSeq: "2003"))
             #expect(try await Self.history(h, "2003").grantDuplicates == 0)
         }
@@ -52,7 +52,7 @@ struct SupportRecordTests {
             #expect(recorded.first?.tokenHash?.count == 64)
             #expect(recorded.first?.valueBytes == FlowHarness.message("2004").count)
 
-            h.ledger.crashAt.withLock { $0 = .recordDeadLetter }
+            h.ledger.refuseAt.withLock { $0 = .recordDeadLetter }
             try await h.processor.deadLetter(
                 FlowHarness.input(FlowHarness.message("2005"), offset: 8), reason: .gamebaseUnavailable, error: "down",
                 attempts: 2)
