@@ -100,15 +100,25 @@ enum LedgerSchema {
                     """,
                     "CREATE INDEX reconcile_sightings_first_seen ON reconcile_sightings (first_seen_ms)",
                 ]),
-            LedgerMigration(name: "003_support_lookup", sql: supportLookup(dialect)),
+            LedgerMigration(
+                name: "003_support_lookup", sql: supportLookup(dialect),
+                indexes: [
+                    LedgerIndex("grants_payment_id", on: "grants (payment_id) WHERE payment_id IS NOT NULL"),
+                    LedgerIndex("grants_user_granted_at", on: "grants (user_id, granted_at_ms)"),
+                    LedgerIndex("rejections_payment_id", on: "rejections (payment_id) WHERE payment_id IS NOT NULL"),
+                    LedgerIndex("rejections_user_rejected_at", on: "rejections (user_id, rejected_at_ms)"),
+                    LedgerIndex("reconcile_sightings_user", on: "reconcile_sightings (user_id, first_seen_ms)"),
+                ]),
         ]
     }
 
     /// What `iap-worker find` reads: the message's timestamp and the duplicates counted with each grant and
     /// rejection, what Gamebase said of a rejected payment, every Consume attempt (the latest
     /// ``ConsumeAttempt/kept``, written by a trigger whenever a grant's attempt count rises, so every write path —
-    /// single, batched, the sweeper's — records them), dead letters, and the indexes that find a purchase by the
-    /// store's payment id or by userId.
+    /// single, batched, the sweeper's — records them) and dead letters. The indexes that find a purchase by the
+    /// store's payment id or by userId are the migration's ``LedgerMigration/indexes`` (built concurrently on
+    /// PostgreSQL); those of the new, empty tables are built here. Only nullable columns, a constant default and new
+    /// tables: older instances keep running against it.
     static func supportLookup(_ dialect: Dialect) -> [String] {
         let bool = dialect == .sqlite ? "INTEGER" : "BOOLEAN"
         let serial = dialect == .sqlite ? "INTEGER PRIMARY KEY AUTOINCREMENT" : "BIGSERIAL PRIMARY KEY"
@@ -123,11 +133,6 @@ enum LedgerSchema {
             "ALTER TABLE rejections ADD COLUMN verdict_market_id TEXT",
             "ALTER TABLE rejections ADD COLUMN verdict_price TEXT",
             "ALTER TABLE rejections ADD COLUMN verdict_currency TEXT",
-            "CREATE INDEX grants_payment_id ON grants (payment_id) WHERE payment_id IS NOT NULL",
-            "CREATE INDEX grants_user_granted_at ON grants (user_id, granted_at_ms)",
-            "CREATE INDEX rejections_payment_id ON rejections (payment_id) WHERE payment_id IS NOT NULL",
-            "CREATE INDEX rejections_user_rejected_at ON rejections (user_id, rejected_at_ms)",
-            "CREATE INDEX reconcile_sightings_user ON reconcile_sightings (user_id, first_seen_ms)",
             """
             CREATE TABLE consume_attempts (
                 payment_seq TEXT NOT NULL,

@@ -19,7 +19,7 @@ public final class PostgresLedgerStore: LedgerStore, Service {
     /// The pool's connect timeout, also the start-up check's.
     static let connectTimeout: Duration = .seconds(10)
     /// Serialises the schema migrations of concurrently starting workers.
-    private static let migrationLockID: Int64 = 0x1A9_0001
+    static let migrationLockID: Int64 = 0x1A9_0001
 
     /// - Throws: ``LedgerError`` with code `configuration` when `sslrootcert` cannot be read.
     public init(url: PostgresLedgerURL, maxConnections: Int = 20, logger: Logger) throws(LedgerError) {
@@ -42,29 +42,12 @@ public final class PostgresLedgerStore: LedgerStore, Service {
 
     public func migrate() async throws {
         do {
-            try await client.withTransaction(logger: logger) { connection in
-                try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLockID))", logger: logger)
-                try await connection.query(
-                    "CREATE TABLE IF NOT EXISTS iap_schema_migrations (name TEXT PRIMARY KEY, applied_at_ms BIGINT NOT NULL)",
-                    logger: logger)
-                var applied: Set<String> = []
-                for try await name in try await connection.query("SELECT name FROM iap_schema_migrations", logger: logger)
-                    .decode(String.self)
-                {
-                    applied.insert(name)
-                }
-                for migration in LedgerSchema.migrations(.postgres) where !applied.contains(migration.name) {
-                    for statement in migration.sql {
-                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
-                    }
-                    let now = Date().epochMilliseconds
-                    try await connection.query(
-                        "INSERT INTO iap_schema_migrations (name, applied_at_ms) VALUES (\(migration.name), \(now))", logger: logger)
-                    logger.info("ledger migration applied", metadata: ["ledger.migration": "\(migration.name)"])
-                }
-            }
+            try await migrateSchema()
+            try await buildIndexes()
         } catch {
-            throw LedgerError(code: .migration, message: "migrating the PostgreSQL ledger failed: \(Self.describe(error))")
+            if let error = Self.unwrapped(error) as? LedgerError { throw error }
+            throw LedgerError(
+                code: .migration, message: "migrating the PostgreSQL ledger failed: \(Self.describe(Self.unwrapped(error)))")
         }
     }
 

@@ -25,6 +25,7 @@ public final class SQLiteLedgerStore: LedgerStore {
         for migration in LedgerSchema.migrations(.sqlite) {
             migrator.registerMigration(migration.name) { db in
                 for statement in migration.sql { try db.execute(sql: statement) }
+                for index in migration.indexes { try db.execute(sql: index.create(concurrently: false)) }
             }
         }
         do {
