@@ -166,23 +166,16 @@ extension PurchaseTimeline {
                         "duplicates_after": String(duplicates),
                     ]))
         }
-        var verdict = [
-            "result_code": "0", "product": grant.gamebaseProductId, "user_id": grant.userId,
-            "test_purchase": grant.isTestPurchase ? "true" : "false",
-        ]
-        verdict["store"] = grant.marketId
-        verdict["price"] = grant.price
-        verdict["currency"] = grant.currency
-        verdict["payment_id"] = grant.paymentId
-        verdict["product_type"] = grant.productType
-        verdict["purchase_time"] = grant.purchaseTime
+        var extra = ["test_purchase": grant.isTestPurchase ? "true" : "false"]
+        extra["product_type"] = grant.productType
+        extra["purchase_time"] = grant.purchaseTime
         lines.append(
-            TimelineEntry(
-                time: grant.grantedAt, origin: .gamebase, kind: .verdict,
-                summary:
-                    "Get Payment Transaction: paid by userId \(grant.userId) (resultCode 0), product \(grant.gamebaseProductId), "
-                    + "store \(grant.marketId ?? "-"), price \(grant.price ?? "-") \(grant.currency ?? ""), paymentId \(grant.paymentId ?? "-")",
-                fields: verdict))
+            verdictLine(
+                at: grant.grantedAt, paidBy: grant.userId,
+                PaymentVerdict(
+                    paymentId: grant.paymentId, gamebaseProductId: grant.gamebaseProductId, marketId: grant.marketId,
+                    price: grant.price, currency: grant.currency),
+                extra: extra))
         lines.append(
             TimelineEntry(
                 time: grant.grantedAt, origin: .ledger, kind: .grant,
@@ -263,19 +256,7 @@ extension PurchaseTimeline {
                     fields: fields))
         }
         if let verdict = r.verdict {
-            var facts: [String: String] = ["result_code": "0"]
-            facts["product"] = verdict.gamebaseProductId
-            facts["store"] = verdict.marketId
-            facts["price"] = verdict.price
-            facts["currency"] = verdict.currency
-            facts["payment_id"] = verdict.paymentId
-            lines.append(
-                TimelineEntry(
-                    time: r.rejectedAt, origin: .gamebase, kind: .verdict,
-                    summary:
-                        "Get Payment Transaction (resultCode 0): product \(verdict.gamebaseProductId ?? "-"), store \(verdict.marketId ?? "-"), "
-                        + "price \(verdict.price ?? "-") \(verdict.currency ?? ""), paymentId \(verdict.paymentId ?? "-")",
-                    fields: facts))
+            lines.append(verdictLine(at: r.rejectedAt, paidBy: nil, verdict))
         } else if let code = r.resultCode {
             lines.append(
                 TimelineEntry(
@@ -297,6 +278,26 @@ extension PurchaseTimeline {
                 fields: facts))
         if let event = history.events.first(where: { $0.id == r.eventID }) { lines.append(eventLine(event)) }
         return lines
+    }
+
+    /// What Get Payment Transaction answered (resultCode 0) about the payment a grant or rejection was judged on.
+    static func verdictLine(
+        at time: Date, paidBy userId: String?, _ verdict: PaymentVerdict, extra: [String: String] = [:]
+    ) -> TimelineEntry {
+        var fields = extra
+        fields["result_code"] = "0"
+        fields["user_id"] = userId
+        fields["product"] = verdict.gamebaseProductId
+        fields["store"] = verdict.marketId
+        fields["price"] = verdict.price
+        fields["currency"] = verdict.currency
+        fields["payment_id"] = verdict.paymentId
+        let head = userId.map { "Get Payment Transaction: paid by userId \($0) (resultCode 0)," } ?? "Get Payment Transaction (resultCode 0):"
+        return TimelineEntry(
+            time: time, origin: .gamebase, kind: .verdict,
+            summary: "\(head) product \(verdict.gamebaseProductId ?? "-"), store \(verdict.marketId ?? "-"), "
+                + "price \(verdict.price ?? "-") \(verdict.currency ?? ""), paymentId \(verdict.paymentId ?? "-")",
+            fields: fields)
     }
 
     static func eventLine(_ event: EventSummary) -> TimelineEntry {
