@@ -35,9 +35,10 @@ port_holder() {
   ss -Hltnp "sport = :$1" 2>/dev/null | sed -n 's/.*users:((\(.*\))).*/\1/p' | head -n 1
 }
 
-# The port of the server this script started in $DIR (recorded at start).
+# The port of the server running in $DIR: the fourth line of its postmaster.pid (also for a server an older version
+# of this script started, which recorded nothing), else the one recorded at start.
 recorded_port() {
-  cat "$DIR/iap-test-port" 2>/dev/null || echo "$PORT"
+  sed -n 4p "$DIR/postmaster.pid" 2>/dev/null | grep -E '^[0-9]+$' || cat "$DIR/iap-test-port" 2>/dev/null || echo "$PORT"
 }
 
 as_owner() {
@@ -73,7 +74,12 @@ case "${1:-start}" in
       as_owner "$BIN/pg_ctl" -D "$DIR" -m fast stop >/dev/null 2>&1 || true
     fi
     if as_owner "$BIN/pg_ctl" -D "$DIR" status >/dev/null 2>&1; then
-      PORT="$(recorded_port)"
+      running="$(recorded_port)"
+      if [ -n "$PORT_ASKED" ] && [ "$running" != "$PORT_ASKED" ]; then
+        echo "test-postgres: the server in $DIR listens on $running, not on the port asked for ($PORT_ASKED): stop it first" >&2
+        exit 1
+      fi
+      PORT="$running"
     else
       if port_taken "$PORT"; then
         if [ -n "$PORT_ASKED" ]; then

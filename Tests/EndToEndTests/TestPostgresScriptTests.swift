@@ -40,6 +40,10 @@ struct TestPostgresScriptTests {
         }
         let port = Int(UInt16(bigEndian: address.sin_port))
         let folder = "/tmp/iap-pg-script-\(UUID().uuidString.prefix(8))"
+        defer {
+            try? FileManager.default.removeItem(atPath: folder)
+            try? FileManager.default.removeItem(atPath: folder + "-tls")
+        }
         let result = try Self.run(["start"], environment: ["IAP_TEST_POSTGRES_PORT": "\(port)", "IAP_TEST_POSTGRES_DIR": folder])
         #expect(result.status != 0)
         #expect(result.out.isEmpty, "no URL of a server it did not start")
@@ -50,7 +54,11 @@ struct TestPostgresScriptTests {
         // Under `make test` the shared server holds the default port: a second folder's server must not report it.
         let shared = try PostgresTestServer.current().port
         let folder = "/tmp/iap-pg-script-\(UUID().uuidString.prefix(8))"
-        defer { _ = try? Self.run(["stop"], environment: ["IAP_TEST_POSTGRES_DIR": folder]) }
+        defer {
+            _ = try? Self.run(["stop"], environment: ["IAP_TEST_POSTGRES_DIR": folder])
+            try? FileManager.default.removeItem(atPath: folder)
+            try? FileManager.default.removeItem(atPath: folder + "-tls")
+        }
         let result = try Self.run(["start"], environment: ["IAP_TEST_POSTGRES_DIR": folder, "IAP_TEST_POSTGRES_PORT": ""])
         #expect(result.status == 0, "\(result.err)")
         let url = result.out.trimmingCharacters(in: .whitespacesAndNewlines)

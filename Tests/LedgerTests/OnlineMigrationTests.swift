@@ -91,7 +91,8 @@ struct OnlineMigrationTests {
         }
         let worst = writes.longest.withLock { $0 }
         print("online migration: \(writes.count.withLock { $0 }) writes beside it, the longest took \(worst)")
-        #expect(worst < .milliseconds(2_500), "a write waited \(worst) behind the migration")
+        // One second per statement that waits (lock_timeout), a little more on a loaded machine; 5.5 s without it.
+        #expect(worst < .milliseconds(3_500), "a write waited \(worst) behind the migration")
         try await server.withConnection(to: database) { (connection: PostgresConnection) async throws in
             var names: [String] = []
             for try await name in try await connection.query("SELECT name FROM iap_schema_migrations ORDER BY name", logger: TestDatabases.quietLogger)
@@ -100,6 +101,19 @@ struct OnlineMigrationTests {
                 names.append(name)
             }
             #expect(names == LedgerSchema.migrations(.postgres).map(\.name))
+            #expect(try await Self.invalidOrMissing(connection).isEmpty)
+        }
+    }
+
+    @Test func instancesStartingTogetherOnALedgerToMigrateAllStart() async throws {
+        let (url, database) = try await Self.previousLedger(rows: 300_000)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<3 {
+                group.addTask { try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { _ in } }
+            }
+            try await group.waitForAll()
+        }
+        try await PostgresTestServer.current().withConnection(to: database) { (connection: PostgresConnection) async throws in
             #expect(try await Self.invalidOrMissing(connection).isEmpty)
         }
     }

@@ -62,10 +62,33 @@ import Worker
     }
 
     @Test func aSecretLibrdkafkaValueIsNeverQuoted() async {
-        let error = await Self.refusal(
-            ConfigurationTests.minimal + "\nkafka:\n  librdkafka:\n    sasl.mechanisms: PLAIN\n    ssl.key.password: \"\"\n    enable.ssl.certificate.verification: hunter2\n")
-        #expect(error != nil)
-        #expect(error?.description.contains("hunter2") == false || error?.key.contains("verification") == true)
+        let error = await Self.refusal(ConfigurationTests.minimal + "\nkafka:\n  librdkafka:\n    sasl.passwordd: hunter2\n")
+        #expect(error?.key == "kafka.librdkafka.sasl.passwordd")
+        #expect(error?.description.contains("hunter2") == false)
+    }
+
+    @Test func aKnownKeyGivenAListOrAMapIsRefused() async {
+        let list = await Self.refusal(ConfigurationTests.minimal + "\nkafka:\n  bootstrap_servers: [a:9092, b:9092]\n")
+        #expect(list?.key == "kafka.bootstrap_servers")
+        #expect(list?.problem.contains("must be one value") == true, "\(list?.problem ?? "accepted")")
+        let section = await Self.refusal(ConfigurationTests.minimal + "\nworker: 3\n")
+        #expect(section?.key == "worker")
+    }
+
+    @Test func librdkafkaPropertiesAtTheTopAsADottedKeyAreRefusedNotIgnored() async {
+        let error = await Self.refusal(ConfigurationTests.minimal + "\n\"kafka.librdkafka\":\n  security.protocol: SASL_SSL\n")
+        #expect(error?.key == "kafka.librdkafka")
+    }
+
+    @Test func aSectionWhoseKeysAreAllCommentedOutIsFine() async throws {
+        let configuration = try await Self.load(ConfigurationTests.minimal + "\nledger:\n  # url: sqlite:///x.sqlite\n")
+        #expect(configuration.ledgerURL == WorkerConfiguration().ledgerURL)
+    }
+
+    @Test func aFileThatIsNoYAMLIsRefusedWithoutQuotingIt() async {
+        let error = await Self.refusal(ConfigurationTests.minimal + "\ngamebase:\n  secret_key: second-s3cr3t\n")
+        #expect(error?.key == "--config")
+        #expect(error?.description.contains("s3cr3t") == false, "\(error?.description ?? "accepted")")
     }
 
     @Test func anEnvironmentVariableThatNamesNoKeyIsWarnedAbout() async throws {

@@ -24,8 +24,9 @@ extension PostgresLedgerStore {
         while true {
             do {
                 return try await migrateSchemaOnce()
-            } catch where Self.sqlState(of: error) == "55P03" && attempt < Self.migrationAttempts {
-                // lock_not_available: another instance's transaction holds a table this migration alters.
+            } catch where ["55P03", "40P01"].contains(Self.sqlState(of: error)) && attempt < Self.migrationAttempts {
+                // lock_not_available: another instance's transaction holds a table this migration alters (or a lock
+                // cycle the server broke by failing this side).
                 logger.warning(
                     "ledger migration waits for another transaction; trying again",
                     metadata: ["ledger.attempt": "\(attempt)"])
@@ -44,9 +45,22 @@ extension PostgresLedgerStore {
                 logger: logger)
             try await connection.query(
                 PostgresQuery(unsafeSQL: "SET LOCAL lock_timeout = '\(Self.lockTimeout)'"), logger: logger)
-            try await connection.query(
-                "ALTER TABLE iap_schema_migrations ADD COLUMN IF NOT EXISTS breaks_older BOOLEAN NOT NULL DEFAULT false",
-                logger: logger)
+            // Only when missing: even `IF NOT EXISTS` takes the table's exclusive lock, which a reader (a pg_dump) holds
+            // off.
+            var hasColumn = false
+            for try await _ in try await connection.query(
+                """
+                SELECT 1 FROM information_schema.columns
+                WHERE table_name = 'iap_schema_migrations' AND column_name = 'breaks_older'
+                  AND table_schema = current_schema()
+                """, logger: logger)
+            {
+                hasColumn = true
+            }
+            if !hasColumn {
+                try await connection.query(
+                    "ALTER TABLE iap_schema_migrations ADD COLUMN breaks_older BOOLEAN NOT NULL DEFAULT false", logger: logger)
+            }
             var applied: [String: Bool] = [:]
             for try await (name, breaks) in try await connection.query(
                 "SELECT name, breaks_older FROM iap_schema_migrations", logger: logger
@@ -94,23 +108,44 @@ extension PostgresLedgerStore {
             metadata: ["ledger.migrations": "\(unknown.joined(separator: ","))"])
     }
 
-    /// Builds every migration's indexes that are missing or invalid, `CONCURRENTLY`, one instance at a time.
+    /// Builds every migration's indexes that are missing or invalid, `CONCURRENTLY`, one instance at a time. An
+    /// instance that finds another building waits without a statement open (a waiting statement holds a snapshot that
+    /// the other's concurrent build would wait for: a deadlock), then finds the indexes built.
     func buildIndexes() async throws {
         let indexes = LedgerSchema.migrations(.postgres).flatMap(\.indexes)
         guard !indexes.isEmpty else { return }
         try await client.withConnection { connection in
-            try await connection.query("SELECT pg_advisory_lock(\(Self.indexLockID))", logger: logger)
-            do {
-                for index in indexes { try await Self.build(index, connection, logger) }
-                try await connection.query("SELECT pg_advisory_unlock(\(Self.indexLockID))", logger: logger)
-            } catch {
-                _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.indexLockID))", logger: logger)
-                throw error
+            while true {
+                var unbuilt: [LedgerIndex] = []
+                for index in indexes where try await Self.validity(of: index, connection, logger) != true {
+                    unbuilt.append(index)
+                }
+                if unbuilt.isEmpty { return }
+                var locked = false
+                for try await taken in try await connection.query(
+                    "SELECT pg_try_advisory_lock(\(Self.indexLockID))", logger: logger
+                ).decode(Bool.self) {
+                    locked = taken
+                }
+                guard locked else {
+                    logger.info("another instance builds the ledger's indexes; waiting for it")
+                    try await Task.sleep(for: .seconds(1))
+                    continue
+                }
+                do {
+                    for index in unbuilt { try await Self.build(index, connection, logger) }
+                    try await connection.query("SELECT pg_advisory_unlock(\(Self.indexLockID))", logger: logger)
+                    return
+                } catch {
+                    _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.indexLockID))", logger: logger)
+                    throw error
+                }
             }
         }
     }
 
-    static func build(_ index: LedgerIndex, _ connection: PostgresConnection, _ logger: Logger) async throws {
+    /// Whether the index exists and is valid (`nil`: it does not exist).
+    static func validity(of index: LedgerIndex, _ connection: PostgresConnection, _ logger: Logger) async throws -> Bool? {
         var valid: Bool?
         for try await isValid in try await connection.query(
             """
@@ -120,6 +155,11 @@ extension PostgresLedgerStore {
         ).decode(Bool.self) {
             valid = isValid
         }
+        return valid
+    }
+
+    static func build(_ index: LedgerIndex, _ connection: PostgresConnection, _ logger: Logger) async throws {
+        let valid = try await validity(of: index, connection, logger)
         if valid == true { return }
         if valid == false {
             // Left by a build that was interrupted (a killed instance): it is maintained by writes but never used.

@@ -14,11 +14,21 @@ public enum ConfigurationKeyCheck {
         public var line: Int
         /// The known key nearest to it, when one is near enough to be what was meant.
         public var suggestion: String?
+        /// For a known key given the wrong shape: what is wrong (`nil`: the key is unknown).
+        public var problem: String?
+
+        public init(key: String, file: String, line: Int, suggestion: String?, problem: String? = nil) {
+            self.key = key
+            self.file = file
+            self.line = line
+            self.suggestion = suggestion
+            self.problem = problem
+        }
 
         public var error: ConfigurationError {
             ConfigurationError(
                 key: key,
-                problem: "unknown key (\(file):\(line))" + (suggestion.map { "; did you mean \($0)?" } ?? ""))
+                problem: "\(problem ?? "unknown key") (\(file):\(line))" + (suggestion.map { "; did you mean \($0)?" } ?? ""))
         }
     }
 
@@ -37,19 +47,35 @@ public enum ConfigurationKeyCheck {
             guard case .mapping(let mapping) = node else { return }
             for (keyNode, value) in mapping {
                 let name = prefix.isEmpty ? (keyNode.string ?? "") : "\(prefix).\(keyNode.string ?? "")"
-                if name == passThrough { continue }
-                if known.contains(name) { continue }
-                if case .mapping = value, known.contains(where: { $0.hasPrefix(name + ".") }) {
-                    walk(value, name)
+                let line = keyNode.mark?.line ?? 0
+                // `kafka.librdkafka` is read as a section of `kafka` only: a dotted key at the top is nobody's.
+                if name == passThrough, prefix == "kafka" { continue }
+                if known.contains(name) {
+                    switch value {
+                    case .mapping, .sequence:
+                        shapes.append(
+                            UnknownKey(key: name, file: path, line: line, suggestion: nil, problem: "must be one value, not a list or a map"))
+                    default: break
+                    }
                     continue
                 }
-                unknown.append(
-                    UnknownKey(
-                        key: name, file: path, line: keyNode.mark?.line ?? 0, suggestion: nearest(to: name)))
+                if known.contains(where: { $0.hasPrefix(name + ".") }) {
+                    switch value {
+                    case .mapping: walk(value, name)
+                    case .scalar(let scalar) where ["", "~", "null", "Null", "NULL"].contains(scalar.string):
+                        break  // a section whose keys are all commented out
+                    default:
+                        shapes.append(
+                            UnknownKey(key: name, file: path, line: line, suggestion: nil, problem: "must be a section of keys"))
+                    }
+                    continue
+                }
+                unknown.append(UnknownKey(key: name, file: path, line: line, suggestion: nearest(to: name)))
             }
         }
+        var shapes: [UnknownKey] = []
         walk(root, "")
-        return unknown
+        return unknown + shapes
     }
 
     /// Environment variables that look like the worker's (a section's prefix) but name no key: said as warnings, since

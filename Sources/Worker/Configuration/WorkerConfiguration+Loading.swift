@@ -24,7 +24,8 @@ extension WorkerConfiguration {
             do {
                 providers.append(try await FileProvider<YAMLSnapshot>(filePath: FilePath(path)))
             } catch {
-                throw ConfigurationError(key: "--config", problem: "\(path) is not valid YAML: \(error)")
+                // The parser's message quotes the file, secrets included: only where it went wrong is said.
+                throw ConfigurationError(key: "--config", problem: "\(path) is not valid YAML\(Self.yamlErrorLine(error))")
             }
             let unknown = try ConfigurationKeyCheck.unknownKeys(inYAMLAt: path)
             if var error = unknown.first?.error {
@@ -145,6 +146,15 @@ extension WorkerConfiguration {
         return Reconciler.Configuration(
             interval: .milliseconds(interval), grace: .milliseconds(grace), lookback: .seconds(lookback * 3_600),
             maxCallsPerSecond: rate)
+    }
+
+    /// ` (line N)` from a YAML parser's error, when it names one; never the quoted text.
+    static func yamlErrorLine(_ error: any Error) -> String {
+        let text = "\(error)"
+        guard let range = text.range(of: #"line (\d+)"#, options: .regularExpression) else {
+            return " (a duplicate key, a tab, a bad indent…)"
+        }
+        return " (\(text[range]))"
     }
 
     /// `kafka.librdkafka` of a YAML file, flattened to librdkafka property names.
