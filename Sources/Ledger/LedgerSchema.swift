@@ -138,7 +138,6 @@ enum LedgerSchema {
                 payment_seq TEXT NOT NULL,
                 slot INTEGER NOT NULL,
                 attempt INTEGER NOT NULL,
-                consumed \(bool) NOT NULL,
                 result_code INTEGER,
                 at_ms BIGINT NOT NULL,
                 PRIMARY KEY (payment_seq, slot)
@@ -178,15 +177,12 @@ enum LedgerSchema {
             statements.append(
                 """
                 CREATE TRIGGER grants_consume_attempt AFTER UPDATE OF consume_attempts ON grants
-                WHEN NEW.consume_attempts > OLD.consume_attempts
+                WHEN NEW.consume_attempts > OLD.consume_attempts AND NEW.state = 'granted'
                 BEGIN
-                    INSERT OR REPLACE INTO consume_attempts (payment_seq, slot, attempt, consumed, result_code, at_ms)
+                    INSERT OR REPLACE INTO consume_attempts (payment_seq, slot, attempt, result_code, at_ms)
                     VALUES (
-                        NEW.payment_seq, NEW.consume_attempts % \(kept), NEW.consume_attempts,
-                        NEW.state = 'consumed' AND OLD.state = 'granted', NEW.last_result_code,
-                        CASE WHEN NEW.state = 'consumed' AND OLD.state = 'granted' AND NEW.consumed_at_ms IS NOT NULL
-                            THEN NEW.consumed_at_ms
-                            ELSE CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) END);
+                        NEW.payment_seq, NEW.consume_attempts % \(kept), NEW.consume_attempts, NEW.last_result_code,
+                        CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER));
                 END
                 """)
         case .postgres:
@@ -194,16 +190,13 @@ enum LedgerSchema {
                 """
                 CREATE OR REPLACE FUNCTION iap_record_consume_attempt() RETURNS trigger LANGUAGE plpgsql AS $$
                 BEGIN
-                    IF NEW.consume_attempts > OLD.consume_attempts THEN
-                        INSERT INTO consume_attempts (payment_seq, slot, attempt, consumed, result_code, at_ms)
+                    IF NEW.consume_attempts > OLD.consume_attempts AND NEW.state = 'granted' THEN
+                        INSERT INTO consume_attempts (payment_seq, slot, attempt, result_code, at_ms)
                         VALUES (
-                            NEW.payment_seq, NEW.consume_attempts % \(kept), NEW.consume_attempts,
-                            NEW.state = 'consumed' AND OLD.state = 'granted', NEW.last_result_code,
-                            CASE WHEN NEW.state = 'consumed' AND OLD.state = 'granted' AND NEW.consumed_at_ms IS NOT NULL
-                                THEN NEW.consumed_at_ms
-                                ELSE (extract(epoch FROM clock_timestamp()) * 1000)::bigint END)
+                            NEW.payment_seq, NEW.consume_attempts % \(kept), NEW.consume_attempts, NEW.last_result_code,
+                            (extract(epoch FROM clock_timestamp()) * 1000)::bigint)
                         ON CONFLICT (payment_seq, slot) DO UPDATE SET attempt = EXCLUDED.attempt,
-                            consumed = EXCLUDED.consumed, result_code = EXCLUDED.result_code, at_ms = EXCLUDED.at_ms;
+                            result_code = EXCLUDED.result_code, at_ms = EXCLUDED.at_ms;
                     END IF;
                     RETURN NULL;
                 END

@@ -198,13 +198,10 @@ extension PurchaseTimeline {
         }
         let attempts = history.consumeAttempts
         for attempt in attempts {
-            var fields = ["attempt": String(attempt.attempt), "consumed": attempt.consumed ? "true" : "false"]
+            var fields = ["attempt": String(attempt.attempt), "consumed": "false"]
             fields["result_code"] = attempt.resultCode.map(String.init)
             let summary: String
-            if attempt.consumed {
-                summary =
-                    "Consume #\(attempt.attempt) succeeded (resultCode \(attempt.resultCode.map(String.init) ?? "0"))"
-            } else if let code = attempt.resultCode {
+            if let code = attempt.resultCode {
                 summary = "Consume #\(attempt.attempt) failed (resultCode \(code))"
             } else {
                 summary = "Consume #\(attempt.attempt) failed (no answer from Gamebase)"
@@ -214,13 +211,15 @@ extension PurchaseTimeline {
             let time = max(attempt.at, grant.eventPublishedAt ?? grant.grantedAt)
             lines.append(TimelineEntry(time: time, origin: .gamebase, kind: .consume, summary: summary, fields: fields))
         }
-        if attempts.isEmpty, grant.state == .consumed, let consumedAt = grant.consumedAt {
-            // Consumed before the ledger kept attempts: the counters say how it went.
+        if grant.state == .consumed, let consumedAt = grant.consumedAt {
+            // The successful attempt is the grant row's: its time, its code, and the count of attempts. It is the last
+            // one: never shown before the failed ones (timed by the database's clock) or the event it follows.
             let code = grant.lastResultCode.map(String.init) ?? "0"
+            let floor = max(grant.eventPublishedAt ?? grant.grantedAt, attempts.last?.at ?? .distantPast)
             lines.append(
                 TimelineEntry(
-                    time: consumedAt, origin: .gamebase, kind: .consume,
-                    summary: "Consume succeeded after \(grant.consumeAttempts) attempt(s) (resultCode \(code))",
+                    time: max(consumedAt, floor), origin: .gamebase, kind: .consume,
+                    summary: "Consume #\(grant.consumeAttempts) succeeded (resultCode \(code))",
                     fields: ["attempt": String(grant.consumeAttempts), "consumed": "true", "result_code": code]))
         }
         if grant.state == .granted {

@@ -32,10 +32,14 @@ struct PurchaseHistoryTests {
             let history = try await Self.reader(store).history(paymentSeq: "h1")
             #expect(history.grant?.messageTimestampMilliseconds == 1_699_999_999_000)
             #expect(history.grantDuplicates == 3)
-            #expect(history.consumeAttempts.map(\.attempt) == [1, 2, 3])
-            #expect(history.consumeAttempts.map(\.consumed) == [false, false, true])
-            #expect(history.consumeAttempts.map(\.resultCode) == [9999, nil, 0])
-            #expect(history.consumeAttempts.last?.at == Date(epochMilliseconds: 1_700_000_005_000))
+            // The failed attempts are kept; the successful one is the grant row's, and the timeline shows all three.
+            #expect(history.consumeAttempts.map(\.attempt) == [1, 2])
+            #expect(history.consumeAttempts.map(\.resultCode) == [9999, nil])
+            #expect(history.grant?.consumeAttempts == 3)
+            let consumes = PurchaseTimeline(history).entries.filter { $0.kind == .consume }
+            #expect(consumes.map { $0.fields["attempt"] } == ["1", "2", "3"])
+            #expect(consumes.map { $0.fields["consumed"] } == ["false", "false", "true"])
+            #expect(consumes.last?.summary == "Consume #3 succeeded (resultCode 0)")
             #expect(history.events.map(\.id) == ["h1:item-granted"])
             #expect(history.events.first?.publishedAt != nil)
         }

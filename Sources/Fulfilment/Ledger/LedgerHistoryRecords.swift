@@ -104,11 +104,12 @@ public struct DeadLetterEntry: Sendable, Hashable {
     }
 }
 
-/// One Consume call for a grant, as the ledger keeps it (the latest ``ConsumeAttempt/kept`` per grant).
+/// One failed Consume call for a grant, as the ledger keeps it (the latest ``ConsumeAttempt/kept`` per grant). The
+/// successful one is the grant row's own (`consumedAt`, `lastResultCode`, `consumeAttempts`): keeping it again would
+/// cost every purchase a row.
 public struct ConsumeAttempt: Sendable, Hashable {
     /// 1 for the first call.
     public var attempt: Int
-    public var consumed: Bool
     /// Gamebase's result code; `nil` for a transport failure.
     public var resultCode: Int?
     public var at: Date
@@ -117,9 +118,8 @@ public struct ConsumeAttempt: Sendable, Hashable {
     /// sweeper for as long as it takes, and its history must not grow with it).
     public static let kept = 32
 
-    public init(attempt: Int, consumed: Bool, resultCode: Int?, at: Date) {
+    public init(attempt: Int, resultCode: Int?, at: Date) {
         self.attempt = attempt
-        self.consumed = consumed
         self.resultCode = resultCode
         self.at = at
     }

@@ -106,15 +106,15 @@ extension PostgresLedgerStore: PurchaseHistoryReader {
                         id: id, topic: topic, createdAt: Date(epochMilliseconds: created),
                         publishedAt: published.map(Date.init(epochMilliseconds:))))
             }
-            for try await (attempt, consumed, code, at) in try await client.query(
+            for try await (attempt, code, at) in try await client.query(
                 """
-                SELECT attempt, consumed, result_code, at_ms FROM consume_attempts WHERE payment_seq = \(paymentSeq)
+                SELECT attempt, result_code, at_ms FROM consume_attempts WHERE payment_seq = \(paymentSeq)
                 ORDER BY attempt
                 """, logger: logger
-            ).decode((Int32, Bool, Int32?, Int64).self) {
+            ).decode((Int32, Int32?, Int64).self) {
                 history.consumeAttempts.append(
                     ConsumeAttempt(
-                        attempt: Int(attempt), consumed: consumed, resultCode: code.map(Int.init),
+                        attempt: Int(attempt), resultCode: code.map(Int.init),
                         at: Date(epochMilliseconds: at)))
             }
             for try await row in try await client.query(

@@ -81,12 +81,12 @@ extension SQLiteLedgerStore: PurchaseHistoryReader {
             let attempts = try Row.fetchAll(
                 db.cachedStatement(
                     sql:
-                        "SELECT attempt, consumed, result_code, at_ms FROM consume_attempts WHERE payment_seq = ? ORDER BY attempt"
+                        "SELECT attempt, result_code, at_ms FROM consume_attempts WHERE payment_seq = ? ORDER BY attempt"
                 ),
                 arguments: [paymentSeq]
             ).map {
                 ConsumeAttempt(
-                    attempt: $0["attempt"], consumed: $0["consumed"], resultCode: $0["result_code"],
+                    attempt: $0["attempt"], resultCode: $0["result_code"],
                     at: Date(epochMilliseconds: $0["at_ms"]))
             }
             let deadLetters = try Row.fetchAll(
