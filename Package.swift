@@ -230,6 +230,7 @@ let package = Package(
             dependencies: [
                 "Worker",
                 "Kafka",
+                "Ledger",
                 "Gamebase",
                 "IAPTestSupport",
                 .product(name: "Logging", package: "swift-log"),

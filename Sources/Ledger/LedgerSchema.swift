@@ -109,6 +109,20 @@ enum LedgerSchema {
                     LedgerIndex("rejections_user_rejected_at", on: "rejections (user_id, rejected_at_ms)"),
                     LedgerIndex("reconcile_sightings_user", on: "reconcile_sightings (user_id, first_seen_ms)"),
                 ]),
+            LedgerMigration(
+                name: "004_retention",
+                sql: [
+                    // When each user last had a grant (or a confirmed rejection): the reconciler's due users are read
+                    // from this table a page at a time, kept up to date from the grants written since its last scan.
+                    "ALTER TABLE reconcile_users ADD COLUMN last_active_ms BIGINT",
+                    // Named positions (the reconciler's scan of recent grants), shared by the instances.
+                    "CREATE TABLE ledger_marks (name TEXT PRIMARY KEY, value_ms BIGINT NOT NULL)",
+                ],
+                indexes: [
+                    LedgerIndex("outbox_published_at", on: "outbox (published_at_ms) WHERE published_at_ms IS NOT NULL"),
+                    LedgerIndex("reconcile_users_due", on: "reconcile_users (next_check_ms, user_id)"),
+                    LedgerIndex("dead_letters_reason_failed_at", on: "dead_letters (reason, failed_at_ms)"),
+                ]),
         ]
     }
 

@@ -23,7 +23,7 @@ public enum LedgerStores {
     ) async throws -> T {
         switch try LedgerURL(url) {
         case .sqlite(let path):
-            let store = try SQLiteLedgerStore(path: path)
+            let store = try SQLiteLedgerStore(path: path, logger: logger)
             do {
                 if migrate { try await store.migrate() }
                 let result = try await body(store)

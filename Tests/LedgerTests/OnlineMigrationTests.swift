@@ -162,12 +162,12 @@ struct OnlineMigrationTests {
         let url = try await TestDatabases.freshLedgerURL(.postgres)
         try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { _ in }
         let database = String(url.split(separator: "/").last ?? "")
-        try await server.withConnection(to: database) { (connection: PostgresConnection) async throws in
+        _ = try await server.withConnection(to: database) { (connection: PostgresConnection) async throws in
             try await connection.query(
                 "INSERT INTO iap_schema_migrations VALUES ('900_future_additive', 0, false)", logger: TestDatabases.quietLogger)
         }
         try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { _ in }
-        try await server.withConnection(to: database) { (connection: PostgresConnection) async throws in
+        _ = try await server.withConnection(to: database) { (connection: PostgresConnection) async throws in
             try await connection.query(
                 "INSERT INTO iap_schema_migrations VALUES ('901_future_breaking', 0, true)", logger: TestDatabases.quietLogger)
         }

@@ -36,7 +36,7 @@ struct ReconciliationLedgerTests {
                 ("r6", "u-mismatch", .paymentMismatch),
             ]
             for (seq, user, reason) in rejections {
-                let record = Self.rejection(seq, user: user, reason: reason)
+                let record = Self.rejection(seq, user: user, reason: reason, at: now.addingTimeInterval(-30))
                 #expect(
                     try await store.insertRejection(record, event: LedgerStoreTests.event(record.eventID, seq: seq)))
             }
@@ -46,16 +46,23 @@ struct ReconciliationLedgerTests {
                 event: LedgerStoreTests.event("r7:consume-failed:x", seq: "r7"))
 
             let since = now.addingTimeInterval(-72 * 3_600)
-            let expected = ["u-elsewhere", "u-new", "u-sub", "u-test", "u-two"]
-            #expect(try await store.reconciliationUsers(activeSince: since, dueAt: nil, limit: 100) == expected)
+            // Without claims (`reconcile`): every active user, read from the grants and rejections themselves.
+            #expect(
+                try await store.reconciliationUsers(activeSince: since, dueAt: nil, limit: 100) == [
+                    "u-elsewhere", "u-new", "u-sub", "u-test", "u-two",
+                ])
+            // Due users: a user never checked is due from its first activity in the window, and the page is read in
+            // the order users fell due (the one waiting longest first).
+            let expected = ["u-two", "u-elsewhere", "u-sub", "u-test", "u-new"]
             #expect(try await store.reconciliationUsers(activeSince: since, dueAt: now, limit: 100) == expected)
             #expect(
-                try await store.reconciliationUsers(activeSince: since, dueAt: now, limit: 2) == [
-                    "u-elsewhere", "u-new",
-                ])
+                try await store.reconciliationUsers(activeSince: since, dueAt: now, limit: 2) == ["u-two", "u-elsewhere"])
+            // Activity after the pass started is due at the next pass.
+            #expect(
+                try await store.reconciliationUsers(activeSince: since, dueAt: now.addingTimeInterval(-45), limit: 100)
+                    == ["u-two"])
 
-            // Claimed users are due again once their next check comes; those never checked come first, then the
-            // ones waiting longest.
+            // Claimed users are due again once their next check comes.
             #expect(
                 try await store.claimReconciliationUsers(["u-test"], now: now, nextCheck: now.addingTimeInterval(10))
                     == ["u-test"])
@@ -65,14 +72,14 @@ struct ReconciliationLedgerTests {
                 ])
             #expect(
                 try await store.reconciliationUsers(activeSince: since, dueAt: now, limit: 100) == [
-                    "u-elsewhere", "u-new", "u-sub",
+                    "u-elsewhere", "u-sub", "u-new",
                 ])
             #expect(
                 try await store.reconciliationUsers(activeSince: since, dueAt: now.addingTimeInterval(20), limit: 100)
-                    == ["u-elsewhere", "u-new", "u-sub", "u-two", "u-test"])
+                    == ["u-elsewhere", "u-sub", "u-new", "u-two", "u-test"])
             #expect(
                 try await store.reconciliationUsers(activeSince: since, dueAt: nil, limit: 100)
-                    == ["u-elsewhere", "u-new", "u-sub", "u-two", "u-test"], "all of them, whether claimed or not")
+                    == ["u-elsewhere", "u-sub", "u-new", "u-two", "u-test"], "all of them, whether claimed or not")
         }
     }
 

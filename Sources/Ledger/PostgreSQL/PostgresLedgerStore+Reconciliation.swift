@@ -8,7 +8,24 @@ import PostgresNIO
 extension PostgresLedgerStore {
     public func reconciliationUsers(activeSince: Date, dueAt: Date?, limit: Int) async throws -> [String] {
         let since = activeSince.epochMilliseconds
-        let due = dueAt?.epochMilliseconds ?? Int64.max
+        let limit = Int64(clamping: limit)
+        guard let dueAt else { return try await allActiveUsers(since: since, limit: limit) }
+        try await scanRecentActivity(since: since)
+        let due = dueAt.epochMilliseconds
+        return try await wrap {
+            let rows = try await client.query(
+                """
+                SELECT user_id FROM reconcile_users WHERE next_check_ms <= \(due) AND last_active_ms >= \(since)
+                ORDER BY next_check_ms, user_id LIMIT \(limit)
+                """, logger: logger)
+            var users: [String] = []
+            for try await user in rows.decode(String.self) { users.append(user) }
+            return users
+        }
+    }
+
+    /// Every user active since `since` (`reconcile` without claims): read from the grants and rejections themselves.
+    func allActiveUsers(since: Int64, limit: Int64) async throws -> [String] {
         let reasons = ConsumeFailureReason.userConfirmingReasons
         return try await wrap {
             let rows = try await client.query(
@@ -18,13 +35,93 @@ extension PostgresLedgerStore {
                     UNION
                     SELECT user_id FROM rejections WHERE rejected_at_ms >= \(since) AND reason = ANY(\(reasons))
                 ) AS c LEFT JOIN reconcile_users AS r ON r.user_id = c.user_id
-                WHERE r.next_check_ms IS NULL OR r.next_check_ms <= \(due)
                 ORDER BY COALESCE(r.next_check_ms, 0), c.user_id
-                LIMIT \(Int64(limit))
+                LIMIT \(limit)
                 """, logger: logger)
             var users: [String] = []
             for try await user in rows.decode(String.self) { users.append(user) }
             return users
+        }
+    }
+
+    /// Brings `reconcile_users` up to date with the grants and confirmed rejections written since the last scan
+    /// (``ReconcileScan``), a chunk per statement, for at most ``ReconcileScan/budget``. Instances scanning at once
+    /// only write the same rows twice (in user order, so their row locks never cross).
+    func scanRecentActivity(since: Int64) async throws {
+        let started = ContinuousClock.now
+        for source in ReconcileScan.sources {
+            var caughtUp = false
+            while !caughtUp, ContinuousClock.now - started < ReconcileScan.budget {
+                caughtUp = try await wrap { try await scanChunk(source, since: since) }
+            }
+        }
+    }
+
+    /// One chunk of a source's rows from its mark on, read and written in one statement; answers whether the
+    /// source is caught up.
+    private func scanChunk(_ source: ReconcileScan.Source, since: Int64) async throws -> Bool {
+        let reasons = source.reasons ?? []
+        let filter = source.reasons == nil ? "" : "AND reason = ANY($3)"
+        let column = source.timeColumn
+        let chunk = Int64(ReconcileScan.chunkRows)
+        let upsert = """
+            INSERT INTO reconcile_users (user_id, next_check_ms, last_active_ms)
+            SELECT user_id, min(t), max(t) FROM chunk GROUP BY user_id ORDER BY user_id
+            ON CONFLICT (user_id) DO UPDATE SET
+                last_active_ms = GREATEST(COALESCE(reconcile_users.last_active_ms, 0), EXCLUDED.last_active_ms)
+            """
+        return try await client.withTransaction(logger: logger) { connection in
+            var mark: Int64?
+            for try await value in try await connection.query(
+                "SELECT value_ms FROM ledger_marks WHERE name = \(source.mark)", logger: logger
+            ).decode(Int64.self) {
+                mark = value
+            }
+            let from = max(since, mark ?? since)
+            var bindings = PostgresBindings()
+            bindings.append(from)
+            bindings.append(chunk)
+            if source.reasons != nil { bindings.append(reasons) }
+            var count: Int64 = 0
+            var last: Int64?
+            for try await (rows, newest) in try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        WITH chunk AS (
+                            SELECT \(column) AS t, user_id FROM \(source.table) WHERE \(column) >= $1 \(filter)
+                            ORDER BY \(column) LIMIT $2
+                        ), written AS (\(upsert) RETURNING 1)
+                        SELECT count(*), max(t) FROM chunk
+                        """, binds: bindings), logger: logger
+            ).decode((Int64, Int64?).self) {
+                count = rows
+                last = newest
+            }
+            guard let last else { return true }
+            let full = count >= chunk
+            var next = last
+            if full, last == from {
+                // A whole chunk of one millisecond: all of that millisecond, then past it.
+                var tie = PostgresBindings()
+                tie.append(from)
+                if source.reasons != nil { tie.append(reasons) }
+                try await connection.query(
+                    PostgresQuery(
+                        unsafeSQL: """
+                            WITH chunk AS (
+                                SELECT \(column) AS t, user_id FROM \(source.table)
+                                WHERE \(column) = $1 \(filter.replacingOccurrences(of: "$3", with: "$2"))
+                            ) \(upsert)
+                            """, binds: tie), logger: logger)
+                next = from + 1
+            }
+            let position = full ? next : last - ReconcileScan.overlapMilliseconds
+            try await connection.query(
+                """
+                INSERT INTO ledger_marks (name, value_ms) VALUES (\(source.mark), \(position))
+                ON CONFLICT (name) DO UPDATE SET value_ms = EXCLUDED.value_ms
+                """, logger: logger)
+            return !full
         }
     }
 
@@ -94,7 +191,9 @@ extension PostgresLedgerStore {
     public func pruneReconciliation(before: Date) async throws {
         let ms = before.epochMilliseconds
         try await wrap {
-            try await client.query("DELETE FROM reconcile_users WHERE next_check_ms < \(ms)", logger: logger)
+            try await client.query(
+                "DELETE FROM reconcile_users WHERE next_check_ms < \(ms) AND COALESCE(last_active_ms, next_check_ms) < \(ms)",
+                logger: logger)
             try await client.query("DELETE FROM reconcile_sightings WHERE first_seen_ms < \(ms)", logger: logger)
         }
     }

@@ -7,26 +7,88 @@ import GRDB
 extension SQLiteLedgerStore {
     public func reconciliationUsers(activeSince: Date, dueAt: Date?, limit: Int) async throws -> [String] {
         let since = activeSince.epochMilliseconds
-        let due = dueAt?.epochMilliseconds ?? Int64.max
-        let reasons = ConsumeFailureReason.userConfirmingReasons
-        let marks = Array(repeating: "?", count: reasons.count).joined(separator: ", ")
+        guard let dueAt else { return try await allActiveUsers(since: since, limit: limit) }
+        try await scanRecentActivity(since: since)
         return try await read { db in
-            let arguments =
-                StatementArguments([since, since] as [Int64]) + StatementArguments(reasons)
-                + StatementArguments([due, Int64(limit)] as [Int64])
-            return try String.fetchAll(
+            try String.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT user_id FROM reconcile_users WHERE next_check_ms <= ? AND last_active_ms >= ?
+                        ORDER BY next_check_ms, user_id LIMIT ?
+                        """), arguments: [dueAt.epochMilliseconds, since, Int64(clamping: limit)])
+        }
+    }
+
+    /// Every user active since `since` (`reconcile` without claims): read from the grants and rejections themselves.
+    func allActiveUsers(since: Int64, limit: Int) async throws -> [String] {
+        let reasons = ConsumeFailureReason.userConfirmingReasons
+        return try await read { db in
+            try String.fetchAll(
                 db.cachedStatement(
                     sql: """
                         SELECT c.user_id FROM (
                             SELECT user_id FROM grants WHERE granted_at_ms >= ?
                             UNION
-                            SELECT user_id FROM rejections WHERE rejected_at_ms >= ? AND reason IN (\(marks))
+                            SELECT user_id FROM rejections WHERE rejected_at_ms >= ? AND reason IN (\(Self.marks(reasons.count)))
                         ) AS c LEFT JOIN reconcile_users AS r ON r.user_id = c.user_id
-                        WHERE r.next_check_ms IS NULL OR r.next_check_ms <= ?
                         ORDER BY COALESCE(r.next_check_ms, 0), c.user_id
                         LIMIT ?
-                        """), arguments: arguments)
+                        """),
+                arguments: StatementArguments([since, since]) + StatementArguments(reasons)
+                    + StatementArguments([Int64(clamping: limit)]))
         }
+    }
+
+    /// Brings `reconcile_users` up to date with the grants and confirmed rejections written since the last scan
+    /// (``ReconcileScan``), a chunk per transaction, for at most ``ReconcileScan/budget``.
+    func scanRecentActivity(since: Int64) async throws {
+        let started = ContinuousClock.now
+        for source in ReconcileScan.sources {
+            var caughtUp = false
+            while !caughtUp, ContinuousClock.now - started < ReconcileScan.budget {
+                caughtUp = try await writeAlone { db in try Self.scanChunk(source, since: since, db) }
+            }
+        }
+    }
+
+    /// One chunk of a source's rows from its mark on; answers whether the source is caught up.
+    static func scanChunk(_ source: ReconcileScan.Source, since: Int64, _ db: Database) throws -> Bool {
+        let mark = try Int64.fetchOne(
+            db, sql: "SELECT value_ms FROM ledger_marks WHERE name = ?", arguments: [source.mark])
+        let from = max(since, mark ?? since)
+        let filter = source.reasons.map { "AND reason IN (\(marks($0.count)))" } ?? ""
+        let reasons = StatementArguments(source.reasons ?? [])
+        let select = "SELECT \(source.timeColumn), user_id FROM \(source.table) WHERE \(source.timeColumn)"
+        var rows = try Row.fetchAll(
+            db, sql: "\(select) >= ? \(filter) ORDER BY \(source.timeColumn) LIMIT ?",
+            arguments: StatementArguments([from]) + reasons + StatementArguments([Int64(ReconcileScan.chunkRows)]))
+        guard let last = rows.last?[0] as Int64? else { return true }
+        let full = rows.count >= ReconcileScan.chunkRows
+        var next = last
+        if full, last == from {
+            // A whole chunk of one millisecond: read all of that millisecond, then go past it.
+            rows = try Row.fetchAll(
+                db, sql: "\(select) = ? \(filter)", arguments: StatementArguments([from]) + reasons)
+            next = from + 1
+        }
+        for row in rows {
+            let at: Int64 = row[0]
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO reconcile_users (user_id, next_check_ms, last_active_ms) VALUES (?, ?, ?)
+                    ON CONFLICT (user_id) DO UPDATE SET
+                        last_active_ms = MAX(COALESCE(last_active_ms, 0), excluded.last_active_ms)
+                    """
+            ).execute(arguments: [row[1] as String, at, at])
+        }
+        // The mark is where the next scan starts: right after this chunk while catching up, an overlap before the
+        // newest row once caught up.
+        try db.execute(
+            sql: """
+                INSERT INTO ledger_marks (name, value_ms) VALUES (?, ?)
+                ON CONFLICT (name) DO UPDATE SET value_ms = excluded.value_ms
+                """, arguments: [source.mark, full ? next : last - ReconcileScan.overlapMilliseconds])
+        return !full
     }
 
     public func claimReconciliationUsers(_ userIds: [String], now: Date, nextCheck: Date) async throws -> [String] {
@@ -92,7 +154,10 @@ extension SQLiteLedgerStore {
     public func pruneReconciliation(before: Date) async throws {
         let ms = before.epochMilliseconds
         try await write { db in
-            try db.execute(sql: "DELETE FROM reconcile_users WHERE next_check_ms < ?", arguments: [ms])
+            try db.execute(
+                sql:
+                    "DELETE FROM reconcile_users WHERE next_check_ms < ? AND COALESCE(last_active_ms, next_check_ms) < ?",
+                arguments: [ms, ms])
             try db.execute(sql: "DELETE FROM reconcile_sightings WHERE first_seen_ms < ?", arguments: [ms])
         }
     }

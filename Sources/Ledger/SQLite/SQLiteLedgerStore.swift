@@ -1,14 +1,17 @@
 import Foundation
 import GRDB
 import Fulfilment
+import Logging
 
 /// The embedded ledger: one SQLite file in WAL mode, for one worker instance.
 public final class SQLiteLedgerStore: LedgerStore {
-    private let pool: DatabasePool
+    let pool: DatabasePool
     private let batcher: SQLiteWriteBatcher
+    let logger: Logger
 
     /// Opens (creating if needed) the database at `path`.
-    public init(path: String) throws(LedgerError) {
+    public init(path: String, logger: Logger = Logger(label: "iap-worker.ledger")) throws(LedgerError) {
+        self.logger = logger
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.label = "iap-worker.ledger"
@@ -21,6 +24,16 @@ public final class SQLiteLedgerStore: LedgerStore {
     }
 
     public func migrate() async throws {
+        let started = ContinuousClock.now
+        do {
+            if try prepareIncrementalVacuum() {
+                logger.notice(
+                    "ledger file converted to incremental vacuum (once)",
+                    metadata: ["ledger.duration": "\(ContinuousClock.now - started)"])
+            }
+        } catch {
+            throw LedgerError(code: .migration, message: "preparing the SQLite ledger for vacuum failed: \(Self.describe(error))")
+        }
         var migrator = DatabaseMigrator()
         for migration in LedgerSchema.migrations(.sqlite) {
             migrator.registerMigration(migration.name) { db in

@@ -17,6 +17,8 @@ public enum WorkerApplication {
         public let processor: PurchaseProcessor
         public let sweeper: Sweeper
         public let reconciler: Reconciler
+        /// `nil` when the ledger cannot prune (a test double).
+        public let pruner: LedgerPruner?
         public let admin: AdminServer
         public let metrics: WorkerMetrics
         public let health: WorkerHealth
@@ -92,6 +94,7 @@ public enum WorkerApplication {
         let workerName = configuration.groupInstanceID ?? ProcessInfo.processInfo.hostName
         // Every ledger call has a deadline: a database that stops answering is an outage, never a hung purchase.
         // The flow's calls are batched across the purchases in flight (one read or one transaction for many).
+        let ledgerStore = ledger
         let bounded = DeadlineLedgerStore(ledger, limit: configuration.ledgerCallTimeout)
         let ledger = LedgerBatcher(bounded)
         let intake = IntakeSwitch(consumer: consumer)
@@ -128,6 +131,12 @@ public enum WorkerApplication {
                     gamebaseMonitor: gamebaseMonitor, ledgerMonitor: ledgerMonitor, intake: intake),
                 metrics: metrics, logger: logger),
             metrics: metrics, logger: logger)
+        // Retention needs the store itself (wrappers and test doubles may not prune).
+        let pruner = (ledgerStore as? any LedgerRetention).map {
+            LedgerPruner(
+                ledger: $0, policy: configuration.retention, callTimeout: configuration.ledgerCallTimeout, metrics: metrics,
+                logger: logger)
+        }
         let admin = AdminServer(host: adminHost, port: configuration.serverPort, metrics: metrics, health: health, logger: logger)
 
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
@@ -137,6 +146,7 @@ public enum WorkerApplication {
         services.append(.init(service: OnShutdown { await producer.close() }))
         services.append(.init(service: admin))
         services.append(.init(service: sweeper))
+        if let pruner { services.append(.init(service: pruner)) }
         if configuration.reconcile.isEnabled { services.append(.init(service: reconciler)) }
         services.append(.init(service: engine))
         let group = ServiceGroup(
@@ -146,7 +156,7 @@ public enum WorkerApplication {
         return (
             group,
             Parts(
-                engine: engine, processor: processor, sweeper: sweeper, reconciler: reconciler, admin: admin,
+                engine: engine, processor: processor, sweeper: sweeper, reconciler: reconciler, pruner: pruner, admin: admin,
                 metrics: metrics, health: health, consumer: consumer, producer: producer)
         )
     }

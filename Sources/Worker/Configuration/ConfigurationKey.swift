@@ -48,6 +48,23 @@ public struct ConfigurationKey: Sendable, Hashable {
         ConfigurationKey(
             "ledger.url", default: "sqlite:///var/lib/iap-worker/ledger.sqlite",
             "sqlite:///path (one instance) or postgres://user:pass@host:5432/db (shared)", secret: true),
+        ConfigurationKey(
+            "ledger.retention.interval_ms", default: "300000",
+            "Between pruning passes (the first 30 s after start); 0 turns pruning off and nothing is ever removed"),
+        ConfigurationKey("ledger.retention.batch_rows", default: "1000", "Rows deleted per transaction"),
+        ConfigurationKey(
+            "ledger.retention.published_outbox_hours", default: "72",
+            "Published outbox rows (events already on Kafka) are deleted after this; unpublished ones never (0: kept)"),
+        ConfigurationKey(
+            "ledger.retention.rejections_days", default: "30",
+            "Rejections Gamebase confirmed as the claimant's (not_consumable, consumed_without_grant, test_purchase) (0: kept)"),
+        ConfigurationKey(
+            "ledger.retention.unconfirmed_rejections_hours", default: "24",
+            "Rejections anyone could cause (invalid_purchase, payment_mismatch, user_mismatch…), with their published events (0: kept)"),
+        ConfigurationKey("ledger.retention.dead_letters_days", default: "30", "Recorded dead letters (the topic keeps its own) (0: kept)"),
+        ConfigurationKey(
+            "ledger.retention.max_unconfirmed_rows", default: "1000000",
+            "At most this many unconfirmed rejections, and as many dead letters of malformed records, oldest removed first (0: no bound)"),
         ConfigurationKey("worker.max_in_flight", default: "512", "Purchases processed at once"),
         ConfigurationKey("worker.max_message_bytes", default: "65536", "Larger purchase messages are malformed"),
         ConfigurationKey(

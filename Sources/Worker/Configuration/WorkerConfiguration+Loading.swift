@@ -100,6 +100,7 @@ extension WorkerConfiguration {
         rejectTestPurchases = try values.bool("worker.reject_test_purchases", default: false)
         shutdownTimeoutMilliseconds = try values.int("worker.shutdown_timeout_ms", default: shutdownTimeoutMilliseconds, in: 0...3_600_000)
         reconcile = try Self.reconcile(values)
+        retention = try Self.retention(values, reconcile: reconcile)
 
         serverPort = try values.int("server.port", default: serverPort, in: 0...65_535)
         let level = try values.string("log.level", default: "info")
@@ -146,6 +147,32 @@ extension WorkerConfiguration {
         return Reconciler.Configuration(
             interval: .milliseconds(interval), grace: .milliseconds(grace), lookback: .seconds(lookback * 3_600),
             maxCallsPerSecond: rate)
+    }
+
+    /// `ledger.retention.*`.
+    static func retention(_ values: ConfigValues, reconcile: Reconciler.Configuration) throws -> RetentionPolicy {
+        var policy = RetentionPolicy()
+        let interval = try values.int("ledger.retention.interval_ms", default: 300_000, in: 0...86_400_000)
+        if interval > 0, interval < 1_000 {
+            throw ConfigurationError(key: "ledger.retention.interval_ms", problem: "must be 0 (off) or at least 1000")
+        }
+        policy.interval = interval > 0 ? .milliseconds(interval) : nil
+        policy.batchRows = try values.int("ledger.retention.batch_rows", default: policy.batchRows, in: 10...100_000)
+        policy.publishedOutboxHours = try values.int(
+            "ledger.retention.published_outbox_hours", default: policy.publishedOutboxHours, in: 0...87_600)
+        policy.rejectionsDays = try values.int("ledger.retention.rejections_days", default: policy.rejectionsDays, in: 0...3_650)
+        policy.unconfirmedRejectionsHours = try values.int(
+            "ledger.retention.unconfirmed_rejections_hours", default: policy.unconfirmedRejectionsHours, in: 0...87_600)
+        policy.deadLettersDays = try values.int(
+            "ledger.retention.dead_letters_days", default: policy.deadLettersDays, in: 0...3_650)
+        policy.maxUnconfirmedRows = try values.int(
+            "ledger.retention.max_unconfirmed_rows", default: policy.maxUnconfirmedRows, in: 0...1_000_000_000)
+        if policy.maxUnconfirmedRows > 0, policy.maxUnconfirmedRows < 1_000 {
+            throw ConfigurationError(
+                key: "ledger.retention.max_unconfirmed_rows", problem: "must be 0 (no bound) or at least 1000")
+        }
+        policy.reconciliationWindow = reconcile.lookback
+        return policy
     }
 
     /// ` (line N)` from a YAML parser's error, when it names one; never the quoted text.

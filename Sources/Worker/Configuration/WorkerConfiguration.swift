@@ -47,6 +47,8 @@ public struct WorkerConfiguration: Sendable {
     public var shutdownTimeoutMilliseconds = 30_000
     /// `reconcile.*`.
     public var reconcile = Reconciler.Configuration()
+    /// `ledger.retention.*`.
+    public var retention = RetentionPolicy()
 
     public var serverPort = 8080
     public var logLevel = Logger.Level.info

@@ -1,3 +1,4 @@
+import Fulfilment
 import Prometheus
 import Synchronization
 
@@ -26,6 +27,9 @@ public final class WorkerMetrics: Sendable {
         public static let reconciled = "iap_reconciled_total"
         public static let reconcileDuration = "iap_reconcile_duration_seconds"
         public static let reconcileOverruns = "iap_reconcile_overruns_total"
+        public static let ledgerRows = "iap_ledger_rows"
+        public static let ledgerPrunedRows = "iap_ledger_pruned_rows_total"
+        public static let ledgerPruneCaughtUp = "iap_ledger_prune_caught_up_timestamp_seconds"
     }
 
     /// The version `iap_build_info` reports.
@@ -62,6 +66,10 @@ public final class WorkerMetrics: Sendable {
     private let reconcileDuration: DurationHistogram
     /// Reconciliation passes that could not check every due user within `reconcile.interval_ms`.
     private let reconcileOverruns: Counter
+    private let ledgerRowGauges: [String: Gauge]
+    private let prunedRowCounters: [String: Counter]
+    /// When this instance last finished a pruning pass with nothing left due (its start time until then; 0: off).
+    public let ledgerPruneCaughtUp: Gauge
 
     /// Outcomes of `iap_reconciled_total`.
     public static let reconcileOutcomes = [
@@ -119,6 +127,36 @@ public final class WorkerMetrics: Sendable {
             descriptor: Self.describe(
                 Name.reconcileOverruns,
                 "Reconciliation passes that could not check every due user within the interval"))
+        var rows: [String: Gauge] = [:]
+        var pruned: [String: Counter] = [:]
+        for table in LedgerTables.all {
+            rows[table] = registry.makeGauge(
+                descriptor: Self.describe(
+                    Name.ledgerRows, "Rows by ledger table (PostgreSQL: the statistics' estimate), refreshed by each pruning pass"),
+                labels: [("table", table)])
+        }
+        for table in Set(PrunableRows.allCases.map(\.table)).sorted() {
+            pruned[table] = registry.makeCounter(
+                descriptor: Self.describe(Name.ledgerPrunedRows, "Ledger rows deleted by retention, by table"),
+                labels: [("table", table)])
+        }
+        ledgerRowGauges = rows
+        prunedRowCounters = pruned
+        ledgerPruneCaughtUp = registry.makeGauge(
+            descriptor: Self.describe(
+                Name.ledgerPruneCaughtUp,
+                "When this instance last finished a pruning pass with nothing left due (its start until then; 0: pruning off)"))
+    }
+
+    /// Sets `iap_ledger_rows{table}`.
+    public func setLedgerRows(_ counts: [String: Int]) {
+        for (table, count) in counts { ledgerRowGauges[table]?.set(to: Double(count)) }
+    }
+
+    /// Counts rows retention deleted (`iap_ledger_pruned_rows_total{table}`).
+    public func countPruned(table: String, by count: Int) {
+        guard count > 0 else { return }
+        prunedRowCounters[table]?.increment(by: Int64(count))
     }
 
     /// Counts payments a reconciliation pass handled (`iap_reconciled_total{outcome}`).

@@ -94,10 +94,6 @@ public struct ReconcilePass: Sendable {
         guard health.allowsGamebaseCalls else {
             throw Interrupted(reason: "Gamebase calls are held (circuit open or stopped)")
         }
-        if options.claim, !options.dryRun {
-            try await processor.ledger.pruneReconciliation(
-                before: now.addingTimeInterval(-configuration.lookback.seconds))
-        }
         let activeSince = now.addingTimeInterval(-configuration.lookback.seconds)
         var users: [String]
         if let given = options.users {

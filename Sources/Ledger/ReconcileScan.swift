@@ -1,0 +1,34 @@
+import Fulfilment
+
+/// How the stores keep `reconcile_users` up to date: the reconciler's due users are read from that table a page at
+/// a time (by its `(next_check_ms, user_id)` index), so a page costs the same on a ledger of a thousand grants or of
+/// ten million. Each read of due users first scans what was written since the last scan — grants, and rejections
+/// whose reason confirms the user — in chunks, recording each user's latest activity, and keeps its position in
+/// `ledger_marks`.
+///
+/// A scan that caught up leaves its mark ``overlapMilliseconds`` before the newest row it saw: a grant's time is stamped by the worker before its
+/// transaction commits, so one can become visible after a later one was scanned (commit delay, instances' clocks a
+/// little apart). Scanning a user twice only rewrites the same row.
+enum ReconcileScan {
+    struct Source: Sendable {
+        let mark: String
+        let table: String
+        let timeColumn: String
+        /// Extra condition on the source's rows; `reasons` bound in order when present.
+        let reasons: [String]?
+    }
+
+    static let sources = [
+        Source(mark: "reconcile_scan_grants", table: "grants", timeColumn: "granted_at_ms", reasons: nil),
+        Source(
+            mark: "reconcile_scan_rejections", table: "rejections", timeColumn: "rejected_at_ms",
+            reasons: ConsumeFailureReason.userConfirmingReasons),
+    ]
+
+    static let overlapMilliseconds: Int64 = 15 * 60_000
+    /// Rows read and written per statement.
+    static let chunkRows = 5_000
+    /// How long one read of due users spends catching up at most (a ledger upgraded with millions of recent grants
+    /// catches up over several reads; each is one call under the ledger's deadline).
+    static let budget: Duration = .seconds(2)
+}

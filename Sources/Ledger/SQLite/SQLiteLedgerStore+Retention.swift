@@ -1,0 +1,152 @@
+import Foundation
+import Fulfilment
+import GRDB
+
+/// Retention on SQLite: each batch is one write transaction of its own (not joined to the purchases' group commits,
+/// so a purchase never waits for more than one batch), and the pages the deletes free are given back to the file
+/// system by incremental vacuum (``prepareIncrementalVacuum()`` converts a ledger file made before it, once).
+extension SQLiteLedgerStore: LedgerRetention {
+    public func prune(_ rows: PrunableRows, before: Date, limit: Int) async throws -> Int? {
+        let cutoff = before.epochMilliseconds
+        let limit = Int64(max(1, limit))
+        return try await writeAlone { db in
+            switch rows {
+            case .publishedOutbox:
+                try db.execute(
+                    sql: """
+                        DELETE FROM outbox WHERE rowid IN (
+                            SELECT rowid FROM outbox WHERE published_at_ms IS NOT NULL AND published_at_ms < ?
+                            ORDER BY published_at_ms LIMIT ?)
+                        """, arguments: [cutoff, limit])
+                return db.changesCount
+            case .confirmedRejections, .unconfirmedRejections:
+                let reasons =
+                    rows == .confirmedRejections
+                    ? ConsumeFailureReason.userConfirmingReasons : PrunableRows.unconfirmedReasons
+                let marks = Self.marks(reasons.count)
+                let selected = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT rowid, event_id FROM rejections WHERE rejected_at_ms < ? AND reason IN (\(marks))
+                        ORDER BY rejected_at_ms LIMIT ?
+                        """,
+                    arguments: StatementArguments([cutoff]) + StatementArguments(reasons) + StatementArguments([limit]))
+                for row in selected {
+                    try db.cachedStatement(sql: "DELETE FROM rejections WHERE rowid = ?").execute(arguments: [
+                        row[0] as Int64
+                    ])
+                    if rows == .unconfirmedRejections {
+                        // The consume-failed event of a claim nobody confirmed goes with it, once published.
+                        try db.cachedStatement(sql: "DELETE FROM outbox WHERE id = ? AND published_at_ms IS NOT NULL")
+                            .execute(arguments: [row[1] as String])
+                    }
+                }
+                return selected.count
+            case .deadLetters, .malformedDeadLetters:
+                let reason = rows == .malformedDeadLetters ? ConsumeFailureReason.malformedMessage.rawValue : nil
+                try db.execute(
+                    sql: """
+                        DELETE FROM dead_letters WHERE id IN (
+                            SELECT id FROM dead_letters WHERE failed_at_ms < ? AND (? IS NULL OR reason = ?)
+                            ORDER BY failed_at_ms LIMIT ?)
+                        """, arguments: [cutoff, reason, reason, limit])
+                return db.changesCount
+            case .reconcileUsers:
+                try db.execute(
+                    sql: """
+                        DELETE FROM reconcile_users WHERE user_id IN (
+                            SELECT user_id FROM reconcile_users
+                            WHERE next_check_ms < ? AND COALESCE(last_active_ms, next_check_ms) < ?
+                            ORDER BY next_check_ms LIMIT ?)
+                        """, arguments: [cutoff, cutoff, limit])
+                return db.changesCount
+            case .reconcileSightings:
+                try db.execute(
+                    sql: """
+                        DELETE FROM reconcile_sightings WHERE payment_seq IN (
+                            SELECT payment_seq FROM reconcile_sightings WHERE first_seen_ms < ?
+                            ORDER BY first_seen_ms LIMIT ?)
+                        """, arguments: [cutoff, limit])
+                return db.changesCount
+            }
+        }
+    }
+
+    public func countBoundCutoff(_ rows: PrunableRows, keeping: Int) async throws -> Date? {
+        let keeping = Int64(max(0, keeping))
+        return try await read { db -> Date? in
+            let ms: Int64?
+            switch rows {
+            case .confirmedRejections, .unconfirmedRejections:
+                let reasons =
+                    rows == .confirmedRejections
+                    ? ConsumeFailureReason.userConfirmingReasons : PrunableRows.unconfirmedReasons
+                ms = try Int64.fetchOne(
+                    db,
+                    sql: """
+                        SELECT rejected_at_ms FROM rejections WHERE reason IN (\(Self.marks(reasons.count)))
+                        ORDER BY rejected_at_ms DESC LIMIT 1 OFFSET ?
+                        """, arguments: StatementArguments(reasons) + StatementArguments([keeping]))
+            case .deadLetters, .malformedDeadLetters:
+                let reason = rows == .malformedDeadLetters ? ConsumeFailureReason.malformedMessage.rawValue : nil
+                ms = try Int64.fetchOne(
+                    db,
+                    sql: """
+                        SELECT failed_at_ms FROM dead_letters WHERE (? IS NULL OR reason = ?)
+                        ORDER BY failed_at_ms DESC LIMIT 1 OFFSET ?
+                        """, arguments: [reason, reason, keeping])
+            case .publishedOutbox:
+                ms = try Int64.fetchOne(
+                    db,
+                    sql: """
+                        SELECT published_at_ms FROM outbox WHERE published_at_ms IS NOT NULL
+                        ORDER BY published_at_ms DESC LIMIT 1 OFFSET ?
+                        """, arguments: [keeping])
+            case .reconcileUsers, .reconcileSightings:
+                ms = nil
+            }
+            return ms.map(Date.init(epochMilliseconds:))
+        }
+    }
+
+    public func rowCounts() async throws -> [String: Int] {
+        try await read { db in
+            var counts: [String: Int] = [:]
+            for table in LedgerTables.all {
+                counts[table] = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table)") ?? 0
+            }
+            return counts
+        }
+    }
+
+    public func reclaimSpace(pages: Int) async throws -> Int {
+        try await writeAlone { db in
+            let free = try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
+            guard free > 0, try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") == 2 else { return 0 }
+            try db.execute(sql: "PRAGMA incremental_vacuum(\(max(1, pages)))")
+            return free - (try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0)
+        }
+    }
+
+    /// Makes the file give pages back as retention frees them: a new ledger is created so; one made before (no
+    /// auto-vacuum) is rewritten once by `VACUUM`, which takes about as long as copying the file. Answers whether an
+    /// existing ledger was rewritten.
+    func prepareIncrementalVacuum() throws -> Bool {
+        try pool.writeWithoutTransaction { db in
+            guard try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") != 2 else { return false }
+            let hadTables = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") ?? 0 > 0
+            try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+            try db.execute(sql: "VACUUM")
+            return hadTables
+        }
+    }
+
+    /// A write transaction of its own, outside the purchases' group commits.
+    func writeAlone<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do { return try await pool.write(body) } catch { throw Self.wrap(error) }
+    }
+
+    static func marks(_ count: Int) -> String {
+        Array(repeating: "?", count: count).joined(separator: ", ")
+    }
+}
