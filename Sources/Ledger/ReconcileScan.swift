@@ -8,7 +8,7 @@ import Fulfilment
 ///
 /// A scan that caught up leaves its mark ``overlapMilliseconds`` before the newest row it saw: a grant's time is stamped by the worker before its
 /// transaction commits, so one can become visible after a later one was scanned (commit delay, instances' clocks a
-/// little apart). Scanning a user twice only rewrites the same row.
+/// little apart). Scanning a user again writes nothing unless the activity is newer.
 enum ReconcileScan {
     struct Source: Sendable {
         let mark: String
@@ -25,7 +25,9 @@ enum ReconcileScan {
             reasons: ConsumeFailureReason.userConfirmingReasons),
     ]
 
-    static let overlapMilliseconds: Int64 = 15 * 60_000
+    /// Covers a transaction's commit after its stamp (the ledger's 10 s deadline) many times over, and instances'
+    /// clocks a minute apart.
+    static let overlapMilliseconds: Int64 = 2 * 60_000
     /// Rows read and written per statement.
     static let chunkRows = 5_000
     /// How long one read of due users spends catching up at most (a ledger upgraded with millions of recent grants

@@ -6,8 +6,8 @@ import Sandbox
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Benchmarks: the whole pipeline (default), the ledger's grant transaction, or the Gamebase client.",
-        subcommands: [BenchPipelineCommand.self, BenchLedgerCommand.self, BenchClientCommand.self],
+        abstract: "Benchmarks: the whole pipeline (default), the ledger's grant transaction, the ledger as it grows, or the Gamebase client.",
+        subcommands: [BenchPipelineCommand.self, BenchLedgerCommand.self, BenchScaleCommand.self, BenchClientCommand.self],
         defaultSubcommand: BenchPipelineCommand.self
     )
 }

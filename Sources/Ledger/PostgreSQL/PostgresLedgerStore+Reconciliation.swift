@@ -68,7 +68,8 @@ extension PostgresLedgerStore {
             INSERT INTO reconcile_users (user_id, next_check_ms, last_active_ms)
             SELECT user_id, min(t), max(t) FROM chunk GROUP BY user_id ORDER BY user_id
             ON CONFLICT (user_id) DO UPDATE SET
-                last_active_ms = GREATEST(COALESCE(reconcile_users.last_active_ms, 0), EXCLUDED.last_active_ms)
+                last_active_ms = EXCLUDED.last_active_ms
+            WHERE COALESCE(reconcile_users.last_active_ms, 0) < EXCLUDED.last_active_ms
             """
         return try await client.withTransaction(logger: logger) { connection in
             var mark: Int64?

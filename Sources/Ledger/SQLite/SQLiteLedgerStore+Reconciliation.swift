@@ -77,7 +77,8 @@ extension SQLiteLedgerStore {
                 sql: """
                     INSERT INTO reconcile_users (user_id, next_check_ms, last_active_ms) VALUES (?, ?, ?)
                     ON CONFLICT (user_id) DO UPDATE SET
-                        last_active_ms = MAX(COALESCE(last_active_ms, 0), excluded.last_active_ms)
+                        last_active_ms = excluded.last_active_ms
+                    WHERE COALESCE(last_active_ms, 0) < excluded.last_active_ms
                     """
             ).execute(arguments: [row[1] as String, at, at])
         }

@@ -27,6 +27,8 @@ public enum PipelineBenchmark {
         /// Purchases run through the worker before the measured ones, not counted: they open its connections
         /// and start its fetching, which a long-running worker has long done.
         public var warmup = 100
+        /// Put before every paymentSeq and userId, so runs against one ledger never meet each other's purchases.
+        public var idPrefix = ""
         /// The `iap-worker` executable to run as the worker.
         public var workerExecutable: String
 
@@ -42,8 +44,9 @@ public enum PipelineBenchmark {
     public static func run(
         _ options: Options, logger: Logger, say: @escaping @Sendable (String) -> Void
     ) async throws -> BenchmarkResult {
-        let payments = (0..<options.purchases).map { DemoBatch.payment("b\($0)", user: "u\($0)") }
-            + (0..<options.warmup).map { DemoBatch.payment("w\($0)", user: "w\($0)") }
+        let p = options.idPrefix
+        let payments = (0..<options.purchases).map { DemoBatch.payment("\(p)b\($0)", user: "\(p)u\($0)") }
+            + (0..<options.warmup).map { DemoBatch.payment("\(p)w\($0)", user: "\(p)w\($0)") }
         let faults = SimulatorFaults(latencyMs: options.latencyMs, unknownFieldRate: 0)
         return try await Sandbox.with(brokers: 1, payments: payments, faults: faults, logger: logger) { sandbox in
             let ledgerURL = options.ledgerURL ?? sandbox.ledgerURL
@@ -67,7 +70,7 @@ public enum PipelineBenchmark {
             if options.warmup > 0 {
                 say("worker ready (pid \(worker.pid)); warming up with \(options.warmup) purchases…")
                 _ = try await load.produce(count: options.warmup, rate: nil) { i in
-                    (key: "w\(i)", value: DemoBatch.message("w\(i)", user: "w\(i)"), seq: "w\(i)")
+                    (key: "\(p)w\(i)", value: DemoBatch.message("\(p)w\(i)", user: "\(p)w\(i)"), seq: "\(p)w\(i)")
                 }
                 let warmDeadline = ContinuousClock.now + .seconds(60)
                 while sandbox.simulator.state.consumedCount < options.warmup {
@@ -93,7 +96,7 @@ public enum PipelineBenchmark {
             let cpuBefore = worker.cpuTime ?? .zero
             let harnessBefore = MeasuredProcess.harnessCPUTime
             let sent = try await load.produce(count: options.purchases, rate: options.rate) { i in
-                (key: "u\(i)", value: DemoBatch.message("b\(i)", user: "u\(i)"), seq: "b\(i)")
+                (key: "\(p)u\(i)", value: DemoBatch.message("\(p)b\(i)", user: "\(p)u\(i)"), seq: "\(p)b\(i)")
             }
             var recovery: Duration?
             var killed = false
