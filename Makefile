@@ -19,12 +19,16 @@ demo: deps
 ## else listens there; IAP_TEST_POSTGRES_PORT asks for one, refused if taken) and stopped afterwards; it speaks TLS with a
 ## certificate from a test CA, whose path the TLS tests read from IAP_TEST_POSTGRES_CA. Tests run one suite at a
 ## time: the process and group tests time real faults, which a machine running every suite at once would stretch.
+## The previous version's executable (scripts/build-previous.sh: the last commit before the newest ledger migration,
+## built once into .build-previous) runs beside this one in the mixed-version test.
 ## Last, the fuzz targets' smoke: every corpus input once, then 20 s of fuzzing per target (any crash fails the run).
 test: deps
 	scripts/check-deploy.sh
 	$(SWIFT) build --build-tests
-	@url=$$(scripts/test-postgres.sh start) && ca=$$(scripts/test-postgres.sh ca) && echo "IAP_TEST_POSTGRES_CA=$$ca" && \
-	  IAP_TEST_POSTGRES_URL="$$url" IAP_TEST_POSTGRES_CA="$$ca" $(SWIFT) test --skip-build --no-parallel; status=$$?; \
+	@prev=$$(SWIFT=$(SWIFT) scripts/build-previous.sh) && \
+	  url=$$(scripts/test-postgres.sh start) && ca=$$(scripts/test-postgres.sh ca) && echo "IAP_TEST_POSTGRES_CA=$$ca" && \
+	  IAP_WORKER_PREVIOUS_BIN="$$prev" IAP_TEST_POSTGRES_URL="$$url" IAP_TEST_POSTGRES_CA="$$ca" \
+	  $(SWIFT) test --skip-build --no-parallel; status=$$?; \
 	  scripts/test-postgres.sh stop; exit $$status
 	SWIFT=$(SWIFT) scripts/fuzz.sh smoke
 

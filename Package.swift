@@ -234,6 +234,7 @@ let package = Package(
                 "Gamebase",
                 "IAPTestSupport",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: strictSettings
         ),

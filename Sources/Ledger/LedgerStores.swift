@@ -13,17 +13,20 @@ public enum LedgerStores {
     /// - Parameters:
     ///   - connectRetry: how long to wait for a PostgreSQL database that cannot be reached yet: `.once` for
     ///     commands that look into the ledger, `.untilConnected` for the daemon.
+    ///   - convertsToIncrementalVacuum: the daemon's start converts a SQLite ledger made before retention, once
+    ///     (``SQLiteLedgerStore/prepareIncrementalVacuum()``); other commands leave the file as it is.
     /// - Throws: ``LedgerError`` for a bad URL (`invalidURL`), a ledger that refuses this configuration
     ///   (`configuration`), an unreachable database (`unavailable`) or a failed migration; `CancellationError` when
     ///   cancelled while waiting for the database; or what `body` throws.
     public static func withStore<T: Sendable>(
         url: String, logger: Logger, migrate: Bool = true, maxConnections: Int = 20,
-        connectRetry: LedgerConnectRetry = .once,
+        connectRetry: LedgerConnectRetry = .once, convertsToIncrementalVacuum: Bool = false,
         _ body: @Sendable (any LedgerStore) async throws -> T
     ) async throws -> T {
         switch try LedgerURL(url) {
         case .sqlite(let path):
-            let store = try SQLiteLedgerStore(path: path, logger: logger)
+            let store = try SQLiteLedgerStore(
+                path: path, logger: logger, convertsToIncrementalVacuum: convertsToIncrementalVacuum)
             do {
                 if migrate { try await store.migrate() }
                 let result = try await body(store)

@@ -6,9 +6,10 @@ import Fulfilment
 /// whose reason confirms the user — in chunks, recording each user's latest activity, and keeps its position in
 /// `ledger_marks`.
 ///
-/// A scan that caught up leaves its mark ``overlapMilliseconds`` before the newest row it saw: a grant's time is stamped by the worker before its
-/// transaction commits, so one can become visible after a later one was scanned (commit delay, instances' clocks a
-/// little apart). Scanning a user again writes nothing unless the activity is newer.
+/// The mark is never later than ``overlapMilliseconds`` before the ledger's own clock: a grant's time is stamped by
+/// the worker before its transaction commits, so one can become visible after a later one was scanned (commit delay,
+/// instances' clocks a little apart), and a row stamped by a clock running ahead must not carry the mark past the
+/// rows other instances are still writing. Scanning a user again writes nothing unless the activity is newer.
 enum ReconcileScan {
     struct Source: Sendable {
         let mark: String
@@ -30,7 +31,12 @@ enum ReconcileScan {
     static let overlapMilliseconds: Int64 = 2 * 60_000
     /// Rows read and written per statement.
     static let chunkRows = 5_000
-    /// How long one read of due users spends catching up at most (a ledger upgraded with millions of recent grants
+    /// Where the next scan starts when this one got to `next`: there, or an overlap before `now` if that is earlier.
+    static func mark(after next: Int64, now: Int64) -> Int64 {
+        min(next, now - overlapMilliseconds)
+    }
+
+    /// How long one read of due users spends catching up on each source at most (a ledger upgraded with millions of recent grants
     /// catches up over several reads; each is one call under the ledger's deadline).
     static let budget: Duration = .seconds(2)
 }

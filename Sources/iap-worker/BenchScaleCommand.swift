@@ -77,7 +77,9 @@ struct BenchScaleCommand: AsyncParsableCommand {
         let executable =
             (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         let options = self
-        let rows = try await LedgerStores.withStore(url: url, logger: logger, maxConnections: 8) { store -> [Row] in
+        let rows = try await LedgerStores.withStore(
+            url: url, logger: logger, maxConnections: 8, convertsToIncrementalVacuum: true
+        ) { store -> [Row] in
             guard let filling = store as? any LedgerFilling, let reader = store as? any PurchaseHistoryReader,
                 let retention = store as? any LedgerRetention
             else { throw ValidationError("this ledger cannot be filled") }

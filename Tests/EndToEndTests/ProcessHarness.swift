@@ -23,8 +23,11 @@ final class ChildProcess: @unchecked Sendable {
         return root.appendingPathComponent(".build/debug/iap-worker").path
     }
 
-    /// Starts `iap-worker arguments…`; stdout and stderr go to two files in `folder`.
-    init(_ name: String, _ arguments: [String], environment: [String: String] = [:], folder: URL) throws {
+    /// Starts `iap-worker arguments…` (`executable`: another build's, say the previous version's); stdout and stderr
+    /// go to two files in `folder`.
+    init(
+        _ name: String, _ arguments: [String], environment: [String: String] = [:], folder: URL, executable: String? = nil
+    ) throws {
         self.name = name
         let stem = folder.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(6))").path
         stdoutPath = stem + ".out"
@@ -35,8 +38,8 @@ final class ChildProcess: @unchecked Sendable {
         // IAP_WORKER_RUN_BIN runs the worker (and reprocess) from another build, say the code before a fix, against
         // this build's dev-kafka and gamebase-sim: how a new test is seen failing on the old code.
         let underTest = ["run", "reprocess"].contains(arguments.first ?? "")
-        let executable = underTest ? ProcessInfo.processInfo.environment["IAP_WORKER_RUN_BIN"] ?? Self.executable : Self.executable
-        process.executableURL = URL(fileURLWithPath: executable)
+        let chosen = underTest ? ProcessInfo.processInfo.environment["IAP_WORKER_RUN_BIN"] ?? Self.executable : Self.executable
+        process.executableURL = URL(fileURLWithPath: executable ?? chosen)
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env.merge(environment) { $1 }

@@ -84,6 +84,48 @@ struct ReconciliationLedgerTests {
     }
 
     @Test(arguments: LedgerBackend.allCases)
+    func aGrantStampedByAClockRunningAheadHidesNoOtherUsersGrant(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            let now = Date()
+            let since = now.addingTimeInterval(-72 * 3_600)
+            let later = now.addingTimeInterval(7_200)
+            _ = try await store.insertGrant(
+                LedgerStoreTests.grant("ahead", user: "u-ahead", at: now.addingTimeInterval(3_600)),
+                event: LedgerStoreTests.event("ahead:item-granted", seq: "ahead"))
+            #expect(try await store.reconciliationUsers(activeSince: since, dueAt: later, limit: 100) == ["u-ahead"])
+            // Written after that scan by instances whose clocks are right: one now, one a minute ago (its transaction
+            // committed late).
+            for (seq, user, at) in [("now", "u-now", now), ("late", "u-late", now.addingTimeInterval(-60))] {
+                _ = try await store.insertGrant(
+                    LedgerStoreTests.grant(seq, user: user, at: at), event: LedgerStoreTests.event("\(seq):item-granted", seq: seq))
+            }
+            #expect(
+                Set(try await store.reconciliationUsers(activeSince: since, dueAt: later, limit: 100))
+                    == ["u-ahead", "u-now", "u-late"])
+        }
+    }
+
+    @Test(arguments: LedgerBackend.allCases)
+    func moreGrantsInOneMillisecondThanAScanChunkAreAllSeen(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            let at = Date().addingTimeInterval(-3_600)
+            let count = 6_001
+            for start in stride(from: 0, to: count, by: 1_000) {
+                _ = try await store.insertGrants(
+                    (start..<min(start + 1_000, count)).map { i in
+                        GrantWrite(
+                            grant: LedgerStoreTests.grant("tie\(i)", user: "tie-user-\(i)", at: at),
+                            event: LedgerStoreTests.event("tie\(i):item-granted", seq: "tie\(i)"))
+                    })
+            }
+            let users = try await store.reconciliationUsers(
+                activeSince: Date().addingTimeInterval(-72 * 3_600), dueAt: Date(), limit: 10_000)
+            #expect(users.count == count)
+            #expect(Set(users).count == count)
+        }
+    }
+
+    @Test(arguments: LedgerBackend.allCases)
     func eachUserIsClaimedByOneInstanceOnlyWhateverRunsAtOnce(backend: LedgerBackend) async throws {
         try await TestDatabases.withFreshLedger(backend, maxConnections: 24) { store in
             let users = (0..<60).map { "user-\($0)" }

@@ -3,6 +3,7 @@ import Fulfilment
 import IAPTestSupport
 import Ledger
 import Logging
+import PostgresNIO
 import Testing
 
 @testable import Worker
@@ -172,13 +173,35 @@ struct LedgerPrunerTests {
     }
 
     @Test
+    func onPostgreSQLABatchWhileAnotherInstancePrunesDeletesNothingAndSaysSo() async throws {
+        let url = try await TestDatabases.freshLedgerURL(.postgres)
+        let database = String(url.split(separator: "/").last ?? "")
+        try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { store in
+            try await store.recordDeadLetter(Self.deadLetter("d", reason: .gamebaseUnavailable, at: Self.ago(hours: 1_000)))
+            let retention = try #require(store as? any LedgerRetention)
+            let server = try PostgresTestServer.current()
+            try await server.withConnection(to: database) { connection in
+                // Another instance's batch: its transaction holds the pruning lock.
+                try await connection.query("BEGIN", logger: TestDatabases.quietLogger)
+                try await connection.query("SELECT pg_advisory_xact_lock(\(0x1A9_0003))", logger: TestDatabases.quietLogger)
+                #expect(try await retention.prune(.deadLetters, before: Self.now, limit: 100) == nil)
+                let pass = try await Self.pruner(store, metrics: WorkerMetrics()).pruneOnce(now: Self.now)
+                #expect(pass.leftToAnotherInstance)
+                #expect(!pass.caughtUp)
+                try await connection.query("COMMIT", logger: TestDatabases.quietLogger)
+            }
+            #expect(try await retention.prune(.deadLetters, before: Self.now, limit: 100) == 1)
+        }
+    }
+
+    @Test
     func theSQLiteFileGivesTheSpaceOfPrunedRowsBack() async throws {
         let url = try await TestDatabases.freshLedgerURL(.sqlite)
         let path = String(url.dropFirst("sqlite://".count))
         func fileBytes() throws -> Int {
             try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0
         }
-        try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { store in
+        try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger, convertsToIncrementalVacuum: true) { store in
             for i in 0..<2_000 {
                 let (grant, _) = Self.grant("g\(i)", at: Self.ago(hours: 100), published: nil)
                 _ = try await store.insertGrant(
@@ -191,7 +214,7 @@ struct LedgerPrunerTests {
         }
         let full = try fileBytes()
         #expect(full > 16_000_000)
-        let pass = try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { store in
+        let pass = try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger, convertsToIncrementalVacuum: true) { store in
             try await Self.pruner(store, metrics: WorkerMetrics()).pruneOnce(now: Self.now)
         }
         #expect(pass.pruned[.publishedOutbox] == 2_000)
@@ -201,21 +224,30 @@ struct LedgerPrunerTests {
     }
 
     @Test
-    func aLedgerFileMadeBeforeIncrementalVacuumIsConvertedOnce() async throws {
+    func aLedgerFileMadeBeforeIncrementalVacuumIsConvertedByTheDaemonsStartOnly() async throws {
         let url = try await TestDatabases.freshLedgerURL(.sqlite)
         let path = String(url.dropFirst("sqlite://".count))
-        // A file with a table and auto-vacuum off, as every ledger made before this version.
-        #expect(
-            system(
-                "printf 'CREATE TABLE t (x);' | python3 -c \"import sqlite3,sys; c=sqlite3.connect('\(path)'); c.executescript(sys.stdin.read()); c.commit()\""
-            ) == 0)
+        // A WAL file with a table and auto-vacuum off, as every ledger made before this version.
+        let python = "import sqlite3; c = sqlite3.connect('\(path)'); c.execute('PRAGMA journal_mode=WAL')"
+        #expect(system("python3 -c \"\(python); c.execute('CREATE TABLE t (x)'); c.commit()\"") == 0)
+        let autoVacuum = "python3 -c \"\(python); print(c.execute('PRAGMA auto_vacuum').fetchone()[0])\""
+        // A command that looks into a ledger (which a daemon may be using) leaves the file as it is.
         try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { store in
             let (grant, event) = Self.grant("x", at: Self.now, published: Self.now)
             _ = try await store.insertGrant(grant, event: event)
         }
-        let pipe =
-            "python3 -c \"import sqlite3; print(sqlite3.connect('\(path)').execute('PRAGMA auto_vacuum').fetchone()[0])\""
-        #expect(try Self.output(pipe) == "2")
+        #expect(try Self.output(autoVacuum) == "0")
+        let logs = RecordingLogHandler.Recorder()
+        let logger = logs.logger()
+        try await LedgerStores.withStore(url: url, logger: logger, convertsToIncrementalVacuum: true) { store in
+            let grant = try await store.grant(paymentSeq: "x")
+            #expect(grant != nil)
+        }
+        #expect(try Self.output(autoVacuum) == "2")
+        #expect(logs.count(where: { $0.message.contains("converted") }) == 1)
+        // Once: the next start finds it converted.
+        try await LedgerStores.withStore(url: url, logger: logger, convertsToIncrementalVacuum: true) { _ in }
+        #expect(logs.count(where: { $0.message.contains("converted") }) == 1)
     }
 
     static func output(_ command: String) throws -> String {

@@ -48,18 +48,23 @@ extension PostgresLedgerStore {
     /// (``ReconcileScan``), a chunk per statement, for at most ``ReconcileScan/budget``. Instances scanning at once
     /// only write the same rows twice (in user order, so their row locks never cross).
     func scanRecentActivity(since: Int64) async throws {
-        let started = ContinuousClock.now
         for source in ReconcileScan.sources {
-            var caughtUp = false
-            while !caughtUp, ContinuousClock.now - started < ReconcileScan.budget {
-                caughtUp = try await wrap { try await scanChunk(source, since: since) }
+            let started = ContinuousClock.now
+            var from: Int64?
+            while ContinuousClock.now - started < ReconcileScan.budget {
+                let given = from
+                let chunk = try await wrap { try await scanChunk(source, since: since, from: given) }
+                if chunk.caughtUp { break }
+                from = chunk.next
             }
         }
     }
 
     /// One chunk of a source's rows from its mark on, read and written in one statement; answers whether the
     /// source is caught up.
-    private func scanChunk(_ source: ReconcileScan.Source, since: Int64) async throws -> Bool {
+    private func scanChunk(_ source: ReconcileScan.Source, since: Int64, from given: Int64?) async throws
+        -> (next: Int64, caughtUp: Bool)
+    {
         let reasons = source.reasons ?? []
         let filter = source.reasons == nil ? "" : "AND reason = ANY($3)"
         let column = source.timeColumn
@@ -71,14 +76,14 @@ extension PostgresLedgerStore {
                 last_active_ms = EXCLUDED.last_active_ms
             WHERE COALESCE(reconcile_users.last_active_ms, 0) < EXCLUDED.last_active_ms
             """
-        return try await client.withTransaction(logger: logger) { connection in
+        return try await client.withTransaction(logger: logger) { connection -> (next: Int64, caughtUp: Bool) in
             var mark: Int64?
             for try await value in try await connection.query(
                 "SELECT value_ms FROM ledger_marks WHERE name = \(source.mark)", logger: logger
             ).decode(Int64.self) {
                 mark = value
             }
-            let from = max(since, mark ?? since)
+            let from = max(since, given ?? mark ?? since)
             var bindings = PostgresBindings()
             bindings.append(from)
             bindings.append(chunk)
@@ -98,7 +103,7 @@ extension PostgresLedgerStore {
                 count = rows
                 last = newest
             }
-            guard let last else { return true }
+            guard let last else { return (from, true) }
             let full = count >= chunk
             var next = last
             if full, last == from {
@@ -116,13 +121,15 @@ extension PostgresLedgerStore {
                             """, binds: tie), logger: logger)
                 next = from + 1
             }
-            let position = full ? next : last - ReconcileScan.overlapMilliseconds
+            // The database's clock, the one every instance shares.
             try await connection.query(
                 """
-                INSERT INTO ledger_marks (name, value_ms) VALUES (\(source.mark), \(position))
+                INSERT INTO ledger_marks (name, value_ms)
+                VALUES (\(source.mark), LEAST(\(next), (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+                    - \(ReconcileScan.overlapMilliseconds)))
                 ON CONFLICT (name) DO UPDATE SET value_ms = EXCLUDED.value_ms
                 """, logger: logger)
-            return !full
+            return (next, !full)
         }
     }
 
@@ -193,7 +200,7 @@ extension PostgresLedgerStore {
         let ms = before.epochMilliseconds
         try await wrap {
             try await client.query(
-                "DELETE FROM reconcile_users WHERE next_check_ms < \(ms) AND COALESCE(last_active_ms, next_check_ms) < \(ms)",
+                "DELETE FROM reconcile_users WHERE COALESCE(last_active_ms, next_check_ms) < \(ms)",
                 logger: logger)
             try await client.query("DELETE FROM reconcile_sightings WHERE first_seen_ms < \(ms)", logger: logger)
         }

@@ -5,6 +5,8 @@ import PostgresNIO
 /// Retention on the shared PostgreSQL ledger: each batch is one short transaction that first takes a
 /// transaction-scoped advisory lock without waiting, so one instance prunes at a time and a crashed one holds
 /// nothing (the lock ends with its transaction). Deleted rows' space is reused by autovacuum; nothing is rewritten.
+/// Each delete repeats its conditions outside the subquery that picks the rows: a row updated between the pick and the
+/// delete (a user active again, a duplicate counted) is judged again as it now is.
 extension PostgresLedgerStore: LedgerRetention {
     /// The advisory lock of a pruning batch.
     static let pruneLockID: Int64 = 0x1A9_0003
@@ -19,6 +21,7 @@ extension PostgresLedgerStore: LedgerRetention {
                 DELETE FROM outbox WHERE id IN (
                     SELECT id FROM outbox WHERE published_at_ms IS NOT NULL AND published_at_ms < \(cutoff)
                     ORDER BY published_at_ms LIMIT \(limit))
+                  AND published_at_ms < \(cutoff)
                 RETURNING 1
                 """
         case .confirmedRejections:
@@ -27,6 +30,7 @@ extension PostgresLedgerStore: LedgerRetention {
                     SELECT ctid FROM rejections
                     WHERE rejected_at_ms < \(cutoff) AND reason = ANY(\(ConsumeFailureReason.userConfirmingReasons))
                     ORDER BY rejected_at_ms LIMIT \(limit)))
+                  AND rejected_at_ms < \(cutoff)
                 RETURNING 1
                 """
         case .unconfirmedRejections:
@@ -37,6 +41,7 @@ extension PostgresLedgerStore: LedgerRetention {
                         SELECT ctid FROM rejections
                         WHERE rejected_at_ms < \(cutoff) AND reason = ANY(\(PrunableRows.unconfirmedReasons))
                         ORDER BY rejected_at_ms LIMIT \(limit)))
+                      AND rejected_at_ms < \(cutoff)
                     RETURNING event_id
                 ), events AS (
                     DELETE FROM outbox WHERE id IN (SELECT event_id FROM gone) AND published_at_ms IS NOT NULL
@@ -47,6 +52,7 @@ extension PostgresLedgerStore: LedgerRetention {
             statement = """
                 DELETE FROM dead_letters WHERE id IN (
                     SELECT id FROM dead_letters WHERE failed_at_ms < \(cutoff) ORDER BY failed_at_ms LIMIT \(limit))
+                  AND failed_at_ms < \(cutoff)
                 RETURNING 1
                 """
         case .malformedDeadLetters:
@@ -55,14 +61,16 @@ extension PostgresLedgerStore: LedgerRetention {
                     SELECT id FROM dead_letters
                     WHERE reason = \(ConsumeFailureReason.malformedMessage.rawValue) AND failed_at_ms < \(cutoff)
                     ORDER BY failed_at_ms LIMIT \(limit))
+                  AND failed_at_ms < \(cutoff)
                 RETURNING 1
                 """
         case .reconcileUsers:
             statement = """
                 DELETE FROM reconcile_users WHERE user_id IN (
                     SELECT user_id FROM reconcile_users
-                    WHERE next_check_ms < \(cutoff) AND COALESCE(last_active_ms, next_check_ms) < \(cutoff)
+                    WHERE COALESCE(last_active_ms, next_check_ms) < \(cutoff)
                     ORDER BY next_check_ms LIMIT \(limit))
+                  AND COALESCE(last_active_ms, next_check_ms) < \(cutoff)
                 RETURNING 1
                 """
         case .reconcileSightings:
@@ -70,6 +78,7 @@ extension PostgresLedgerStore: LedgerRetention {
                 DELETE FROM reconcile_sightings WHERE payment_seq IN (
                     SELECT payment_seq FROM reconcile_sightings WHERE first_seen_ms < \(cutoff)
                     ORDER BY first_seen_ms LIMIT \(limit))
+                  AND first_seen_ms < \(cutoff)
                 RETURNING 1
                 """
         }

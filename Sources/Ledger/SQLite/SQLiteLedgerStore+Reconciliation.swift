@@ -40,29 +40,37 @@ extension SQLiteLedgerStore {
     }
 
     /// Brings `reconcile_users` up to date with the grants and confirmed rejections written since the last scan
-    /// (``ReconcileScan``), a chunk per transaction, for at most ``ReconcileScan/budget``.
+    /// (``ReconcileScan``), a chunk per transaction, for at most ``ReconcileScan/budget`` per source.
     func scanRecentActivity(since: Int64) async throws {
-        let started = ContinuousClock.now
         for source in ReconcileScan.sources {
-            var caughtUp = false
-            while !caughtUp, ContinuousClock.now - started < ReconcileScan.budget {
-                caughtUp = try await writeAlone { db in try Self.scanChunk(source, since: since, db) }
+            let started = ContinuousClock.now
+            var from: Int64?
+            while ContinuousClock.now - started < ReconcileScan.budget {
+                let given = from
+                let chunk = try await write { db in
+                    try Self.scanChunk(source, since: since, from: given, now: Date().epochMilliseconds, db)
+                }
+                if chunk.caughtUp { break }
+                from = chunk.next
             }
         }
     }
 
-    /// One chunk of a source's rows from its mark on; answers whether the source is caught up.
-    static func scanChunk(_ source: ReconcileScan.Source, since: Int64, _ db: Database) throws -> Bool {
+    /// One chunk of a source's rows from `from` (the first of a scan: from its mark) on; answers where the next
+    /// chunk starts and whether the source is caught up.
+    static func scanChunk(_ source: ReconcileScan.Source, since: Int64, from given: Int64?, now: Int64, _ db: Database)
+        throws -> (next: Int64, caughtUp: Bool)
+    {
         let mark = try Int64.fetchOne(
             db, sql: "SELECT value_ms FROM ledger_marks WHERE name = ?", arguments: [source.mark])
-        let from = max(since, mark ?? since)
+        let from = max(since, given ?? mark ?? since)
         let filter = source.reasons.map { "AND reason IN (\(marks($0.count)))" } ?? ""
         let reasons = StatementArguments(source.reasons ?? [])
         let select = "SELECT \(source.timeColumn), user_id FROM \(source.table) WHERE \(source.timeColumn)"
         var rows = try Row.fetchAll(
             db, sql: "\(select) >= ? \(filter) ORDER BY \(source.timeColumn) LIMIT ?",
             arguments: StatementArguments([from]) + reasons + StatementArguments([Int64(ReconcileScan.chunkRows)]))
-        guard let last = rows.last?[0] as Int64? else { return true }
+        guard let last = rows.last?[0] as Int64? else { return (from, true) }
         let full = rows.count >= ReconcileScan.chunkRows
         var next = last
         if full, last == from {
@@ -82,14 +90,12 @@ extension SQLiteLedgerStore {
                     """
             ).execute(arguments: [row[1] as String, at, at])
         }
-        // The mark is where the next scan starts: right after this chunk while catching up, an overlap before the
-        // newest row once caught up.
         try db.execute(
             sql: """
                 INSERT INTO ledger_marks (name, value_ms) VALUES (?, ?)
                 ON CONFLICT (name) DO UPDATE SET value_ms = excluded.value_ms
-                """, arguments: [source.mark, full ? next : last - ReconcileScan.overlapMilliseconds])
-        return !full
+                """, arguments: [source.mark, ReconcileScan.mark(after: next, now: now)])
+        return (next, !full)
     }
 
     public func claimReconciliationUsers(_ userIds: [String], now: Date, nextCheck: Date) async throws -> [String] {
@@ -157,8 +163,8 @@ extension SQLiteLedgerStore {
         try await write { db in
             try db.execute(
                 sql:
-                    "DELETE FROM reconcile_users WHERE next_check_ms < ? AND COALESCE(last_active_ms, next_check_ms) < ?",
-                arguments: [ms, ms])
+                    "DELETE FROM reconcile_users WHERE COALESCE(last_active_ms, next_check_ms) < ?",
+                arguments: [ms])
             try db.execute(sql: "DELETE FROM reconcile_sightings WHERE first_seen_ms < ?", arguments: [ms])
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Fulfilment
 import GRDB
+import Logging
 
 /// Retention on SQLite: each batch is one write transaction of its own (not joined to the purchases' group commits,
 /// so a purchase never waits for more than one batch), and the pages the deletes free are given back to the file
@@ -9,7 +10,7 @@ extension SQLiteLedgerStore: LedgerRetention {
     public func prune(_ rows: PrunableRows, before: Date, limit: Int) async throws -> Int? {
         let cutoff = before.epochMilliseconds
         let limit = Int64(max(1, limit))
-        return try await writeAlone { db in
+        return try await write { db in
             switch rows {
             case .publishedOutbox:
                 try db.execute(
@@ -42,23 +43,29 @@ extension SQLiteLedgerStore: LedgerRetention {
                     }
                 }
                 return selected.count
-            case .deadLetters, .malformedDeadLetters:
-                let reason = rows == .malformedDeadLetters ? ConsumeFailureReason.malformedMessage.rawValue : nil
+            case .deadLetters:
                 try db.execute(
                     sql: """
                         DELETE FROM dead_letters WHERE id IN (
-                            SELECT id FROM dead_letters WHERE failed_at_ms < ? AND (? IS NULL OR reason = ?)
+                            SELECT id FROM dead_letters WHERE failed_at_ms < ? ORDER BY failed_at_ms LIMIT ?)
+                        """, arguments: [cutoff, limit])
+                return db.changesCount
+            case .malformedDeadLetters:
+                try db.execute(
+                    sql: """
+                        DELETE FROM dead_letters WHERE id IN (
+                            SELECT id FROM dead_letters WHERE reason = ? AND failed_at_ms < ?
                             ORDER BY failed_at_ms LIMIT ?)
-                        """, arguments: [cutoff, reason, reason, limit])
+                        """, arguments: [ConsumeFailureReason.malformedMessage.rawValue, cutoff, limit])
                 return db.changesCount
             case .reconcileUsers:
                 try db.execute(
                     sql: """
                         DELETE FROM reconcile_users WHERE user_id IN (
                             SELECT user_id FROM reconcile_users
-                            WHERE next_check_ms < ? AND COALESCE(last_active_ms, next_check_ms) < ?
+                            WHERE COALESCE(last_active_ms, next_check_ms) < ?
                             ORDER BY next_check_ms LIMIT ?)
-                        """, arguments: [cutoff, cutoff, limit])
+                        """, arguments: [cutoff, limit])
                 return db.changesCount
             case .reconcileSightings:
                 try db.execute(
@@ -87,14 +94,17 @@ extension SQLiteLedgerStore: LedgerRetention {
                         SELECT rejected_at_ms FROM rejections WHERE reason IN (\(Self.marks(reasons.count)))
                         ORDER BY rejected_at_ms DESC LIMIT 1 OFFSET ?
                         """, arguments: StatementArguments(reasons) + StatementArguments([keeping]))
-            case .deadLetters, .malformedDeadLetters:
-                let reason = rows == .malformedDeadLetters ? ConsumeFailureReason.malformedMessage.rawValue : nil
+            case .deadLetters:
+                ms = try Int64.fetchOne(
+                    db, sql: "SELECT failed_at_ms FROM dead_letters ORDER BY failed_at_ms DESC LIMIT 1 OFFSET ?",
+                    arguments: [keeping])
+            case .malformedDeadLetters:
                 ms = try Int64.fetchOne(
                     db,
                     sql: """
-                        SELECT failed_at_ms FROM dead_letters WHERE (? IS NULL OR reason = ?)
+                        SELECT failed_at_ms FROM dead_letters WHERE reason = ?
                         ORDER BY failed_at_ms DESC LIMIT 1 OFFSET ?
-                        """, arguments: [reason, reason, keeping])
+                        """, arguments: [ConsumeFailureReason.malformedMessage.rawValue, keeping])
             case .publishedOutbox:
                 ms = try Int64.fetchOne(
                     db,
@@ -120,7 +130,7 @@ extension SQLiteLedgerStore: LedgerRetention {
     }
 
     public func reclaimSpace(pages: Int) async throws -> Int {
-        try await writeAlone { db in
+        try await write { db in
             let free = try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
             guard free > 0, try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") == 2 else { return 0 }
             try db.execute(sql: "PRAGMA incremental_vacuum(\(max(1, pages)))")
@@ -129,15 +139,26 @@ extension SQLiteLedgerStore: LedgerRetention {
     }
 
     /// Makes the file give pages back as retention frees them: a new ledger is created so; one made before (no
-    /// auto-vacuum) is rewritten once by `VACUUM`, which takes about as long as copying the file. Answers whether an
-    /// existing ledger was rewritten.
-    func prepareIncrementalVacuum() throws -> Bool {
+    /// auto-vacuum) is rewritten once by `VACUUM` when ``convertsToIncrementalVacuum`` (the daemon's start), which
+    /// takes about as long as copying the file and needs as much free space again (SQLite's temporary directory and
+    /// the write-ahead log, truncated afterwards). Interrupted, it leaves the file as it was and runs at the next start.
+    func prepareIncrementalVacuum() throws {
         try pool.writeWithoutTransaction { db in
-            guard try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") != 2 else { return false }
-            let hadTables = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") ?? 0 > 0
+            guard try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") != 2 else { return }
+            let hasTables = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") ?? 0 > 0
+            guard !hasTables || convertsToIncrementalVacuum else { return }
+            let started = ContinuousClock.now
+            if hasTables {
+                logger.notice(
+                    "converting the ledger file to incremental vacuum, once: a VACUUM that takes about as long as copying the file")
+            }
             try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
             try db.execute(sql: "VACUUM")
-            return hadTables
+            try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+            if hasTables {
+                logger.notice(
+                    "ledger file converted to incremental vacuum", metadata: ["ledger.duration": "\(ContinuousClock.now - started)"])
+            }
         }
     }
 

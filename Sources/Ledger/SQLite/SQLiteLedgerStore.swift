@@ -8,10 +8,16 @@ public final class SQLiteLedgerStore: LedgerStore {
     let pool: DatabasePool
     private let batcher: SQLiteWriteBatcher
     let logger: Logger
+    /// Whether ``migrate()`` converts a ledger file made before retention to incremental vacuum (the daemon's start
+    /// does; commands that look into a ledger a daemon may be using never rewrite it).
+    let convertsToIncrementalVacuum: Bool
 
     /// Opens (creating if needed) the database at `path`.
-    public init(path: String, logger: Logger = Logger(label: "iap-worker.ledger")) throws(LedgerError) {
+    public init(
+        path: String, logger: Logger = Logger(label: "iap-worker.ledger"), convertsToIncrementalVacuum: Bool = false
+    ) throws(LedgerError) {
         self.logger = logger
+        self.convertsToIncrementalVacuum = convertsToIncrementalVacuum
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.label = "iap-worker.ledger"
@@ -24,13 +30,8 @@ public final class SQLiteLedgerStore: LedgerStore {
     }
 
     public func migrate() async throws {
-        let started = ContinuousClock.now
         do {
-            if try prepareIncrementalVacuum() {
-                logger.notice(
-                    "ledger file converted to incremental vacuum (once)",
-                    metadata: ["ledger.duration": "\(ContinuousClock.now - started)"])
-            }
+            try prepareIncrementalVacuum()
         } catch {
             throw LedgerError(code: .migration, message: "preparing the SQLite ledger for vacuum failed: \(Self.describe(error))")
         }

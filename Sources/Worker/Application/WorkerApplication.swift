@@ -48,7 +48,10 @@ public enum WorkerApplication {
         defer { listener.cancel() }
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask {
-                try await LedgerStores.withStore(url: configuration.ledgerURL, logger: logger, connectRetry: .untilConnected) {
+                try await LedgerStores.withStore(
+                    url: configuration.ledgerURL, logger: logger, connectRetry: .untilConnected,
+                    convertsToIncrementalVacuum: true
+                ) {
                     ledger in
                     let metrics = WorkerMetrics()
                     let gamebase = GamebaseClient(
@@ -146,7 +149,12 @@ public enum WorkerApplication {
         services.append(.init(service: OnShutdown { await producer.close() }))
         services.append(.init(service: admin))
         services.append(.init(service: sweeper))
-        if let pruner { services.append(.init(service: pruner)) }
+        // Pruning off (`ledger.retention.interval_ms: 0`): no service (one that returned would end the group).
+        if let pruner, configuration.retention.interval != nil {
+            services.append(.init(service: pruner))
+        } else {
+            metrics.ledgerPruneCaughtUp.set(to: 0)
+        }
         if configuration.reconcile.isEnabled { services.append(.init(service: reconciler)) }
         services.append(.init(service: engine))
         let group = ServiceGroup(

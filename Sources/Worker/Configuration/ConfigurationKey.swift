@@ -50,14 +50,14 @@ public struct ConfigurationKey: Sendable, Hashable {
             "sqlite:///path (one instance) or postgres://user:pass@host:5432/db (shared)", secret: true),
         ConfigurationKey(
             "ledger.retention.interval_ms", default: "300000",
-            "Between pruning passes (the first 30 s after start); 0 turns pruning off and nothing is ever removed"),
+            "Between pruning passes, at most 3600000 (the first 30 s after start); 0 turns pruning off"),
         ConfigurationKey("ledger.retention.batch_rows", default: "1000", "Rows deleted per transaction"),
         ConfigurationKey(
             "ledger.retention.published_outbox_hours", default: "72",
             "Published outbox rows (events already on Kafka) are deleted after this; unpublished ones never (0: kept)"),
         ConfigurationKey(
             "ledger.retention.rejections_days", default: "30",
-            "Rejections Gamebase confirmed as the claimant's (not_consumable, consumed_without_grant, test_purchase) (0: kept)"),
+            "Rejections Gamebase confirmed as the claimant's (not_consumable, consumed_without_grant, test_purchase); at least reconcile.lookback_hours (0: kept)"),
         ConfigurationKey(
             "ledger.retention.unconfirmed_rejections_hours", default: "24",
             "Rejections anyone could cause (invalid_purchase, payment_mismatch, user_mismatch…), with their published events (0: kept)"),

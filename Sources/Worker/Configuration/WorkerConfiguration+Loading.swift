@@ -152,7 +152,8 @@ extension WorkerConfiguration {
     /// `ledger.retention.*`.
     static func retention(_ values: ConfigValues, reconcile: Reconciler.Configuration) throws -> RetentionPolicy {
         var policy = RetentionPolicy()
-        let interval = try values.int("ledger.retention.interval_ms", default: 300_000, in: 0...86_400_000)
+        // At most an hour: the pruning alert fires when no pass caught up for an hour.
+        let interval = try values.int("ledger.retention.interval_ms", default: 300_000, in: 0...3_600_000)
         if interval > 0, interval < 1_000 {
             throw ConfigurationError(key: "ledger.retention.interval_ms", problem: "must be 0 (off) or at least 1000")
         }
@@ -172,6 +173,15 @@ extension WorkerConfiguration {
                 key: "ledger.retention.max_unconfirmed_rows", problem: "must be 0 (no bound) or at least 1000")
         }
         policy.reconciliationWindow = reconcile.lookback
+        // A confirmed rejection whose payment stays unconsumed (a test purchase) is what keeps the reconciler from
+        // judging it again at every pass; it must outlive the window in which its user is reconciled.
+        let lookbackHours = Int(reconcile.lookback.components.seconds / 3_600)
+        if reconcile.isEnabled, policy.rejectionsDays > 0, policy.rejectionsDays * 24 < lookbackHours {
+            throw ConfigurationError(
+                key: "ledger.retention.rejections_days",
+                problem: "\(policy.rejectionsDays) days is shorter than reconcile.lookback_hours (\(lookbackHours) h): "
+                    + "the reconciler would judge a rejected payment again at every pass")
+        }
         return policy
     }
 

@@ -94,6 +94,11 @@ public struct ReconcilePass: Sendable {
         guard health.allowsGamebaseCalls else {
             throw Interrupted(reason: "Gamebase calls are held (circuit open or stopped)")
         }
+        // The pruner deletes the reconciler's stale state in batches; this keeps it bounded when pruning is off.
+        if options.claim, !options.dryRun {
+            try await processor.ledger.pruneReconciliation(
+                before: now.addingTimeInterval(-configuration.lookback.seconds))
+        }
         let activeSince = now.addingTimeInterval(-configuration.lookback.seconds)
         var users: [String]
         if let given = options.users {

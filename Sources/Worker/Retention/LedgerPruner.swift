@@ -20,6 +20,13 @@ public struct LedgerPruner: Service {
     let logger: Logger
     private let watchdog = DeadlineWatchdog()
 
+    /// The kinds a pass goes through, those an outsider can grow first: a backlog elsewhere (a ledger that kept
+    /// everything until this version) never holds their bound off.
+    static let order: [PrunableRows] = [
+        .unconfirmedRejections, .malformedDeadLetters, .publishedOutbox, .confirmedRejections, .deadLetters,
+        .reconcileUsers, .reconcileSightings,
+    ]
+
     /// How long one pass deletes before it yields to the next (which follows after ``busyPause``).
     let passBudget: Duration
     static let busyPause: Duration = .seconds(1)
@@ -38,9 +45,13 @@ public struct LedgerPruner: Service {
         self.logger = logger
     }
 
+    /// Runs until shutdown. With pruning off it only waits for shutdown: a service that returned would end the daemon.
     public func run() async throws {
         guard let interval = policy.interval else {
             metrics.ledgerPruneCaughtUp.set(to: 0)
+            await cancelWhenGracefulShutdown {
+                while !Task.isCancelled { try? await Task.sleep(for: .seconds(3_600)) }
+            }
             return
         }
         metrics.ledgerPruneCaughtUp.set(to: Date().timeIntervalSince1970)
@@ -77,7 +88,7 @@ public struct LedgerPruner: Service {
         var pass = Pass()
         let started = ContinuousClock.now
         do {
-            kinds: for rows in PrunableRows.allCases {
+            kinds: for rows in Self.order {
                 guard let cutoff = try await cutoff(of: rows, now: now) else { continue }
                 while true {
                     guard
@@ -92,7 +103,9 @@ public struct LedgerPruner: Service {
                     }
                     pass.pruned[rows, default: 0] += deleted
                     metrics.countPruned(table: rows.table, by: deleted)
-                    if deleted < policy.batchRows { break }
+                    // Done when a batch finds nothing: on PostgreSQL a batch can delete fewer rows than it selected
+                    // (one updated beside it is left to the next batch).
+                    if deleted == 0 { break }
                     if ContinuousClock.now - started >= passBudget {
                         pass.stoppedWithRowsDue = true
                         break kinds
@@ -110,7 +123,14 @@ public struct LedgerPruner: Service {
             }
             pass.caughtUp = !pass.leftToAnotherInstance && !pass.stoppedWithRowsDue
             if pass.caughtUp { metrics.ledgerPruneCaughtUp.set(to: Date().timeIntervalSince1970) }
-            metrics.setLedgerRows(try await bounded("ledger row counts") { [ledger] in try await ledger.rowCounts() })
+            // The counts are for people; a ledger too slow to count does not fail the pass.
+            do {
+                metrics.setLedgerRows(try await bounded("ledger row counts") { [ledger] in try await ledger.rowCounts() })
+            } catch is CancellationError {
+                return pass
+            } catch {
+                logger.debug("ledger row counts failed", metadata: ["iap.error": "\(error)"])
+            }
         } catch is CancellationError {
             return pass
         } catch {

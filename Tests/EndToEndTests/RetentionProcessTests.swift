@@ -1,0 +1,72 @@
+import Foundation
+import Fulfilment
+import IAPTestSupport
+import Ledger
+import Testing
+
+/// The daemon keeps its ledger on its own schedule, whatever Kafka does.
+@Suite("Ledger retention in the daemon", .serialized, .timeLimit(.minutes(3)))
+struct RetentionProcessTests {
+    @Test func aWorkerWhoseBrokerIsUnreachablePrunesItsLedgerWithinAMinuteOfStart() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-retention-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let ledgerURL = "sqlite://\(folder.path)/ledger.sqlite"
+        let old = Date().addingTimeInterval(-10 * 86_400)
+        try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) { store in
+            for i in 0..<50 {
+                let grant = GrantRecord(
+                    paymentSeq: "old-\(i)", userId: "u\(i)", gamebaseProductId: "gem", purchaseToken: "tok-\(i)",
+                    productSeq: 1, marketId: "GG", productType: "CONSUMABLE", price: "1", currency: "KRW",
+                    paymentId: "GPA.old-\(i)", isTestPurchase: false, purchaseTime: nil, payload: nil, grantedAt: old,
+                    source: nil)
+                _ = try await store.insertGrant(
+                    grant,
+                    event: OutboxEvent(
+                        id: "old-\(i):item-granted", paymentSeq: "old-\(i)", topic: "iap.item-granted", key: nil, headers: [],
+                        payload: Array("{}".utf8), createdAt: old, publishedAt: old))
+                _ = try await store.markConsumed(paymentSeq: "old-\(i)", resultCode: 0, at: old)
+            }
+        }
+        let worker = try ChildProcess(
+            "worker",
+            ["run"],
+            environment: [
+                // Nothing listens there: the worker never reaches a broker.
+                "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "GAMEBASE_BASE_URL": "http://127.0.0.1:1",
+                "GAMEBASE_APP_ID": EndToEndSystem.appID, "GAMEBASE_SECRET_KEY": EndToEndSystem.secretKey,
+                "LEDGER_URL": ledgerURL, "SERVER_PORT": "0", "LOG_FORMAT": "json", "IAP_WORKER_CONFIG": "",
+                "RECONCILE_INTERVAL_MS": "0",
+            ], folder: folder)
+        let pass = try await worker.waitForLog("ledger pruning pass", within: 75)
+        #expect(pass["prune.published_outbox"] as? String == "50")
+        #expect(try await worker.terminate() == 0)
+        try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) { (store) async throws in
+            let event = try await store.event(id: "old-0:item-granted")
+            #expect(event == nil)
+            let stats = try await store.stats()
+            #expect(stats.consumed == 50, "every grant kept")
+        }
+    }
+
+    @Test func aWorkerWithPruningOffRunsUntilItIsStopped() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-retention-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let worker = try ChildProcess(
+            "worker",
+            ["run"],
+            environment: [
+                "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "GAMEBASE_BASE_URL": "http://127.0.0.1:1",
+                "GAMEBASE_APP_ID": EndToEndSystem.appID, "GAMEBASE_SECRET_KEY": EndToEndSystem.secretKey,
+                "LEDGER_URL": "sqlite://\(folder.path)/ledger.sqlite", "SERVER_PORT": "0", "LOG_FORMAT": "json",
+                "IAP_WORKER_CONFIG": "", "LEDGER_RETENTION_INTERVAL_MS": "0",
+            ], folder: folder)
+        let port = try await worker.adminPort()
+        try await Task.sleep(for: .seconds(3))
+        #expect(worker.isRunning, "\(worker.diagnosticOutput)")
+        let metrics = try await httpGet("http://127.0.0.1:\(port)/metrics")
+        #expect(metrics.body.contains("iap_ledger_prune_caught_up_timestamp_seconds 0"))
+        #expect(try await worker.terminate() == 0)
+    }
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds `iap-worker` as it was at the version before the newest ledger migration, for the mixed-version test
+# (Tests/EndToEndTests/MixedVersionProcessTests.swift: instances of both versions on one PostgreSQL ledger, rolled
+# one by one under load). Prints the executable's path; a build of the same revision is reused.
+#
+# IAP_WORKER_PREVIOUS_REV names the revision (default below: the last commit whose schema ends at
+# 003_support_lookup). When a migration is added, set the default to the last commit before it.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+swift=${SWIFT:-swift}
+rev=${IAP_WORKER_PREVIOUS_REV:-0d7c65307c773aab5404b330cb82609e75b88f1d}
+out="$root/.build-previous"
+commit=$(git -C "$root" rev-parse --verify "$rev^{commit}")
+if [[ -x "$out/bin/iap-worker" && "$(cat "$out/bin/commit" 2>/dev/null)" == "$commit" ]]; then
+    echo "$out/bin/iap-worker"
+    exit 0
+fi
+rm -rf "$out/src" "$out/bin"
+mkdir -p "$out/src" "$out/bin"
+git -C "$root" archive "$commit" | tar -x -C "$out/src"
+echo "building iap-worker at ${commit:0:12} (the version before the newest migration) in $out…" >&2
+"$swift" build --package-path "$out/src" --scratch-path "$out/build" --product iap-worker >&2
+cp "$out/build/debug/iap-worker" "$out/bin/iap-worker"
+echo "$commit" > "$out/bin/commit"
+rm -rf "$out/src"
+echo "$out/bin/iap-worker"
