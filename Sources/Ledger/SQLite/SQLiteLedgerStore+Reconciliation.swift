@@ -66,30 +66,30 @@ extension SQLiteLedgerStore {
         let from = max(since, given ?? mark ?? since)
         let filter = source.reasons.map { "AND reason IN (\(marks($0.count)))" } ?? ""
         let reasons = StatementArguments(source.reasons ?? [])
-        let select = "SELECT \(source.timeColumn), user_id FROM \(source.table) WHERE \(source.timeColumn)"
-        var rows = try Row.fetchAll(
-            db, sql: "\(select) >= ? \(filter) ORDER BY \(source.timeColumn) LIMIT ?",
-            arguments: StatementArguments([from]) + reasons + StatementArguments([Int64(ReconcileScan.chunkRows)]))
-        guard let last = rows.last?[0] as Int64? else { return (from, true) }
-        let full = rows.count >= ReconcileScan.chunkRows
+        let column = source.timeColumn
+        let chunk = "SELECT \(column) AS t, user_id FROM \(source.table) WHERE \(column) >= ? \(filter) ORDER BY \(column) LIMIT ?"
+        let arguments = StatementArguments([from]) + reasons + StatementArguments([Int64(ReconcileScan.chunkRows)])
+        guard let summary = try Row.fetchOne(db, sql: "SELECT count(*), max(t) FROM (\(chunk))", arguments: arguments),
+            let last = summary[1] as Int64?
+        else { return (from, true) }
+        let full = (summary[0] as Int64) >= Int64(ReconcileScan.chunkRows)
         var next = last
+        var rows = "(\(chunk))"
+        var rowArguments = arguments
         if full, last == from {
-            // A whole chunk of one millisecond: read all of that millisecond, then go past it.
-            rows = try Row.fetchAll(
-                db, sql: "\(select) = ? \(filter)", arguments: StatementArguments([from]) + reasons)
+            // A whole chunk of one millisecond: all of that millisecond, then past it.
+            rows = "(SELECT \(column) AS t, user_id FROM \(source.table) WHERE \(column) = ? \(filter))"
+            rowArguments = StatementArguments([from]) + reasons
             next = from + 1
         }
-        for row in rows {
-            let at: Int64 = row[0]
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO reconcile_users (user_id, next_check_ms, last_active_ms) VALUES (?, ?, ?)
-                    ON CONFLICT (user_id) DO UPDATE SET
-                        last_active_ms = excluded.last_active_ms
-                    WHERE COALESCE(last_active_ms, 0) < excluded.last_active_ms
-                    """
-            ).execute(arguments: [row[1] as String, at, at])
-        }
+        // One statement for the chunk (`WHERE true`: SQLite's upsert after a SELECT needs a WHERE).
+        try db.execute(
+            sql: """
+                INSERT INTO reconcile_users (user_id, next_check_ms, last_active_ms)
+                SELECT user_id, min(t), max(t) FROM \(rows) WHERE true GROUP BY user_id
+                ON CONFLICT (user_id) DO UPDATE SET last_active_ms = excluded.last_active_ms
+                WHERE COALESCE(last_active_ms, 0) < excluded.last_active_ms
+                """, arguments: rowArguments)
         try db.execute(
             sql: """
                 INSERT INTO ledger_marks (name, value_ms) VALUES (?, ?)
