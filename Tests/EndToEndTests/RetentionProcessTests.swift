@@ -1,6 +1,7 @@
 import Foundation
 import Fulfilment
 import IAPTestSupport
+import Kafka
 import Ledger
 import Testing
 
@@ -68,5 +69,56 @@ struct RetentionProcessTests {
         let metrics = try await httpGet("http://127.0.0.1:\(port)/metrics")
         #expect(metrics.body.contains("iap_ledger_prune_caught_up_timestamp_seconds 0"))
         #expect(try await worker.terminate() == 0)
+    }
+
+    @Test func aFloodOfForgedClaimsThroughTheWorkerIsHeldToTheBoundWhilePurchasesAreGranted() async throws {
+        let cluster = try await ProcessTests.Cluster.start(purchases: 300, simulatorArguments: ["--latency-ms", "2"])
+        let ledgerURL = try await TestDatabases.freshLedgerURL(.postgres)
+        var environment = cluster.workerEnvironment(
+            ledgerURL: ledgerURL, group: "flood-\(UUID().uuidString.prefix(6))", maxInFlight: 64)
+        environment["LEDGER_RETENTION_MAX_UNCONFIRMED_ROWS"] = "1000"
+        environment["LEDGER_RETENTION_BATCH_ROWS"] = "100"
+        environment["LEDGER_RETENTION_INTERVAL_MS"] = "2000"
+        let worker = try cluster.worker("worker", environment)
+        _ = try await worker.adminPort()
+        // Claims of payments that do not exist, each under its own made-up user: one rejection row each.
+        func flood(_ range: Range<Int>) async throws {
+            let producer = try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrap), logger: EndToEndSystem.logger)
+            for i in range {
+                try await producer.send(
+                    KafkaProducerRecord(
+                        topic: "purchase.completed", key: Array("attacker-\(i)".utf8),
+                        value: Array(EndToEndSystem.message("forged-\(i)", user: "attacker-\(i)").utf8)))
+            }
+            await producer.close()
+        }
+        try await flood(0..<2_000)
+        try await cluster.produce(range: 0..<150)
+        try await worker.waitForLog("ledger pruning pass", within: 90)
+        try await flood(2_000..<2_600)
+        try await cluster.produce(range: 150..<300)
+        try await cluster.waitUntilAllConsumed(within: 120, workers: [worker], ledgerURL: ledgerURL)
+        // Every forged claim judged, then a pass after the last of them.
+        let deadline = Date().addingTimeInterval(60)
+        var rejected = 0
+        while Date() < deadline {
+            rejected = worker.outcomeCounts["rejected"] ?? 0
+            if rejected >= 2_600 { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(rejected == 2_600)
+        let passes = worker.logLines(containing: "ledger pruning pass").count
+        while worker.logLines(containing: "ledger pruning pass").count < passes + 1, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(try await worker.terminate() == 0)
+
+        let stats = try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) { try await $0.stats() }
+        let kept = stats.rejections.values.reduce(0, +)
+        #expect(kept <= 1_000, "the count bound holds: \(stats.rejections)")
+        #expect(kept >= 900, "the newest claims are kept: \(stats.rejections)")
+        #expect(stats.consumed == 300, "every purchase granted once and consumed")
+        let consumes = try await simulatorConsumes(cluster.simulatorURL)
+        #expect(consumes.count == 300 && consumes.values.allSatisfy { $0 == 1 }, "none lost, none consumed twice")
     }
 }
