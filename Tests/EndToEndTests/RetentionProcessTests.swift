@@ -8,6 +8,16 @@ import Testing
 /// The daemon keeps its ledger on its own schedule, whatever Kafka does.
 @Suite("Ledger retention in the daemon", .serialized, .timeLimit(.minutes(3)))
 struct RetentionProcessTests {
+    /// `iap-worker run` with nothing listening at its broker's or Gamebase's address: it never reaches either.
+    static func isolatedWorker(ledgerURL: String, _ extra: [String: String], folder: URL) throws -> ChildProcess {
+        let environment = [
+            "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "GAMEBASE_BASE_URL": "http://127.0.0.1:1",
+            "GAMEBASE_APP_ID": EndToEndSystem.appID, "GAMEBASE_SECRET_KEY": EndToEndSystem.secretKey,
+            "LEDGER_URL": ledgerURL, "SERVER_PORT": "0", "LOG_FORMAT": "json", "IAP_WORKER_CONFIG": "",
+        ].merging(extra) { $1 }
+        return try ChildProcess("worker", ["run"], environment: environment, folder: folder)
+    }
+
     @Test func aWorkerWhoseBrokerIsUnreachablePrunesItsLedgerWithinAMinuteOfStart() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-retention-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -29,16 +39,7 @@ struct RetentionProcessTests {
                 _ = try await store.markConsumed(paymentSeq: "old-\(i)", resultCode: 0, at: old)
             }
         }
-        let worker = try ChildProcess(
-            "worker",
-            ["run"],
-            environment: [
-                // Nothing listens there: the worker never reaches a broker.
-                "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "GAMEBASE_BASE_URL": "http://127.0.0.1:1",
-                "GAMEBASE_APP_ID": EndToEndSystem.appID, "GAMEBASE_SECRET_KEY": EndToEndSystem.secretKey,
-                "LEDGER_URL": ledgerURL, "SERVER_PORT": "0", "LOG_FORMAT": "json", "IAP_WORKER_CONFIG": "",
-                "RECONCILE_INTERVAL_MS": "0",
-            ], folder: folder)
+        let worker = try Self.isolatedWorker(ledgerURL: ledgerURL, ["RECONCILE_INTERVAL_MS": "0"], folder: folder)
         let pass = try await worker.waitForLog("ledger pruning pass", within: 75)
         #expect(pass["prune.published_outbox"] as? String == "50")
         #expect(try await worker.terminate() == 0)
@@ -54,15 +55,8 @@ struct RetentionProcessTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-retention-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let worker = try ChildProcess(
-            "worker",
-            ["run"],
-            environment: [
-                "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "GAMEBASE_BASE_URL": "http://127.0.0.1:1",
-                "GAMEBASE_APP_ID": EndToEndSystem.appID, "GAMEBASE_SECRET_KEY": EndToEndSystem.secretKey,
-                "LEDGER_URL": "sqlite://\(folder.path)/ledger.sqlite", "SERVER_PORT": "0", "LOG_FORMAT": "json",
-                "IAP_WORKER_CONFIG": "", "LEDGER_RETENTION_INTERVAL_MS": "0",
-            ], folder: folder)
+        let worker = try Self.isolatedWorker(
+            ledgerURL: "sqlite://\(folder.path)/ledger.sqlite", ["LEDGER_RETENTION_INTERVAL_MS": "0"], folder: folder)
         let port = try await worker.adminPort()
         try await Task.sleep(for: .seconds(3))
         #expect(worker.isRunning, "\(worker.diagnosticOutput)")
