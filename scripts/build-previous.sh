@@ -18,6 +18,8 @@ fi
 rm -rf "$out/src" "$out/bin"
 mkdir -p "$out/src" "$out/bin"
 git -C "$root" archive "$commit" | tar -x -C "$out/src"
+# The dependency versions this checkout resolved, so both builds use the same ones.
+if [[ -f "$root/Package.resolved" ]]; then cp "$root/Package.resolved" "$out/src/Package.resolved"; fi
 echo "building iap-worker at ${commit:0:12} (the version before the newest migration) in $out…" >&2
 "$swift" build --package-path "$out/src" --scratch-path "$out/build" --product iap-worker >&2
 cp "$out/build/debug/iap-worker" "$out/bin/iap-worker"

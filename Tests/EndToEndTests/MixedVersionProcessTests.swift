@@ -10,7 +10,14 @@ import Testing
 struct MixedVersionProcessTests {
     /// The previous version's executable: `IAP_WORKER_PREVIOUS_BIN`, or where `scripts/build-previous.sh` puts it.
     static func previousExecutable() throws -> String {
-        if let path = ProcessInfo.processInfo.environment["IAP_WORKER_PREVIOUS_BIN"] { return path }
+        if let path = ProcessInfo.processInfo.environment["IAP_WORKER_PREVIOUS_BIN"] {
+            guard !path.isEmpty else {
+                throw ProcessTestError(
+                    "scripts/build-previous.sh could not build the previous version (its output is above the tests; a "
+                        + "shallow clone needs git fetch --unshallow)")
+            }
+            return path
+        }
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         let path = root.appendingPathComponent(".build-previous/bin/iap-worker").path
@@ -42,12 +49,19 @@ struct MixedVersionProcessTests {
         // replaced one at a time, purchases arriving all along.
         let new0 = try cluster.worker("new-0", environment)
         _ = try await new0.adminPort()
+        let old1Before = old1.outcomeCounts.values.reduce(0, +)
         try await cluster.produce(range: 400..<800)
         #expect(try await old0.terminate() == 0)
         let new1 = try cluster.worker("new-1", environment)
         _ = try await new1.adminPort()
         try await cluster.produce(range: 800..<1_200)
         #expect(old1.isRunning, "the previous version runs beside the migrated ledger:\n\(old1.diagnosticOutput)")
+        // It kept working on the migrated ledger, beside the new instances.
+        let deadline = Date().addingTimeInterval(30)
+        while old1.outcomeCounts.values.reduce(0, +) == old1Before, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(old1.outcomeCounts.values.reduce(0, +) > old1Before, "the previous version processed nothing after the migration")
         #expect(try await old1.terminate() == 0)
         try await cluster.waitUntilAllConsumed(within: 180, workers: [new0, new1], ledgerURL: ledgerURL)
 

@@ -126,6 +126,27 @@ struct ReconciliationLedgerTests {
     }
 
     @Test(arguments: LedgerBackend.allCases)
+    func aBurstOfRecentGrantsLongerThanAScanChunkIsReadInOneCall(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            // Each at its own millisecond within the last minute: inside the 2-minute overlap.
+            let start = Date().addingTimeInterval(-60)
+            let count = 6_001
+            for first in stride(from: 0, to: count, by: 1_000) {
+                _ = try await store.insertGrants(
+                    (first..<min(first + 1_000, count)).map { i in
+                        GrantWrite(
+                            grant: LedgerStoreTests.grant(
+                                "burst\(i)", user: "burst-user-\(i)", at: start.addingTimeInterval(Double(i) / 1_000)),
+                            event: LedgerStoreTests.event("burst\(i):item-granted", seq: "burst\(i)"))
+                    })
+            }
+            let users = try await store.reconciliationUsers(
+                activeSince: Date().addingTimeInterval(-72 * 3_600), dueAt: Date(), limit: 10_000)
+            #expect(Set(users).count == count)
+        }
+    }
+
+    @Test(arguments: LedgerBackend.allCases)
     func eachUserIsClaimedByOneInstanceOnlyWhateverRunsAtOnce(backend: LedgerBackend) async throws {
         try await TestDatabases.withFreshLedger(backend, maxConnections: 24) { store in
             let users = (0..<60).map { "user-\($0)" }

@@ -1,4 +1,5 @@
 import Foundation
+import Fulfilment
 import Gamebase
 import Kafka
 import Testing
@@ -50,6 +51,38 @@ import Worker
         let off = try await WorkerConfiguration.load(
             configFile: try Self.file(Self.minimal), environment: ["RECONCILE_INTERVAL_MS": "0"])
         #expect(!off.reconcile.isEnabled)
+    }
+
+    @Test func retentionIsConfiguredByItsKeysAndTurnedOffWithZero() async throws {
+        let configuration = try await WorkerConfiguration.load(
+            configFile: try Self.file(
+                Self.minimal + "\nledger:\n  retention:\n    published_outbox_hours: 24\n    max_unconfirmed_rows: 5000\n"),
+            environment: ["LEDGER_RETENTION_REJECTIONS_DAYS": "7"])
+        #expect(configuration.retention.interval == .milliseconds(300_000))
+        #expect(configuration.retention.maximumAge(of: .publishedOutbox) == .seconds(24 * 3_600))
+        #expect(configuration.retention.maximumAge(of: .confirmedRejections) == .seconds(7 * 86_400))
+        #expect(configuration.retention.maximumCount(of: .unconfirmedRejections) == 5_000)
+        #expect(!configuration.reconcile.prunesOwnState)
+        let off = try await WorkerConfiguration.load(
+            configFile: try Self.file(Self.minimal), environment: ["LEDGER_RETENTION_INTERVAL_MS": "0"])
+        #expect(off.retention.interval == nil)
+        #expect(off.reconcile.prunesOwnState, "with pruning off the reconciler keeps its own state bounded")
+    }
+
+    @Test(arguments: [
+        // The alert fires when no pass caught up for an hour.
+        ("LEDGER_RETENTION_INTERVAL_MS", "3600001", "ledger.retention.interval_ms"),
+        ("LEDGER_RETENTION_INTERVAL_MS", "500", "ledger.retention.interval_ms"),
+        ("LEDGER_RETENTION_MAX_UNCONFIRMED_ROWS", "10", "ledger.retention.max_unconfirmed_rows"),
+        // A confirmed rejection must outlive the reconciler's window (72 hours by default).
+        ("LEDGER_RETENTION_REJECTIONS_DAYS", "2", "ledger.retention.rejections_days"),
+    ])
+    func retentionValuesThatCannotWorkAreRefusedNamingTheKey(variable: String, value: String, key: String) async throws {
+        let path = try Self.file(Self.minimal)
+        let error = await #expect(throws: ConfigurationError.self) {
+            try await WorkerConfiguration.load(configFile: path, environment: [variable: value])
+        }
+        #expect(error?.key == key)
     }
 
     @Test func environmentOverridesTheFile() async throws {

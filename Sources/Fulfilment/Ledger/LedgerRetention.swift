@@ -16,7 +16,8 @@ public enum PrunableRows: String, Sendable, Hashable, CaseIterable {
     case deadLetters = "dead_letters"
     /// Recorded dead letters of malformed records (anyone can cause them), by `failed_at`.
     case malformedDeadLetters = "malformed_dead_letters"
-    /// Reconciler users not active since the cutoff and not due after it.
+    /// Reconciler users not active since the cutoff (by their last grant or confirmed rejection; one claimed by
+    /// `reconcile --user` and never active, by its next check).
     case reconcileUsers = "reconcile_users"
     /// Reconciler sightings first seen before the cutoff.
     case reconcileSightings = "reconcile_sightings"

@@ -103,7 +103,18 @@ extension PostgresLedgerStore {
                 count = rows
                 last = newest
             }
-            guard let last else { return (from, true) }
+            guard let last else {
+                // Nothing since `from`: the next scan need not walk back past an overlap before now.
+                try await connection.query(
+                    """
+                    INSERT INTO ledger_marks (name, value_ms)
+                    VALUES (\(source.mark), GREATEST(\(from), (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+                        - \(ReconcileScan.overlapMilliseconds)))
+                    ON CONFLICT (name) DO UPDATE SET value_ms = EXCLUDED.value_ms
+                    WHERE ledger_marks.value_ms IS DISTINCT FROM EXCLUDED.value_ms
+                    """, logger: logger)
+                return (from, true)
+            }
             let full = count >= chunk
             var next = last
             if full, last == from {

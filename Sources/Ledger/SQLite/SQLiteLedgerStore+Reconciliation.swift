@@ -71,7 +71,18 @@ extension SQLiteLedgerStore {
         let arguments = StatementArguments([from]) + reasons + StatementArguments([Int64(ReconcileScan.chunkRows)])
         guard let summary = try Row.fetchOne(db, sql: "SELECT count(*), max(t) FROM (\(chunk))", arguments: arguments),
             let last = summary[1] as Int64?
-        else { return (from, true) }
+        else {
+            // Nothing since `from`: the next scan need not walk back past an overlap before now.
+            let position = max(from, now - ReconcileScan.overlapMilliseconds)
+            if position != mark {
+                try db.execute(
+                    sql: """
+                        INSERT INTO ledger_marks (name, value_ms) VALUES (?, ?)
+                        ON CONFLICT (name) DO UPDATE SET value_ms = excluded.value_ms
+                        """, arguments: [source.mark, position])
+            }
+            return (from, true)
+        }
         let full = (summary[0] as Int64) >= Int64(ReconcileScan.chunkRows)
         var next = last
         var rows = "(\(chunk))"

@@ -3,9 +3,10 @@ import Fulfilment
 import GRDB
 import Logging
 
-/// Retention on SQLite: each batch is one write transaction of its own (not joined to the purchases' group commits,
-/// so a purchase never waits for more than one batch), and the pages the deletes free are given back to the file
-/// system by incremental vacuum (``prepareIncrementalVacuum()`` converts a ledger file made before it, once).
+/// Retention on SQLite: each batch goes through the write batcher like the purchases' writes (a savepoint in their
+/// group commit: a batch of writes never waits behind a stream of others), and the pages the deletes free are given
+/// back to the file system by incremental vacuum, a few hundred pages a step (``prepareIncrementalVacuum()`` converts
+/// a ledger file made before it, once, at the daemon's start).
 extension SQLiteLedgerStore: LedgerRetention {
     public func prune(_ rows: PrunableRows, before: Date, limit: Int) async throws -> Int? {
         let cutoff = before.epochMilliseconds
@@ -130,12 +131,23 @@ extension SQLiteLedgerStore: LedgerRetention {
     }
 
     public func reclaimSpace(pages: Int) async throws -> Int {
-        try await write { db in
+        let (freed, left) = try await write { db -> (Int, Int) in
             let free = try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
-            guard free > 0, try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") == 2 else { return 0 }
+            guard free > 0, try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") == 2 else { return (0, free) }
             try db.execute(sql: "PRAGMA incremental_vacuum(\(max(1, pages)))")
-            return free - (try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0)
+            let left = try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
+            return (free - left, left)
         }
+        if freed > 0, left == 0 {
+            // The file shrinks when a checkpoint has copied the log back (the daemon never closes the file, and the
+            // automatic checkpoints may leave the last frames): one that waits for no reader.
+            do {
+                try await pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(PASSIVE)") }
+            } catch {
+                throw Self.wrap(error)
+            }
+        }
+        return freed
     }
 
     /// Makes the file give pages back as retention frees them: a new ledger is created so; one made before (no
@@ -147,6 +159,11 @@ extension SQLiteLedgerStore: LedgerRetention {
             guard try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") != 2 else { return }
             let hasTables = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") ?? 0 > 0
             guard !hasTables || convertsToIncrementalVacuum else { return }
+            if hasTables, let shortfall = conversionSpaceShortfall(db) {
+                logger.warning(
+                    "the ledger file is not converted to incremental vacuum: \(shortfall); it keeps its size and is tried again at the next start")
+                return
+            }
             let started = ContinuousClock.now
             if hasTables {
                 logger.notice(
@@ -160,6 +177,28 @@ extension SQLiteLedgerStore: LedgerRetention {
                     "ledger file converted to incremental vacuum", metadata: ["ledger.duration": "\(ContinuousClock.now - started)"])
             }
         }
+    }
+
+    /// Why there is not room for `VACUUM`'s copies of the file (one in SQLite's temporary directory, one in the
+    /// write-ahead log beside it), or `nil`.
+    func conversionSpaceShortfall(_ db: Database) -> String? {
+        let pages = (try? Int.fetchOne(db, sql: "PRAGMA page_count")) ?? 0
+        let pageSize = (try? Int.fetchOne(db, sql: "PRAGMA page_size")) ?? 4_096
+        let needed = Int64(pages) * Int64(pageSize)
+        let environment = ProcessInfo.processInfo.environment
+        let temporary = environment["SQLITE_TMPDIR"] ?? environment["TMPDIR"] ?? "/var/tmp"
+        let directory = URL(fileURLWithPath: pool.path).deletingLastPathComponent().path
+        func free(_ path: String) -> Int64? {
+            (try? FileManager.default.attributesOfFileSystem(forPath: path)[.systemFreeSize] as? NSNumber)?.int64Value
+        }
+        var problems: [String] = []
+        if let available = free(directory), available < needed {
+            problems.append("\(directory) has \(available) bytes free for a write-ahead log of \(needed)")
+        }
+        if let available = free(temporary), available < needed {
+            problems.append("\(temporary) (SQLITE_TMPDIR, TMPDIR or /var/tmp) has \(available) bytes free for a copy of \(needed)")
+        }
+        return problems.isEmpty ? nil : problems.joined(separator: "; ")
     }
 
     /// A write transaction of its own, outside the purchases' group commits.

@@ -33,7 +33,10 @@ public final class SQLiteLedgerStore: LedgerStore {
         do {
             try prepareIncrementalVacuum()
         } catch {
-            throw LedgerError(code: .migration, message: "preparing the SQLite ledger for vacuum failed: \(Self.describe(error))")
+            // Best effort: without it the pruned pages are reused by new rows, the file only does not shrink.
+            logger.warning(
+                "the ledger file could not be converted to incremental vacuum; it keeps its size and is tried again at the next start",
+                metadata: ["iap.error": "\(Self.describe(error))"])
         }
         var migrator = DatabaseMigrator()
         for migration in LedgerSchema.migrations(.sqlite) {

@@ -101,6 +101,7 @@ extension WorkerConfiguration {
         shutdownTimeoutMilliseconds = try values.int("worker.shutdown_timeout_ms", default: shutdownTimeoutMilliseconds, in: 0...3_600_000)
         reconcile = try Self.reconcile(values)
         retention = try Self.retention(values, reconcile: reconcile)
+        reconcile.prunesOwnState = retention.interval == nil
 
         serverPort = try values.int("server.port", default: serverPort, in: 0...65_535)
         let level = try values.string("log.level", default: "info")
@@ -180,7 +181,8 @@ extension WorkerConfiguration {
             throw ConfigurationError(
                 key: "ledger.retention.rejections_days",
                 problem: "\(policy.rejectionsDays) days is shorter than reconcile.lookback_hours (\(lookbackHours) h): "
-                    + "the reconciler would judge a rejected payment again at every pass")
+                    + "a payment rejected and left unconsumed (a test purchase) would be judged again, and its "
+                    + "rejection recorded again, each time the rejection is pruned")
         }
         return policy
     }

@@ -94,8 +94,8 @@ public struct ReconcilePass: Sendable {
         guard health.allowsGamebaseCalls else {
             throw Interrupted(reason: "Gamebase calls are held (circuit open or stopped)")
         }
-        // The pruner deletes the reconciler's stale state in batches; this keeps it bounded when pruning is off.
-        if options.claim, !options.dryRun {
+        // The pruner deletes the reconciler's stale state in batches; with pruning off, each claiming pass does.
+        if options.claim, !options.dryRun, configuration.prunesOwnState {
             try await processor.ledger.pruneReconciliation(
                 before: now.addingTimeInterval(-configuration.lookback.seconds))
         }

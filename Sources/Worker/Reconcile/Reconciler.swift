@@ -37,6 +37,8 @@ public struct Reconciler: Service {
             self.maxCallsPerSecond = max(1, maxCallsPerSecond)
         }
 
+        /// Whether each claiming pass deletes the reconciler's stale state itself (when the ledger's pruner is off).
+        public var prunesOwnState = false
         public var isEnabled: Bool { interval > .zero }
     }
 

@@ -30,8 +30,9 @@ public struct LedgerPruner: Service {
     /// How long one pass deletes before it yields to the next (which follows after ``busyPause``).
     let passBudget: Duration
     static let busyPause: Duration = .seconds(1)
-    /// Pages of the SQLite file given back per transaction.
-    static let reclaimPages = 2_048
+    /// Pages of the SQLite file given back per step (each a savepoint in the purchases' group commit: about 1 MiB of
+    /// write-ahead log).
+    static let reclaimPages = 256
 
     public init(
         ledger: any LedgerRetention, policy: RetentionPolicy, callTimeout: Duration = .seconds(10),
