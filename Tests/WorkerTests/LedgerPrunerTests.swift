@@ -195,6 +195,35 @@ struct LedgerPrunerTests {
     }
 
     @Test
+    func onPostgreSQLAUserActiveAgainWhileItsDeleteWaitsIsKept() async throws {
+        let url = try await TestDatabases.freshLedgerURL(.postgres)
+        let database = String(url.split(separator: "/").last ?? "")
+        try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { store in
+            let retention = try #require(store as? any LedgerRetention)
+            let server = try PostgresTestServer.current()
+            let long = Self.ago(hours: 1_000).epochMilliseconds
+            try await server.withConnection(to: database) { connection in
+                try await connection.query(
+                    "INSERT INTO reconcile_users VALUES ('returning', \(long), \(long)), ('gone', \(long), \(long))",
+                    logger: TestDatabases.quietLogger)
+                // The scan records new activity of one of them and has not committed yet.
+                try await connection.query("BEGIN", logger: TestDatabases.quietLogger)
+                try await connection.query(
+                    "UPDATE reconcile_users SET last_active_ms = \(Self.now.epochMilliseconds) WHERE user_id = 'returning'",
+                    logger: TestDatabases.quietLogger)
+                let prune = Task { try await retention.prune(.reconcileUsers, before: Self.ago(hours: 72), limit: 100) }
+                try await Task.sleep(for: .milliseconds(500))  // the delete picked both and waits for the row lock
+                try await connection.query("COMMIT", logger: TestDatabases.quietLogger)
+                #expect(try await prune.value == 1)
+                let left = try await connection.query("SELECT user_id FROM reconcile_users", logger: TestDatabases.quietLogger)
+                var users: [String] = []
+                for try await user in left.decode(String.self) { users.append(user) }
+                #expect(users == ["returning"])
+            }
+        }
+    }
+
+    @Test
     func theSQLiteFileGivesTheSpaceOfPrunedRowsBack() async throws {
         let url = try await TestDatabases.freshLedgerURL(.sqlite)
         let path = String(url.dropFirst("sqlite://".count))
