@@ -2,9 +2,9 @@ import Fulfilment
 
 /// How the stores keep `reconcile_users` up to date: the reconciler's due users are read from that table a page at
 /// a time (by its `(next_check_ms, user_id)` index), so a page costs the same on a ledger of a thousand grants or of
-/// ten million. Each read of due users first scans what was written since the last scan — grants, and rejections
-/// whose reason confirms the user — in chunks, recording each user's latest activity, and keeps its position in
-/// `ledger_marks`.
+/// ten million. A claiming reconciliation pass first refreshes it
+/// (``ReconciliationLedger/refreshReconciliationUsers(activeSince:)``): it scans what was written since the last scan — grants, and rejections whose reason confirms the user — in chunks,
+/// recording each user's latest activity, and keeps its position in `ledger_marks`.
 ///
 /// The mark is never later than ``overlapMilliseconds`` before the ledger's own clock: a grant's time is stamped by
 /// the worker before its transaction commits, so one can become visible after a later one was scanned (commit delay,
@@ -31,6 +31,24 @@ enum ReconcileScan {
     static let overlapMilliseconds: Int64 = 2 * 60_000
     /// Rows read and written per statement.
     static let chunkRows = 5_000
+    /// Scans every source a chunk at a time (`chunk(source, from)`: the first from the source's mark, then from
+    /// where the last one got to) until each is caught up or has had its ``budget``; answers whether all caught up.
+    static func catchUp(_ chunk: (Source, Int64?) async throws -> (next: Int64, caughtUp: Bool)) async throws -> Bool {
+        var all = true
+        for source in sources {
+            let started = ContinuousClock.now
+            var from: Int64?
+            var caughtUp = false
+            while !caughtUp, ContinuousClock.now - started < budget {
+                let result = try await chunk(source, from)
+                caughtUp = result.caughtUp
+                from = result.next
+            }
+            all = all && caughtUp
+        }
+        return all
+    }
+
     /// Where the next scan starts when this one got to `next`: there, or an overlap before `now` if that is earlier.
     static func mark(after next: Int64, now: Int64) -> Int64 {
         min(next, now - overlapMilliseconds)

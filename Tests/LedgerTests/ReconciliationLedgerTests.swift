@@ -54,6 +54,9 @@ struct ReconciliationLedgerTests {
             // Due users: a user never checked is due from its first activity in the window, and the page is read in
             // the order users fell due (the one waiting longest first).
             let expected = ["u-two", "u-elsewhere", "u-sub", "u-test", "u-new"]
+            // Read from the users table: nobody is due before it is refreshed.
+            #expect(try await store.reconciliationUsers(activeSince: since, dueAt: now, limit: 100).isEmpty)
+            #expect(try await store.refreshReconciliationUsers(activeSince: since))
             #expect(try await store.reconciliationUsers(activeSince: since, dueAt: now, limit: 100) == expected)
             #expect(
                 try await store.reconciliationUsers(activeSince: since, dueAt: now, limit: 2) == ["u-two", "u-elsewhere"])
@@ -92,6 +95,7 @@ struct ReconciliationLedgerTests {
             _ = try await store.insertGrant(
                 LedgerStoreTests.grant("ahead", user: "u-ahead", at: now.addingTimeInterval(3_600)),
                 event: LedgerStoreTests.event("ahead:item-granted", seq: "ahead"))
+            #expect(try await store.refreshReconciliationUsers(activeSince: since))
             #expect(try await store.reconciliationUsers(activeSince: since, dueAt: later, limit: 100) == ["u-ahead"])
             // Written after that scan by instances whose clocks are right: one now, one a minute ago (its transaction
             // committed late).
@@ -99,6 +103,7 @@ struct ReconciliationLedgerTests {
                 _ = try await store.insertGrant(
                     LedgerStoreTests.grant(seq, user: user, at: at), event: LedgerStoreTests.event("\(seq):item-granted", seq: seq))
             }
+            #expect(try await store.refreshReconciliationUsers(activeSince: since))
             #expect(
                 Set(try await store.reconciliationUsers(activeSince: since, dueAt: later, limit: 100))
                     == ["u-ahead", "u-now", "u-late"])
@@ -118,8 +123,9 @@ struct ReconciliationLedgerTests {
                             event: LedgerStoreTests.event("tie\(i):item-granted", seq: "tie\(i)"))
                     })
             }
-            let users = try await store.reconciliationUsers(
-                activeSince: Date().addingTimeInterval(-72 * 3_600), dueAt: Date(), limit: 10_000)
+            let since = Date().addingTimeInterval(-72 * 3_600)
+            #expect(try await store.refreshReconciliationUsers(activeSince: since), "caught up in one refresh")
+            let users = try await store.reconciliationUsers(activeSince: since, dueAt: Date(), limit: 10_000)
             #expect(users.count == count)
             #expect(Set(users).count == count)
         }
@@ -140,8 +146,9 @@ struct ReconciliationLedgerTests {
                             event: LedgerStoreTests.event("burst\(i):item-granted", seq: "burst\(i)"))
                     })
             }
-            let users = try await store.reconciliationUsers(
-                activeSince: Date().addingTimeInterval(-72 * 3_600), dueAt: Date(), limit: 10_000)
+            let since = Date().addingTimeInterval(-72 * 3_600)
+            #expect(try await store.refreshReconciliationUsers(activeSince: since), "caught up in one refresh")
+            let users = try await store.reconciliationUsers(activeSince: since, dueAt: Date(), limit: 10_000)
             #expect(Set(users).count == count)
         }
     }

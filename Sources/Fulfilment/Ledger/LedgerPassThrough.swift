@@ -72,6 +72,10 @@ extension LedgerPassThrough {
         try await base.reconciliationUsers(activeSince: activeSince, dueAt: dueAt, limit: limit)
     }
 
+    public func refreshReconciliationUsers(activeSince: Date) async throws -> Bool {
+        try await base.refreshReconciliationUsers(activeSince: activeSince)
+    }
+
     public func claimReconciliationUsers(_ userIds: [String], now: Date, nextCheck: Date) async throws -> [String] {
         try await base.claimReconciliationUsers(userIds, now: now, nextCheck: nextCheck)
     }

@@ -8,8 +8,15 @@ import Foundation
 public protocol ReconciliationLedger: Sendable {
     /// The users to reconcile: those with a grant since `activeSince`, or with a rejection since then whose reason
     /// means Gamebase confirmed the payment is theirs (``ConsumeFailureReason/confirmsUser``). With `dueAt`, only
-    /// the users not claimed for a check after it, those waiting longest (or never checked) first; with `nil`, all.
+    /// the users not claimed for a check after it, those waiting longest first, read from the users table as the last
+    /// ``refreshReconciliationUsers(activeSince:)`` left it; with `nil`, all, read from the grants and rejections.
     func reconciliationUsers(activeSince: Date, dueAt: Date?, limit: Int) async throws -> [String]
+
+    /// Brings the users table up to date with the grants and confirmed rejections written since the last refresh
+    /// (each user's latest activity), spending a bounded time; `true` when it caught up. A claiming pass calls it once
+    /// before reading due users.
+    @discardableResult
+    func refreshReconciliationUsers(activeSince: Date) async throws -> Bool
 
     /// Claims users for a check: each of `userIds` that is due at `now` (never claimed, or its claim ran out) is
     /// given `nextCheck` and returned. Two instances claiming the same user at once: one gets it, the other not.

@@ -10,7 +10,6 @@ extension PostgresLedgerStore {
         let since = activeSince.epochMilliseconds
         let limit = Int64(clamping: limit)
         guard let dueAt else { return try await allActiveUsers(since: since, limit: limit) }
-        try await scanRecentActivity(since: since)
         let due = dueAt.epochMilliseconds
         return try await wrap {
             let rows = try await client.query(
@@ -45,18 +44,12 @@ extension PostgresLedgerStore {
     }
 
     /// Brings `reconcile_users` up to date with the grants and confirmed rejections written since the last scan
-    /// (``ReconcileScan``), a chunk per statement, for at most ``ReconcileScan/budget``. Instances scanning at once
-    /// only write the same rows twice (in user order, so their row locks never cross).
-    func scanRecentActivity(since: Int64) async throws {
-        for source in ReconcileScan.sources {
-            let started = ContinuousClock.now
-            var from: Int64?
-            while ContinuousClock.now - started < ReconcileScan.budget {
-                let given = from
-                let chunk = try await wrap { try await scanChunk(source, since: since, from: given) }
-                if chunk.caughtUp { break }
-                from = chunk.next
-            }
+    /// (``ReconcileScan``), a chunk per transaction. Instances scanning at once only write the same rows twice (in
+    /// user order, so their row locks never cross).
+    public func refreshReconciliationUsers(activeSince: Date) async throws -> Bool {
+        let since = activeSince.epochMilliseconds
+        return try await ReconcileScan.catchUp { source, from in
+            try await wrap { try await scanChunk(source, since: since, from: from) }
         }
     }
 

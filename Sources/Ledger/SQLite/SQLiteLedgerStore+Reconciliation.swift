@@ -8,7 +8,6 @@ extension SQLiteLedgerStore {
     public func reconciliationUsers(activeSince: Date, dueAt: Date?, limit: Int) async throws -> [String] {
         let since = activeSince.epochMilliseconds
         guard let dueAt else { return try await allActiveUsers(since: since, limit: limit) }
-        try await scanRecentActivity(since: since)
         return try await read { db in
             try String.fetchAll(
                 db.cachedStatement(
@@ -40,19 +39,11 @@ extension SQLiteLedgerStore {
     }
 
     /// Brings `reconcile_users` up to date with the grants and confirmed rejections written since the last scan
-    /// (``ReconcileScan``), a chunk per transaction, for at most ``ReconcileScan/budget`` per source.
-    func scanRecentActivity(since: Int64) async throws {
-        for source in ReconcileScan.sources {
-            let started = ContinuousClock.now
-            var from: Int64?
-            while ContinuousClock.now - started < ReconcileScan.budget {
-                let given = from
-                let chunk = try await write { db in
-                    try Self.scanChunk(source, since: since, from: given, now: Date().epochMilliseconds, db)
-                }
-                if chunk.caughtUp { break }
-                from = chunk.next
-            }
+    /// (``ReconcileScan``), a chunk per write.
+    public func refreshReconciliationUsers(activeSince: Date) async throws -> Bool {
+        let since = activeSince.epochMilliseconds
+        return try await ReconcileScan.catchUp { source, from in
+            try await write { db in try Self.scanChunk(source, since: since, from: from, now: Date().epochMilliseconds, db) }
         }
     }
 

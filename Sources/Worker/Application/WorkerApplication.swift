@@ -149,12 +149,7 @@ public enum WorkerApplication {
         services.append(.init(service: OnShutdown { await producer.close() }))
         services.append(.init(service: admin))
         services.append(.init(service: sweeper))
-        // Pruning off (`ledger.retention.interval_ms: 0`): no service (one that returned would end the group).
-        if let pruner, configuration.retention.interval != nil {
-            services.append(.init(service: pruner))
-        } else {
-            metrics.ledgerPruneCaughtUp.set(to: 0)
-        }
+        if let pruner { services.append(.init(service: pruner)) }
         if configuration.reconcile.isEnabled { services.append(.init(service: reconciler)) }
         services.append(.init(service: engine))
         let group = ServiceGroup(

@@ -9,6 +9,12 @@ extension DeadlineLedgerStore {
         }
     }
 
+    public func refreshReconciliationUsers(activeSince: Date) async throws -> Bool {
+        try await bounded("reconciliation users refresh") { [base] in
+            try await base.refreshReconciliationUsers(activeSince: activeSince)
+        }
+    }
+
     public func claimReconciliationUsers(_ userIds: [String], now: Date, nextCheck: Date) async throws -> [String] {
         try await bounded("reconciliation claim") { [base] in
             try await base.claimReconciliationUsers(userIds, now: now, nextCheck: nextCheck)

@@ -198,7 +198,7 @@ public final class WorkerMetrics: Sendable {
     public func refresh(from health: WorkerHealth) {
         ready.set(to: health.ready.ok ? 1 : 0)
         if let age = health.pollAge {
-            pollAge.set(to: Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18)
+            pollAge.set(to: age.seconds)
         }
     }
 

@@ -100,6 +100,10 @@ public struct ReconcilePass: Sendable {
                 before: now.addingTimeInterval(-configuration.lookback.seconds))
         }
         let activeSince = now.addingTimeInterval(-configuration.lookback.seconds)
+        // Due users are read from the users table: bring it up to date once, before the first page.
+        if options.claim, options.users == nil {
+            try await processor.ledger.refreshReconciliationUsers(activeSince: activeSince)
+        }
         var users: [String]
         if let given = options.users {
             users = given
@@ -391,9 +395,4 @@ public struct ReconcilePass: Sendable {
 
     /// The `source` of a reconciled input: no record was read, and the ledger stores none for it.
     static let source = MessageSource(topic: "gamebase.list-consumables", partition: -1, offset: -1)
-}
-
-extension Duration {
-    /// The duration in seconds, as a floating-point number.
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

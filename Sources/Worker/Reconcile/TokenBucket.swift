@@ -1,3 +1,5 @@
+import Fulfilment
+
 /// A token bucket: `rate` tokens a second, at most `capacity` kept. A value-type state machine; ``RateLimiter``
 /// runs it behind a lock and does the waiting.
 ///
@@ -25,7 +27,7 @@ struct TokenBucket: Sendable {
     mutating func reserve(now: ContinuousClock.Instant) -> Duration {
         if now > updated {
             let elapsed = now - updated
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let seconds = elapsed.seconds
             tokens = min(capacity, tokens + seconds * rate)
             updated = now
         }
