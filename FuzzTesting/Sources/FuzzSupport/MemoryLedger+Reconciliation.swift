@@ -21,6 +21,9 @@ extension MemoryLedger {
         }
     }
 
+    /// Nothing to bring up to date: `reconciliationUsers` reads the grants and rejections themselves.
+    public func refreshReconciliationUsers(activeSince: Date) async throws -> Bool { true }
+
     public func claimReconciliationUsers(_ userIds: [String], now: Date, nextCheck: Date) async throws -> [String] {
         state.withLock { state in
             Set(userIds).sorted().filter { user in
