@@ -23,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.25.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.27.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.10.0"),
+        // Already in the graph through hummingbird: the console names HTTP header fields.
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.25.0"),
@@ -82,6 +84,21 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "Console",
+            dependencies: [
+                "Fulfilment",
+                "Gamebase",
+                "Lookup",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "Ledger",
             dependencies: [
                 "Fulfilment",
@@ -107,6 +124,8 @@ let package = Package(
         .target(
             name: "Worker",
             dependencies: [
+                "Console",
+                "Lookup",
                 "Kafka",
                 "Gamebase",
                 "Ledger",
@@ -131,6 +150,7 @@ let package = Package(
         .target(
             name: "Sandbox",
             dependencies: [
+                "Console",
                 "Kafka",
                 "Gamebase",
                 "GamebaseSimulator",
@@ -229,12 +249,29 @@ let package = Package(
             name: "WorkerTests",
             dependencies: [
                 "Worker",
+                "Console",
                 "Kafka",
                 "Ledger",
                 "Gamebase",
                 "IAPTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ConsoleTests",
+            dependencies: [
+                "Console",
+                "IAPTestSupport",
+                "Fulfilment",
+                "Lookup",
+                "Gamebase",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),

@@ -4,6 +4,7 @@
 # else goes to stderr). Safe to run again and from several processes at once (a lock serialises them).
 #   scripts/check-deploy.sh            — kubernetes-validate, the compose, monitoring and docs checks
 #   scripts/cloudevents-venv.sh        — the same venv for the CloudEvents interop test (cloudevents, jsonschema)
+#   scripts/console-browser-check.py   — the console's browser test (selenium, driving Debian's chromium)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +12,8 @@ requirements="cloudevents==2.2.0
 jsonschema==4.26.0
 rfc3339-validator==0.1.4
 kubernetes-validate==1.37.0
-PyYAML==6.0.3"
+PyYAML==6.0.3
+selenium==4.38.0"
 
 venv=.build/check-venv
 mkdir -p .build

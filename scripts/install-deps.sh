@@ -8,6 +8,9 @@ pkg-config --version >/dev/null 2>&1 || need+=(pkg-config)
 pkg-config --exists rdkafka 2>/dev/null || need+=(librdkafka-dev)
 pkg-config --exists sqlite3 2>/dev/null || need+=(libsqlite3-dev)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+# The console's browser test drives Debian's Chromium through its own driver (no browser downloaded by a tool).
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}" >&2

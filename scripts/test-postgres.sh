@@ -100,7 +100,7 @@ case "${1:-start}" in
       make_certificates
       echo "$PORT" > "$DIR/iap-test-port"
       as_owner "$BIN/pg_ctl" -D "$DIR" -w -l "$DIR/server.log" -o "$(server_options)" start >/dev/null
-      as_owner "$BIN/psql" -h "$DIR" -p "$PORT" -U postgres -q -c "CREATE ROLE iap LOGIN PASSWORD 'iap' CREATEDB" >/dev/null
+      as_owner "$BIN/psql" -h "$DIR" -p "$PORT" -U postgres -q -c "CREATE ROLE iap LOGIN PASSWORD 'iap' CREATEDB CREATEROLE" >/dev/null
       as_owner "$BIN/psql" -h "$DIR" -p "$PORT" -U postgres -q -c "CREATE DATABASE iap_test OWNER iap" >/dev/null
     fi
     echo "postgres://iap:iap@127.0.0.1:$PORT/iap_test"

@@ -1,3 +1,4 @@
+import Console
 import Foundation
 import Gamebase
 import GamebaseSimulator
@@ -20,12 +21,17 @@ public enum Demo {
         public var port: Int
         /// Share of Gamebase calls failing transiently during the burst at the start.
         public var faultRate: Double
+        /// Port of the operator console on 127.0.0.1 (0: off).
+        public var consolePort: Int
 
-        public init(purchases: Int = 50, keepRunning: Bool = false, port: Int = 8080, faultRate: Double = 0.2) {
+        public init(
+            purchases: Int = 50, keepRunning: Bool = false, port: Int = 8080, faultRate: Double = 0.2, consolePort: Int = 0
+        ) {
             self.purchases = purchases
             self.keepRunning = keepRunning
             self.port = port
             self.faultRate = faultRate
+            self.consolePort = consolePort
         }
     }
 
@@ -46,6 +52,7 @@ public enum Demo {
             let configuration = {
                 var configuration = sandbox.workerConfiguration(groupID: "iap-worker-demo")
                 configuration.serverPort = options.port
+                configuration.console = ConsoleConfiguration(port: options.consolePort, environment: "demo")
                 // Seconds, not the production minutes, so the demo shows a paid-but-unreported purchase found.
                 configuration.reconcile = Reconciler.Configuration(
                     interval: .seconds(2), grace: .seconds(3), lookback: .seconds(3_600), maxCallsPerSecond: 50)
@@ -72,7 +79,10 @@ public enum Demo {
                         say(report.rendered)
                         if options.keepRunning {
                             say("")
-                            say(keepRunningHelp(sandbox: sandbox, port: parts.admin.listeningPort ?? options.port))
+                            say(
+                                keepRunningHelp(
+                                    sandbox: sandbox, port: parts.admin.listeningPort ?? options.port,
+                                    consolePort: parts.console?.listeningPort))
                             for await _ in await UnixSignalsSequence(trapping: .sigint, .sigterm) { break }
                             say("Stopping.")
                         }
@@ -141,9 +151,10 @@ public enum Demo {
             reconciled: parts.metrics.reconciledCounts, elapsed: elapsed)
     }
 
-    static func keepRunningHelp(sandbox: Sandbox, port: Int) -> String {
-        """
-        Still running (Ctrl-C stops it). Try, in another terminal:
+    static func keepRunningHelp(sandbox: Sandbox, port: Int, consolePort: Int?) -> String {
+        let console = consolePort.map { "The operator console: http://127.0.0.1:\($0)/ (open it in a browser)\n" } ?? ""
+        return """
+        \(console)Still running (Ctrl-C stops it). Try, in another terminal:
           curl -s http://127.0.0.1:\(port)/metrics | grep ^iap_
           curl -s http://127.0.0.1:\(port)/readyz
           iap-worker ledger show demo-0 --url \(sandbox.ledgerURL)

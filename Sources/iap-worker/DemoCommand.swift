@@ -19,17 +19,22 @@ struct DemoCommand: AsyncParsableCommand {
     @Flag(help: "Keep the worker and /metrics up after the summary, until Ctrl-C.") var keepRunning = false
     @Option(help: "Port of /metrics, /healthz and /readyz (default: 8080 with --keep-running, else any free port).")
     var port: Int?
+    @Option(help: "Port of the operator console on 127.0.0.1 with --keep-running (default 8081; 0 turns it off).")
+    var consolePort = 8081
     @Flag(help: "Show the worker's log lines (text, info level).") var verbose = false
 
     func validate() throws {
         guard (1...100_000).contains(purchases) else { throw ValidationError("--purchases must be between 1 and 100000") }
+        guard (0...65_535).contains(consolePort) else { throw ValidationError("--console-port must be 0…65535") }
     }
 
     func run() async throws {
         LoggingSetup.bootstrap(format: .text, level: verbose ? .info : .error)
         let logger = Logger(label: "iap-worker.demo")
         let report = try await Demo.run(
-            Demo.Options(purchases: purchases, keepRunning: keepRunning, port: port ?? (keepRunning ? 8080 : 0)), logger: logger,
+            Demo.Options(
+                purchases: purchases, keepRunning: keepRunning, port: port ?? (keepRunning ? 8080 : 0),
+                consolePort: keepRunning ? consolePort : 0), logger: logger,
             say: { print($0) })
         if !report.invariantsHold { throw ExitCode(2) }
     }

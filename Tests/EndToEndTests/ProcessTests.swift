@@ -43,7 +43,7 @@ struct ProcessTests {
             [
                 "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "KAFKA_GROUP_ID": group, "GAMEBASE_BASE_URL": simulatorURL,
                 "GAMEBASE_APP_ID": EndToEndSystem.appID, "GAMEBASE_SECRET_KEY": EndToEndSystem.secretKey,
-                "GAMEBASE_TIMEOUT_MS": "1500", "LEDGER_URL": ledgerURL, "SERVER_PORT": "0", "LOG_FORMAT": "json",
+                "GAMEBASE_TIMEOUT_MS": "1500", "LEDGER_URL": ledgerURL, "SERVER_PORT": "0", "CONSOLE_PORT": "0", "LOG_FORMAT": "json",
                 "WORKER_MAX_IN_FLIGHT": String(maxInFlight), "WORKER_RETRY_INITIAL_BACKOFF_MS": "20",
                 "WORKER_RETRY_MAX_BACKOFF_MS": "200", "KAFKA_LIBRDKAFKA_SESSION_TIMEOUT_MS": "3000",
                 "KAFKA_LIBRDKAFKA_HEARTBEAT_INTERVAL_MS": "300", "IAP_WORKER_CONFIG": "",

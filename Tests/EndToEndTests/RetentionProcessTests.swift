@@ -13,7 +13,7 @@ struct RetentionProcessTests {
         let environment = [
             "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "GAMEBASE_BASE_URL": "http://127.0.0.1:1",
             "GAMEBASE_APP_ID": EndToEndSystem.appID, "GAMEBASE_SECRET_KEY": EndToEndSystem.secretKey,
-            "LEDGER_URL": ledgerURL, "SERVER_PORT": "0", "LOG_FORMAT": "json", "IAP_WORKER_CONFIG": "",
+            "LEDGER_URL": ledgerURL, "SERVER_PORT": "0", "CONSOLE_PORT": "0", "LOG_FORMAT": "json", "IAP_WORKER_CONFIG": "",
         ].merging(extra) { $1 }
         return try ChildProcess("worker", ["run"], environment: environment, folder: folder)
     }

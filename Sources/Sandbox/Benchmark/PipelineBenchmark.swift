@@ -54,7 +54,7 @@ public enum PipelineBenchmark {
                 "IAP_WORKER_CONFIG": "", "KAFKA_BOOTSTRAP_SERVERS": sandbox.cluster.bootstrapServers,
                 "KAFKA_GROUP_ID": "bench-\(UUID().uuidString.prefix(8))", "GAMEBASE_BASE_URL": sandbox.simulatorURL,
                 "GAMEBASE_APP_ID": Sandbox.appID, "GAMEBASE_SECRET_KEY": Sandbox.secretKey, "LEDGER_URL": ledgerURL,
-                "SERVER_PORT": "0", "WORKER_MAX_IN_FLIGHT": String(options.maxInFlight),
+                "SERVER_PORT": "0", "CONSOLE_PORT": "0", "WORKER_MAX_IN_FLIGHT": String(options.maxInFlight),
                 "GAMEBASE_MAX_CONNECTIONS": String(min(max(options.maxInFlight, 8), 1024)),
             ]
             // librdkafka's mock broker answers a fetch with nothing new only when its wait ends (a real broker

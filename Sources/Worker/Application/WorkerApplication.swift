@@ -1,9 +1,11 @@
+import Console
 import Foundation
 import Fulfilment
 import Gamebase
 import Kafka
 import Ledger
 import Logging
+import Lookup
 import Prometheus
 import ServiceLifecycle
 import UnixSignals
@@ -20,6 +22,8 @@ public enum WorkerApplication {
         /// `nil` when the ledger cannot prune (a test double).
         public let pruner: LedgerPruner?
         public let admin: AdminServer
+        /// `nil` when `console.port` is 0 or the ledger cannot be searched (a test double).
+        public let console: ConsoleServer?
         public let metrics: WorkerMetrics
         public let health: WorkerHealth
         public let consumer: KafkaConsumer
@@ -141,6 +145,13 @@ public enum WorkerApplication {
                 logger: logger)
         }
         let admin = AdminServer(host: adminHost, port: configuration.serverPort, metrics: metrics, health: health, logger: logger)
+        var console: ConsoleServer?
+        if configuration.console.isEnabled, let reader = ledgerStore as? any PurchaseHistoryReader {
+            console = ConsoleServer(
+                configuration: configuration.console, reader: reader, gamebase: gamebase,
+                status: WorkerConsoleStatus(configuration: configuration, metrics: metrics, health: health, instance: workerName),
+                reconcileGrace: configuration.reconcile.isEnabled ? configuration.reconcile.grace : nil, logger: logger)
+        }
 
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let client = gamebase as? GamebaseClient {
@@ -148,6 +159,7 @@ public enum WorkerApplication {
         }
         services.append(.init(service: OnShutdown { await producer.close() }))
         services.append(.init(service: admin))
+        if let console { services.append(.init(service: console)) }
         services.append(.init(service: sweeper))
         if let pruner { services.append(.init(service: pruner)) }
         if configuration.reconcile.isEnabled { services.append(.init(service: reconciler)) }
@@ -159,7 +171,7 @@ public enum WorkerApplication {
         return (
             group,
             Parts(
-                engine: engine, processor: processor, sweeper: sweeper, reconciler: reconciler, pruner: pruner, admin: admin,
+                engine: engine, processor: processor, sweeper: sweeper, reconciler: reconciler, pruner: pruner, admin: admin, console: console,
                 metrics: metrics, health: health, consumer: consumer, producer: producer)
         )
     }

@@ -89,6 +89,14 @@ public struct ConfigurationKey: Sendable, Hashable {
             "Gamebase calls a second by one instance's reconciler at most (List Consumables, Get Payment Transaction, "
                 + "Consume)"),
         ConfigurationKey("server.port", default: "8080", "HTTP port of /metrics, /healthz and /readyz"),
+        ConfigurationKey("console.port", default: "8081", "Port of the read-only operator console (0 turns it off)"),
+        ConfigurationKey(
+            "console.address", default: "127.0.0.1",
+            "Address the console listens on; any address beyond loopback requires console.token_file"),
+        ConfigurationKey(
+            "console.token_file", default: nil,
+            "File holding the console's bearer token (16 bytes at least; a browser sends it as the Basic password)"),
+        ConfigurationKey("console.environment", default: nil, "The banner on every console page, e.g. production"),
         ConfigurationKey("log.level", default: "info", "trace, debug, info, notice, warning, error or critical"),
         ConfigurationKey("log.format", default: "json", "json or text"),
     ]

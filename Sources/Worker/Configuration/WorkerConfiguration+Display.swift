@@ -1,3 +1,4 @@
+import Console
 import Gamebase
 import Fulfilment
 import Ledger
@@ -44,6 +45,9 @@ extension WorkerConfiguration {
             ("reconcile.lookback_hours", String(Self.milliseconds(reconcile.lookback) / 3_600_000)),
             ("reconcile.max_calls_per_second", String(reconcile.maxCallsPerSecond)),
             ("server.port", String(serverPort)),
+            ("console.port", String(console.port)), ("console.address", console.address),
+            ("console.token_file", consoleTokenFile ?? "(none)"),
+            ("console.environment", console.environment.isEmpty ? "(none)" : console.environment),
             ("log.level", logLevel.rawValue), ("log.format", logFormat.rawValue),
         ]
         return rows

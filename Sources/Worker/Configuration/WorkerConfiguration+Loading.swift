@@ -1,3 +1,4 @@
+import Console
 import Configuration
 import Foundation
 import Gamebase
@@ -104,6 +105,7 @@ extension WorkerConfiguration {
         reconcile.prunesOwnState = retention.interval == nil
 
         serverPort = try values.int("server.port", default: serverPort, in: 0...65_535)
+        (console, consoleTokenFile) = try Self.console(values)
         let level = try values.string("log.level", default: "info")
         guard let parsedLevel = Logger.Level(rawValue: level.lowercased()) else {
             throw ConfigurationError(key: "log.level", problem: "must be one of trace, debug, info, notice, warning, error, critical")
@@ -148,6 +150,35 @@ extension WorkerConfiguration {
         return Reconciler.Configuration(
             interval: .milliseconds(interval), grace: .milliseconds(grace), lookback: .seconds(lookback * 3_600),
             maxCallsPerSecond: rate)
+    }
+
+    /// `console.*`: the token file read now, so a missing or weak token stops the start, naming the key.
+    static func console(_ values: ConfigValues) throws -> (ConsoleConfiguration, tokenFile: String?) {
+        let port = try values.int("console.port", default: 8081, in: 0...65_535)
+        let address = try values.string("console.address", default: "127.0.0.1")
+        guard address.utf8.count <= 255, !address.contains(where: { $0.isWhitespace || $0 == "/" }) else {
+            throw ConfigurationError(key: "console.address", problem: "must be an IP address or a host name")
+        }
+        let tokenFile = try values.optionalString("console.token_file")
+        var access = ConsoleAccess.loopbackOnly
+        if let tokenFile {
+            do {
+                access = ConsoleAccess(token: try ConsoleAccess.token(fromFile: tokenFile))
+            } catch let error as ConsoleError {
+                throw ConfigurationError(key: "console.token_file", problem: error.message)
+            }
+        }
+        let environment = try values.string("console.environment", default: "")
+        guard environment.count <= 64, !environment.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
+            throw ConfigurationError(key: "console.environment", problem: "must be one line of 64 characters at most")
+        }
+        let console = ConsoleConfiguration(port: port, address: address, access: access, environment: environment)
+        do {
+            try console.validate()
+        } catch let error as ConsoleError {
+            throw ConfigurationError(key: error.key ?? "console.address", problem: error.message)
+        }
+        return (console, tokenFile)
     }
 
     /// `ledger.retention.*`.

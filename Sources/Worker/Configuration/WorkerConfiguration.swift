@@ -1,3 +1,4 @@
+import Console
 import Foundation
 import Gamebase
 import Kafka
@@ -51,6 +52,11 @@ public struct WorkerConfiguration: Sendable {
     public var retention = RetentionPolicy()
 
     public var serverPort = 8080
+    /// `console.*`. Off in a configuration made in code (tests run many workers in one process); loading a
+    /// configuration turns it on at 127.0.0.1:8081 unless it says otherwise.
+    public var console = ConsoleConfiguration.off
+    /// `console.token_file`, for `check-config` (the token itself is only in ``console``'s access).
+    public var consoleTokenFile: String?
     public var logLevel = Logger.Level.info
     public var logFormat = LogFormat.json
 

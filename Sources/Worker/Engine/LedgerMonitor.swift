@@ -35,7 +35,7 @@ final class LedgerMonitor: Sendable {
             let answered: Bool
             do {
                 let count = try await watchdog.run(probeDeadline, "ledger probe") { try await ledger.countUnconsumed() }
-                metrics.unconsumedGrants.set(to: Double(count))
+                metrics.setUnconsumedGrants(count)
                 answered = true
             } catch {
                 answered = false

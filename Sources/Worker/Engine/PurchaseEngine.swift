@@ -142,7 +142,7 @@ public final class PurchaseEngine: Service {
             input: input, parsed: parsed, partition: message.topicPartition, epoch: message.assignmentEpoch,
             paymentSeq: paymentSeq, weight: weight, admittedAt: .now)
         let (admission, inFlight) = state.withLock { state in (state.admit(work), state.totalInFlight) }
-        metrics.inFlight.set(to: Double(inFlight))
+        metrics.setInFlight(inFlight)
         return admission
     }
 
@@ -198,7 +198,7 @@ public final class PurchaseEngine: Service {
             state.totalInFlight -= 1
             return state.totalInFlight
         }
-        metrics.inFlight.set(to: Double(remaining))
+        metrics.setInFlight(remaining)
         return next
     }
 

@@ -38,6 +38,11 @@ public final class WorkerHealth: Sendable {
         return source?() ?? lastPoll.map { ContinuousClock.now - $0 }
     }
 
+    /// The circuit, the ledger and a configuration stop, each on its own (readiness folds them into one answer).
+    public var facts: (circuitOpen: Bool, ledgerReachable: Bool, stoppedReason: String?) {
+        state.withLock { ($0.circuitOpen, $0.ledgerReachable, $0.stoppedReason) }
+    }
+
     /// Liveness: the poll loop is alive.
     public var live: (ok: Bool, detail: String) {
         guard let age = pollAge else { return (true, "starting") }

@@ -1,3 +1,4 @@
+import Console
 import Fulfilment
 import Prometheus
 import Synchronization
@@ -59,6 +60,9 @@ public final class WorkerMetrics: Sendable {
     public let ready: Gauge
     public let pollAge: Gauge
     private let reasonCounters = Mutex<[String: Counter]>([:])
+    /// What the console shows of the gauges and counters above (a Prometheus gauge cannot be read back).
+    private let readable = Mutex(Readable())
+    private let inFlightCount = Atomic(0)
     /// Partitions whose lag is reported: the assigned ones (a revoked partition's gauge is removed).
     private let lagPartitions = Mutex<Set<String>>([])
     private let reconciledCounters: [String: Counter]
@@ -148,6 +152,45 @@ public final class WorkerMetrics: Sendable {
                 "When this instance last finished a pruning pass with nothing left due (its start until then; 0: pruning off)"))
     }
 
+    /// The values the operator console reads, kept beside the Prometheus ones.
+    struct Readable {
+        var rejections: [String: Int] = [:]
+        var deadLetters: [String: Int] = [:]
+        var lag: [String: (topic: String, partition: Int32, lag: Int64)] = [:]
+        var unconsumedGrants: Int?
+        var oldestUnconsumedGrantAge: Double?
+        var lastReconcilePass: ConsoleStatus.ReconcilePass?
+    }
+
+    /// Sets `iap_in_flight`.
+    public func setInFlight(_ count: Int) {
+        inFlight.set(to: Double(count))
+        inFlightCount.store(count, ordering: .relaxed)
+    }
+
+    /// Sets `iap_unconsumed_grants`.
+    public func setUnconsumedGrants(_ count: Int) {
+        unconsumedGrants.set(to: Double(count))
+        readable.withLock { $0.unconsumedGrants = count }
+    }
+
+    /// Sets `iap_oldest_unconsumed_grant_age_seconds` (0 when none).
+    public func setOldestUnconsumedGrantAge(_ seconds: Double) {
+        oldestUnconsumedGrantAge.set(to: seconds)
+        readable.withLock { $0.oldestUnconsumedGrantAge = seconds }
+    }
+
+    /// A reconciliation pass ended: its duration (`iap_reconcile_duration_seconds`) and, for the console, its summary.
+    public func recordReconcilePass(_ pass: ConsoleStatus.ReconcilePass) {
+        recordReconcilePass(.milliseconds(Int64(pass.durationSeconds * 1_000)))
+        readable.withLock { $0.lastReconcilePass = pass }
+    }
+
+    /// The counts and gauges as the console shows them.
+    var snapshot: (purchases: [String: Int], inFlight: Int, readable: Readable) {
+        (purchaseCounts, inFlightCount.load(ordering: .relaxed), readable.withLock { $0 })
+    }
+
     /// Sets `iap_ledger_rows{table}`.
     public func setLedgerRows(_ counts: [String: Int]) {
         for (table, count) in counts { ledgerRowGauges[table]?.set(to: Double(count)) }
@@ -192,6 +235,13 @@ public final class WorkerMetrics: Sendable {
             return counter
         }
         counter.increment()
+        readable.withLock { readable in
+            if deadLettered {
+                readable.deadLetters[reason, default: 0] += 1
+            } else {
+                readable.rejections[reason, default: 0] += 1
+            }
+        }
     }
 
     /// Readiness and poll age, read when `/metrics` is scraped.
@@ -257,6 +307,7 @@ public final class WorkerMetrics: Sendable {
                 partitions.compactMap { topic, partition -> Gauge? in
                     let key = "\(topic)|\(partition)"
                     tracked.remove(key)
+                    readable.withLock { _ = $0.lag.removeValue(forKey: key) }
                     return gauges.removeValue(forKey: key)
                 }
             }
@@ -276,6 +327,7 @@ public final class WorkerMetrics: Sendable {
             return gauge
         }
         gauge?.set(to: Double(lag))
+        if gauge != nil { readable.withLock { $0.lag["\(topic)|\(partition)"] = (topic, partition, lag) } }
     }
 
     /// The Prometheus text exposition.

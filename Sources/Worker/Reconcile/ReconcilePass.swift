@@ -1,3 +1,4 @@
+import Console
 import Foundation
 import Fulfilment
 import Gamebase
@@ -83,7 +84,12 @@ public struct ReconcilePass: Sendable {
             for outcome in Outcome.counted {
                 if let count = report.outcomes[outcome] { metrics.countReconciled(outcome.rawValue, by: count) }
             }
-            metrics.recordReconcilePass(report.duration)
+            metrics.recordReconcilePass(
+                ConsoleStatus.ReconcilePass(
+                    endedAt: Date(), durationSeconds: report.duration.seconds, usersChecked: report.usersChecked,
+                    usersLeft: report.usersLeft,
+                    outcomes: Dictionary(uniqueKeysWithValues: report.outcomes.map { ($0.key.rawValue, $0.value) }),
+                    stoppedEarly: report.stoppedEarly))
         }
         return report
     }

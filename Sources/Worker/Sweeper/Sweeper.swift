@@ -74,9 +74,9 @@ public struct Sweeper: Service {
                     }
                 }
             }
-            metrics.unconsumedGrants.set(to: Double(try await ledger.countUnconsumed()))
+            metrics.setUnconsumedGrants(try await ledger.countUnconsumed())
             let oldest = try await ledger.oldestUnconsumedGrantedAt()
-            metrics.oldestUnconsumedGrantAge.set(to: oldest.map { max(0, now.timeIntervalSince($0)) } ?? 0)
+            metrics.setOldestUnconsumedGrantAge(oldest.map { max(0, now.timeIntervalSince($0)) } ?? 0)
             if result.published + result.consumed + result.stillPending > 0 {
                 logger.info(
                     "sweep finished leftovers",

@@ -1,10 +1,10 @@
 import Synchronization
 
 /// The operation did not finish within its deadline.
-struct DeadlineExceeded: Error, CustomStringConvertible {
-    let what: String
-    let limit: Duration
-    var description: String { "\(what) did not finish within \(limit)" }
+public struct DeadlineExceeded: Error, CustomStringConvertible {
+    public let what: String
+    public let limit: Duration
+    public var description: String { "\(what) did not finish within \(limit)" }
 }
 
 /// Deadlines for operations that may ignore cancellation (a database call stuck on a connection that will never
@@ -15,7 +15,7 @@ struct DeadlineExceeded: Error, CustomStringConvertible {
 /// and left to end on its own (its result, if it ever comes, is dropped). Only idempotent operations belong here,
 /// since one that timed out may still complete later. One ticking task, alive only while calls are outstanding,
 /// watches every deadline (to within ``resolution``).
-final class DeadlineWatchdog: Sendable {
+public final class DeadlineWatchdog: Sendable {
     private struct Entry {
         let deadline: ContinuousClock.Instant
         let expire: @Sendable () -> Void
@@ -26,13 +26,13 @@ final class DeadlineWatchdog: Sendable {
         var ticking = false
     }
     private let state = Mutex(State())
-    let resolution: Duration
+    public let resolution: Duration
 
-    init(resolution: Duration = .milliseconds(100)) {
+    public init(resolution: Duration = .milliseconds(100)) {
         self.resolution = resolution
     }
 
-    func run<T: Sendable>(
+    public func run<T: Sendable>(
         _ limit: Duration, _ what: @autoclosure () -> String, _ operation: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         let description = what()

@@ -1,0 +1,85 @@
+import Foundation
+import Fulfilment
+import Lookup
+import Synchronization
+
+/// The ledger's read port as the console uses it: every read ends within its deadline, answered or not (a database
+/// that stops answering makes a page say so, never hang), and at most ``maxConcurrentReads`` run at once, so however
+/// often the console is asked, the purchase path keeps the ledger's connections.
+struct BoundedHistoryReader: PurchaseHistoryReader {
+    let base: any PurchaseHistoryReader
+    let timeout: Duration
+    let watchdog: DeadlineWatchdog
+    private let gate: ReadGate
+
+    static let maxConcurrentReads = 4
+
+    init(_ base: any PurchaseHistoryReader, timeout: Duration) {
+        self.base = base
+        self.timeout = timeout
+        watchdog = DeadlineWatchdog()
+        gate = ReadGate(limit: Self.maxConcurrentReads)
+    }
+
+    private func bounded<T: Sendable>(_ what: String, _ read: @escaping @Sendable () async throws -> T) async throws
+        -> T
+    {
+        guard gate.enter() else { throw ConsoleBusy() }
+        defer { gate.leave() }
+        return try await watchdog.run(timeout, "the ledger's \(what)", read)
+    }
+
+    func history(paymentSeq: String) async throws -> PurchaseHistory {
+        try await bounded("history of a purchase") { [base] in try await base.history(paymentSeq: paymentSeq) }
+    }
+
+    func paymentSeqs(paymentId: String, limit: Int) async throws -> [String] {
+        try await bounded("payment id lookup") { [base] in
+            try await base.paymentSeqs(paymentId: paymentId, limit: limit)
+        }
+    }
+
+    func purchases(userId: String, before: Date?, limit: Int) async throws -> [PurchaseReference] {
+        try await bounded("user's purchases") { [base] in
+            try await base.purchases(userId: userId, before: before, limit: limit)
+        }
+    }
+
+    func deadLetters(original source: MessageSource) async throws -> [DeadLetterEntry] {
+        try await bounded("dead letters of a message") { [base] in try await base.deadLetters(original: source) }
+    }
+
+    func deadLetters(reason: String?, before: Date?, limit: Int) async throws -> [DeadLetterEntry] {
+        try await bounded("dead letters") { [base] in
+            try await base.deadLetters(reason: reason, before: before, limit: limit)
+        }
+    }
+}
+
+/// More console reads were asked for at once than it makes.
+struct ConsoleBusy: Error, CustomStringConvertible {
+    var description: String { "the console is answering as many ledger reads as it makes at once; try again" }
+}
+
+/// A count of reads in progress, refusing beyond its limit (no queue: a page asked for again later is cheaper than a
+/// queue that grows while the ledger is slow).
+final class ReadGate: Sendable {
+    private let count = Mutex(0)
+    let limit: Int
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    func enter() -> Bool {
+        count.withLock { count in
+            guard count < limit else { return false }
+            count += 1
+            return true
+        }
+    }
+
+    func leave() {
+        count.withLock { $0 -= 1 }
+    }
+}

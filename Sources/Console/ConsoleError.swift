@@ -1,0 +1,31 @@
+/// A console that cannot be served as configured; names the key or the file, never a token.
+public struct ConsoleError: Error, CustomStringConvertible, Sendable {
+    enum Code: Sendable {
+        case tokenFile
+        case address
+        case listen
+    }
+
+    let code: Code
+    public let message: String
+    public let file: String
+    public let line: Int
+
+    init(_ code: Code, _ message: String, file: String = #fileID, line: Int = #line) {
+        self.code = code
+        self.message = message
+        self.file = file
+        self.line = line
+    }
+
+    /// The configuration key at fault, when one is.
+    public var key: String? {
+        switch code {
+        case .tokenFile: "console.token_file"
+        case .address: "console.address"
+        case .listen: nil
+        }
+    }
+
+    public var description: String { key.map { "\($0): \(message)" } ?? message }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import Gamebase
+import HTTPTypes
+import Hummingbird
+import Logging
+import Lookup
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// The operator console (`console.*`): a read-only web page on its own listener, served while the worker runs.
+///
+/// Pages: the overview (`/`), search (`/search?q=`), a purchase's timeline (`/purchase?seq=`), a user's purchases
+/// (`/user?id=`), dead letters (`/dead-letters`); each also as JSON with `Accept: application/json`. Every ledger read
+/// has a deadline and at most a few run at once; the overview's counts come from the worker's own status.
+///
+/// A listener that cannot be opened (the port is taken) is logged as an error and the worker goes on without its
+/// console: purchases never wait for a page.
+public final class ConsoleServer: Service {
+    let configuration: ConsoleConfiguration
+    let site: ConsoleSite
+    let logger: Logger
+    private let boundPort = Mutex<Int?>(nil)
+
+    /// - Parameters:
+    ///   - reader: the ledger's read port (the console adds the deadlines).
+    ///   - gamebase: for "ask Gamebase now" (read-only calls); `nil` hides nothing, the button then says it cannot.
+    ///   - reconcileGrace: to say when a sighting will be taken, as `find` does.
+    public init(
+        configuration: ConsoleConfiguration, reader: any PurchaseHistoryReader, gamebase: (any GamebaseAPI)?,
+        status: any ConsoleStatusSource, reconcileGrace: Duration? = nil, logger: Logger
+    ) {
+        self.configuration = configuration
+        let history = OutcomeHistory(start: ConsoleSite.counts(status.consoleStatus()))
+        site = ConsoleSite(
+            configuration: configuration, reader: reader, gamebase: gamebase, status: status,
+            reconcileGrace: reconcileGrace, history: history)
+        self.logger = logger
+    }
+
+    /// The port actually bound (useful with port 0 in tests), once listening.
+    public var listeningPort: Int? { boundPort.withLock { $0 } }
+
+    public func run() async throws {
+        guard configuration.isEnabled else { return }
+        try configuration.validate()
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { [site] in
+                // The windows' samples: counts the metrics keep anyway, read every interval.
+                while !Task.isCancelled {
+                    do { try await Task.sleep(for: site.history.interval) } catch { return }
+                    site.history.record(ConsoleSite.counts(site.status.consoleStatus()))
+                }
+            }
+            tasks.addTask { [self] in try await serve() }
+            try await tasks.next()
+            tasks.cancelAll()
+        }
+    }
+
+    private func serve() async throws {
+        let router = Router()
+        router.add(middleware: ConsoleGuard(access: configuration.access, site: site))
+        let site = site
+        router.get("/") { request, _ in Self.response(await site.overview(), for: request) }
+        router.get("/search") { request, _ in
+            let query = request.uri.queryParameters
+            let q = query.get("q").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            return Self.response(
+                await site.find(
+                    q, as: nil, before: query.get("before"), askGamebase: query.get("gamebase") == "1", path: "/search",
+                    title: "Search", current: "/search", parameters: [("q", q ?? "")]), for: request)
+        }
+        router.get("/purchase") { request, _ in
+            let query = request.uri.queryParameters
+            let seq = query.get("seq")
+            return Self.response(
+                await site.find(
+                    seq, as: .paymentSeq, before: nil, askGamebase: query.get("gamebase") == "1", path: "/purchase",
+                    title: "Purchase", current: "", parameters: [("seq", seq ?? "")]), for: request)
+        }
+        router.get("/user") { request, _ in
+            let query = request.uri.queryParameters
+            let id = query.get("id")
+            return Self.response(
+                await site.find(
+                    id, as: .userId, before: query.get("before"), askGamebase: query.get("gamebase") == "1",
+                    path: "/user", title: "User's purchases", current: "", parameters: [("id", id ?? "")]), for: request
+            )
+        }
+        router.get("/dead-letters") { request, _ in
+            let query = request.uri.queryParameters
+            return Self.response(
+                await site.deadLetters(reason: query.get("reason"), before: query.get("before")), for: request)
+        }
+        router.get("/console.css") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/css; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: ConsoleStyle.css)))
+        }
+        router.get("/favicon.ico") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "image/svg+xml"],
+                body: .init(byteBuffer: ByteBuffer(string: ConsoleStyle.icon)))
+        }
+        var quiet = logger
+        quiet.logLevel = max(logger.logLevel, .warning)
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname(configuration.address, port: configuration.port), serverName: nil),
+            onServerRunning: { [self] channel in
+                let port = channel.localAddress?.port
+                boundPort.withLock { $0 = port }
+                logger.info(
+                    "console listening",
+                    metadata: [
+                        "console.address": "\(configuration.address)", "console.port": "\(port ?? -1)",
+                        "console.token": "\(configuration.access.requiresToken ? "required" : "none (loopback)")",
+                    ])
+            }, logger: quiet)
+        do {
+            try await app.run()
+        } catch {
+            // The console is for people; purchases go on without it.
+            logger.error(
+                "the console could not listen; the worker runs without it",
+                metadata: [
+                    "console.address": "\(configuration.address)", "console.port": "\(configuration.port)",
+                    "error": "\(error)",
+                ])
+            try? await gracefulShutdown()
+        }
+    }
+
+    /// The reply as JSON when the client asks for it first (`Accept: application/json`), HTML otherwise.
+    static func response(_ reply: ConsoleReply, for request: Request) -> Response {
+        let status = HTTPResponse.Status(code: reply.status)
+        if wantsJSON(request.headers[.accept]) {
+            return Response(
+                status: status, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(bytes: reply.json)))
+        }
+        return Response(
+            status: status, headers: [.contentType: "text/html; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: reply.html)))
+    }
+
+    /// JSON when `application/json` comes before `text/html` in `Accept` (or is there without it).
+    static func wantsJSON(_ accept: String?) -> Bool {
+        guard let accept = accept?.lowercased() else { return false }
+        guard let json = accept.range(of: "application/json") else { return false }
+        guard let html = accept.range(of: "text/html") else { return true }
+        return json.lowerBound < html.lowerBound
+    }
+}

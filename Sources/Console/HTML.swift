@@ -1,0 +1,43 @@
+import Foundation
+import Lookup
+
+/// Text made safe for HTML: markup characters escaped, and the control and format characters that make a line read
+/// other than it is (a hostile userId's bidi override) shown as escapes, as `find` shows them on a terminal.
+enum HTML {
+    static func escape(_ text: String) -> String {
+        let printable = FindTextRenderer.printable(text)
+        var out = ""
+        out.reserveCapacity(printable.utf8.count)
+        for character in printable {
+            switch character {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+
+    /// A query-string value: everything but unreserved characters percent-encoded.
+    static func query(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+    }
+
+    /// A link to `path?name=value…`, escaped for an attribute.
+    static func link(_ path: String, _ parameters: KeyValuePairs<String, String> = [:]) -> String {
+        let query = parameters.map { "\($0.key)=\(Self.query($0.value))" }.joined(separator: "&")
+        return escape(query.isEmpty ? path : "\(path)?\(query)")
+    }
+
+    /// A shell word: single-quoted unless it is plainly safe.
+    static func shellWord(_ text: String) -> String {
+        let safe = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-_./:=@"))
+        if !text.isEmpty, text.unicodeScalars.allSatisfy({ safe.contains($0) && $0.isASCII }) { return text }
+        return "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+}

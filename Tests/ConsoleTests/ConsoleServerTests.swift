@@ -1,0 +1,188 @@
+import AsyncHTTPClient
+import Console
+import Foundation
+import Fulfilment
+import NIOHTTP1
+import Testing
+
+@Suite("The console's listener: read-only, closed without its token, safe headers, never hung by the ledger")
+struct ConsoleServerTests {
+    static let token = "console-token-0123456789abcdef"
+    static let pages = [
+        "/", "/search?q=\(FakeReader.seq.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)",
+        "/purchase?seq=seq-%3Cb%3E1%3C%2Fb%3E",
+        "/user?id=\(FakeReader.user.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)",
+        "/dead-letters", "/dead-letters?reason=gamebase_unavailable", "/console.css", "/nope",
+    ]
+
+    @Test func withATokenRequestsWithoutItOrWithAWrongOneGet401AndNoPurchaseData() async throws {
+        try await withConsole(access: ConsoleAccess(token: Self.token)) { base, client in
+            let wrong: [[(String, String)]] = [
+                [], [("Authorization", "Bearer wrong-token-0123456789abcdef")],
+                [("Authorization", "Bearer \(Self.token)x")], [("Authorization", "Bearer \(Self.token.dropLast())")],
+                [("Authorization", "Basic \(Data("admin:nope".utf8).base64EncodedString())")],
+                [("Authorization", "Token \(Self.token)")], [("Authorization", "Bearer")],
+                [("Authorization", "Bearer " + String(repeating: "a", count: 9_000))],
+            ]
+            for page in Self.pages {
+                for headers in wrong {
+                    for accept in ["text/html", "application/json"] {
+                        let reply = try await request(client, base + page, headers: headers + [("Accept", accept)])
+                        #expect(reply.status == 401, "\(page) \(headers.map(\.0))")
+                        #expect(!reply.body.contains("seq-"), "\(page)")
+                        #expect(!reply.body.contains("user-"), "\(page)")
+                        #expect(!reply.body.contains("gamebase_unavailable"), "\(page)")
+                        #expect(!reply.body.contains("purchase.completed"), "\(page)")
+                        #expect(reply.headers["www-authenticate"]?.hasPrefix("Basic realm=") == true)
+                    }
+                }
+            }
+            // The token as a bearer, and as the password of Basic authentication (what a browser sends).
+            let bearer = try await request(
+                client, base + "/dead-letters", headers: [("Authorization", "Bearer \(Self.token)")])
+            #expect(bearer.status == 200)
+            #expect(bearer.body.contains("gamebase_unavailable"))
+            let basic = try await request(
+                client, base + "/dead-letters",
+                headers: [("Authorization", "Basic \(Data("support:\(Self.token)".utf8).base64EncodedString())")])
+            #expect(basic.status == 200)
+            // An open loopback check does not apply behind a token: a proxy's Host is fine.
+            let proxied = try await request(
+                client, base + "/", headers: [("Authorization", "Bearer \(Self.token)"), ("Host", "console.example")])
+            #expect(proxied.status == 200)
+        }
+    }
+
+    @Test func everyWriteMethodGets405() async throws {
+        try await withConsole { base, client in
+            for page in Self.pages {
+                for method in [HTTPMethod.POST, .PUT, .DELETE, .PATCH, .OPTIONS, .TRACE] {
+                    let reply = try await request(client, base + page, method: method)
+                    #expect(reply.status == 405, "\(method) \(page)")
+                    #expect(reply.headers["allow"] == "GET, HEAD")
+                    #expect(!reply.body.contains("seq-"))
+                }
+            }
+        }
+        // Before the token too: nothing is written whoever asks.
+        try await withConsole(access: ConsoleAccess(token: Self.token)) { base, client in
+            let reply = try await request(client, base + "/", method: .POST)
+            #expect(reply.status == 405)
+        }
+    }
+
+    @Test func everyResponseCarriesTheSecurityHeadersErrorsIncluded() async throws {
+        try await withConsole(access: ConsoleAccess(token: Self.token)) { base, client in
+            let auth = [("Authorization", "Bearer \(Self.token)")]
+            var replies: [Reply] = []
+            replies.append(try await request(client, base + "/", headers: auth))
+            replies.append(try await request(client, base + "/nope", headers: auth))
+            replies.append(try await request(client, base + "/search?q=", headers: auth))
+            replies.append(try await request(client, base + "/"))
+            replies.append(try await request(client, base + "/", method: .DELETE))
+            replies.append(try await request(client, base + "/console.css", headers: auth))
+            #expect(replies.map(\.status) == [200, 404, 200, 401, 405, 200])
+            for reply in replies {
+                let policy = try #require(reply.headers["content-security-policy"])
+                #expect(policy.contains("default-src 'none'"))
+                #expect(!policy.contains("script-src"))
+                #expect(policy.contains("frame-ancestors 'none'"))
+                #expect(reply.headers["x-frame-options"] == "DENY")
+                #expect(reply.headers["referrer-policy"] == "no-referrer")
+                #expect(reply.headers["x-content-type-options"] == "nosniff")
+                #expect(reply.headers["cache-control"] == "no-store")
+            }
+        }
+    }
+
+    @Test func anOpenLoopbackConsoleRefusesRequestsAddressedToAnotherHost() async throws {
+        // A web page whose name is rebound to 127.0.0.1 sends its own name as Host.
+        try await withConsole { base, client in
+            for host in ["attacker.example", "attacker.example:8081", "127.0.0.1.attacker.example", "10.0.0.1"] {
+                let reply = try await request(client, base + "/dead-letters", headers: [("Host", host)])
+                #expect(reply.status == 403, "\(host)")
+                #expect(!reply.body.contains("gamebase_unavailable"))
+            }
+            for host in ["localhost:8081", "127.0.0.1", "[::1]:8081", "LOCALHOST"] {
+                #expect(try await request(client, base + "/", headers: [("Host", host)]).status == 200, "\(host)")
+            }
+        }
+    }
+
+    @Test func hostileIdsAreShownEscapedNeverAsMarkup() async throws {
+        try await withConsole { base, client in
+            let user = FakeReader.user.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            let page = try await request(client, base + "/user?id=\(user)")
+            #expect(page.status == 200)
+            #expect(page.body.contains("seq-&lt;b&gt;1&lt;/b&gt;"))
+            #expect(!page.body.contains("<b>1</b>"))
+            // The bidi override that would make the id read backwards is shown as an escape.
+            #expect(page.body.contains("user-\\u{202e}evil"))
+            #expect(!page.body.contains("\u{202E}"))
+            let search = try await request(client, base + "/search?q=%3Cscript%3Ealert(1)%3C%2Fscript%3E")
+            #expect(search.status == 404)
+            #expect(search.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
+            #expect(!search.body.contains("<script>"))
+            // An id longer than find takes is refused, not looked up.
+            let long = try await request(client, base + "/search?q=\(String(repeating: "x", count: 1_025))")
+            #expect(long.status == 400)
+        }
+    }
+
+    @Test func noPageShowsAPurchaseToken() async throws {
+        try await withConsole { base, client in
+            for page in Self.pages {
+                for accept in ["text/html", "application/json"] {
+                    let reply = try await request(client, base + page, headers: [("Accept", accept)])
+                    #expect(!reply.body.contains(FakeReader.token), "\(page)")
+                }
+            }
+        }
+    }
+
+    @Test func aHungLedgerMakesPagesSaySoWithinTheirDeadline() async throws {
+        try await withConsole(reader: FakeReader(hangs: true), ledgerTimeout: .seconds(1)) { base, client in
+            let started = ContinuousClock.now
+            let search = try await request(
+                client, base + "/search?q=anything", headers: [("Accept", "application/json")])
+            #expect(search.status == 503)
+            #expect(search.body.contains("did not finish within"))
+            let overview = try await request(client, base + "/")
+            #expect(overview.status == 200)
+            #expect(overview.body.contains("The ledger did not say"))
+            // The worker's own status still shows.
+            #expect(overview.body.contains("In flight"))
+            let letters = try await request(client, base + "/dead-letters")
+            #expect(letters.status == 503)
+            #expect(ContinuousClock.now - started < .seconds(8))
+        }
+    }
+
+    @Test func everyPageIsAlsoJSONWhenAskedFor() async throws {
+        try await withConsole { base, client in
+            let overview = try await request(client, base + "/", headers: [("Accept", "application/json")])
+            #expect(overview.headers["content-type"] == "application/json")
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(overview.body.utf8)) as? [String: Any])
+            #expect(object["environment"] as? String == "production")
+            let windows = try #require(object["windows"] as? [[String: Any]])
+            #expect(windows.map { $0["minutes"] as? Int } == [5, 60])
+            let user = FakeReader.user.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            let found = try await request(client, base + "/user?id=\(user)", headers: [("Accept", "application/json")])
+            let result = try #require(try JSONSerialization.jsonObject(with: Data(found.body.utf8)) as? [String: Any])
+            #expect(result["kind"] as? String == "user_id")
+            #expect((result["purchases"] as? [Any])?.count == 1)
+            let letters = try await request(client, base + "/dead-letters", headers: [("Accept", "application/json")])
+            let list = try #require(try JSONSerialization.jsonObject(with: Data(letters.body.utf8)) as? [String: Any])
+            let first = try #require((list["letters"] as? [[String: Any]])?.first)
+            #expect(first["reprocessCommand"] as? String == "iap-worker reprocess --reason gamebase_unavailable")
+            #expect(first["tokenHash"] as? String == "abcdef012345")
+            // A browser's Accept gets HTML.
+            let html = try await request(
+                client, base + "/",
+                headers: [("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")])
+            #expect(html.headers["content-type"] == "text/html; charset=utf-8")
+            #expect(html.body.contains("PRODUCTION"))
+        }
+    }
+}

@@ -1,0 +1,143 @@
+import AsyncHTTPClient
+import Console
+import Dispatch
+import Foundation
+import Fulfilment
+import IAPTestSupport
+import Logging
+import Lookup
+import NIOCore
+import NIOHTTP1
+import ServiceLifecycle
+import Synchronization
+
+/// A ledger read port holding one user's purchase, or one that never answers (a database that stopped talking).
+struct FakeReader: PurchaseHistoryReader {
+    static let seq = "seq-<b>1</b>"
+    static let user = "user-\u{202E}evil"
+    static let token = "tok-SECRET-purchase-token-1"
+
+    var hangs = false
+
+    private func wait() async {
+        // Ignores cancellation, as a stuck database driver would (answers after a minute, long after any deadline).
+        if hangs {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().asyncAfter(deadline: .now() + 60) { done.resume() }
+            }
+        }
+    }
+
+    func history(paymentSeq: String) async throws -> PurchaseHistory {
+        await wait()
+        guard paymentSeq == Self.seq else { return PurchaseHistory(paymentSeq: paymentSeq) }
+        var history = PurchaseHistory(paymentSeq: paymentSeq)
+        history.grant = GrantRecord(
+            paymentSeq: Self.seq, userId: Self.user, gamebaseProductId: "gems", purchaseToken: Self.token,
+            grantedAt: Date(timeIntervalSince1970: 1_790_000_000))
+        return history
+    }
+
+    func paymentSeqs(paymentId: String, limit: Int) async throws -> [String] {
+        await wait()
+        return []
+    }
+
+    func purchases(userId: String, before: Date?, limit: Int) async throws -> [PurchaseReference] {
+        await wait()
+        return userId == Self.user ? [PurchaseReference(paymentSeq: Self.seq, firstSeen: Date())] : []
+    }
+
+    func deadLetters(original source: MessageSource) async throws -> [DeadLetterEntry] {
+        await wait()
+        return []
+    }
+
+    func deadLetters(reason: String?, before: Date?, limit: Int) async throws -> [DeadLetterEntry] {
+        await wait()
+        return [
+            DeadLetterEntry(
+                paymentSeq: Self.seq, userId: Self.user, tokenHash: "abcdef0123456789", reason: "gamebase_unavailable",
+                error: "Gamebase did not answer", attempts: 4, deadLetterTopic: "purchase.completed.dlq",
+                deadLetterPartition: 0, deadLetterOffset: 7,
+                original: MessageSource(topic: "purchase.completed", partition: 2, offset: 41),
+                originalTimestampMilliseconds: nil, failedAt: Date(), valueBytes: 321)
+        ]
+    }
+}
+
+struct FakeStatus: ConsoleStatusSource {
+    var outcomes: [String: Int] = ["granted": 3]
+
+    func consoleStatus() -> ConsoleStatus {
+        ConsoleStatus(
+            version: "test", instance: "test-instance", ready: true, readiness: "ok", live: true, liveness: "ok",
+            circuitOpen: false, ledgerReachable: true, stoppedBy: nil, inFlight: 2,
+            consumerLag: [.init(topic: "purchase.completed", partition: 0, lag: 5)], unconsumedGrants: 1,
+            oldestUnconsumedGrantAgeSeconds: 12, outcomes: outcomes, rejections: ["user_mismatch": 1], deadLetters: [:],
+            reconciliationEnabled: true, lastReconcilePass: nil,
+            settings: [.init("ledger.url", "postgres://iap:<redacted>@db/iap")])
+    }
+}
+
+/// A console served on a free loopback port while `body` runs.
+func withConsole<T: Sendable>(
+    access: ConsoleAccess = .loopbackOnly, reader: FakeReader = FakeReader(), ledgerTimeout: Duration = .seconds(5),
+    _ body: @Sendable (_ base: String, _ client: HTTPClient) async throws -> T
+) async throws -> T {
+    var configuration = ConsoleConfiguration(port: try freePort(), access: access, environment: "production")
+    configuration.ledgerReadTimeout = ledgerTimeout
+    var logger = Logger(label: "console-test")
+    logger.logLevel = .critical
+    let server = ConsoleServer(
+        configuration: configuration, reader: reader, gamebase: nil, status: FakeStatus(), logger: logger)
+    let group = ServiceGroup(services: [server], logger: logger)
+    return try await withThrowingTaskGroup(of: T?.self) { tasks in
+        tasks.addTask {
+            try await group.run()
+            return nil
+        }
+        let started = ContinuousClock.now
+        while server.listeningPort == nil {
+            guard ContinuousClock.now - started < .seconds(10) else {
+                throw ConsoleTestError("the console did not listen")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        do {
+            let result = try await body("http://127.0.0.1:\(configuration.port)", client)
+            try await client.shutdown()
+            await group.triggerGracefulShutdown()
+            return result
+        } catch {
+            try? await client.shutdown()
+            await group.triggerGracefulShutdown()
+            throw error
+        }
+    }
+}
+
+struct ConsoleTestError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+struct Reply {
+    var status: Int
+    var headers: [String: String]
+    var body: String
+}
+
+func request(
+    _ client: HTTPClient, _ url: String, method: HTTPMethod = .GET, headers: [(String, String)] = []
+) async throws -> Reply {
+    var request = HTTPClientRequest(url: url)
+    request.method = method
+    for (name, value) in headers { request.headers.add(name: name, value: value) }
+    let response = try await client.execute(request, timeout: .seconds(30))
+    let body = try await response.body.collect(upTo: 4 << 20)
+    var fields: [String: String] = [:]
+    for header in response.headers { fields[header.name.lowercased()] = header.value }
+    return Reply(status: Int(response.status.code), headers: fields, body: String(buffer: body))
+}

@@ -1,0 +1,192 @@
+import AsyncHTTPClient
+import Console
+import Foundation
+import Gamebase
+import GamebaseSimulator
+import IAPTestSupport
+import NIOCore
+import NIOHTTP1
+import PostgresNIO
+import Testing
+import Worker
+
+/// The operator console as an on-call engineer uses it: the real worker (mock cluster, the simulator over HTTP, a
+/// PostgreSQL ledger) over a mixed workload, its console driven by a real headless Chromium (Debian's, through
+/// Selenium: scripts/console-browser-check.py), then every page and its JSON read for secrets.
+@Suite("The operator console in a real browser", .serialized, .timeLimit(.minutes(6)))
+struct ConsoleBrowserTests {
+    static var root: URL { CloudEventsInteropTests.root }
+    static let ledgerPassword = "Ledger-Pw-\(UUID().uuidString.prefix(8))"
+
+    static var payments: [SimulatedPayment] {
+        [
+            EndToEndSystem.payment("g1", user: "u1"), EndToEndSystem.payment("st3", user: "u3"),
+            EndToEndSystem.payment("dl4", user: "u4"),
+        ]
+    }
+
+    static let tokens = ["tok-g1", "tok-st3", "tok-dl4"]
+
+    @Test func anOnCallEngineerFindsPurchasesByEveryIdAndADeadLetteredOnesTimelineInChromium() async throws {
+        let faults = SimulatorFaults(
+            unknownFieldRate: 0, tokenResultCodes: ["tok-dl4": GamebaseResultCode.unknownError.rawValue])
+        try await EndToEndSystem.run(.postgres, payments: Self.payments, faults: faults) { system in
+            var configuration = system.configuration()
+            // A ledger user whose password the pages must never show.
+            configuration.ledgerURL = try await Self.ledgerWithOwnPassword(system.ledgerURL)
+            let port = try freePort()
+            configuration.console = ConsoleConfiguration(port: port, environment: "production")
+            configuration.reconcile.interval = .zero
+            let base = "http://127.0.0.1:\(port)"
+            let client = HTTPClient(eventLoopGroupProvider: .singleton)
+            do {
+                try await walk(system, configuration, client, base)
+                try await client.shutdown()
+            } catch {
+                try? await client.shutdown()
+                throw error
+            }
+        }
+    }
+
+    func walk(_ system: EndToEndSystem, _ configuration: WorkerConfiguration, _ client: HTTPClient, _ base: String)
+        async throws
+    {
+        try await system.withWorker(configuration) { parts in
+            #expect(parts.console != nil)
+            try await system.produce([(key: "thief", value: EndToEndSystem.message("st3", user: "thief"))])
+            try await system.produce([
+                (key: "u1", value: EndToEndSystem.message("g1", user: "u1")),
+                (key: "u3", value: EndToEndSystem.message("st3", user: "u3")),
+                (key: "u4", value: EndToEndSystem.message("dl4", user: "u4")),
+                (key: "u6", value: #"{"userId":"u6","paymentSeq":"m6"}"#),
+                (key: "u1", value: EndToEndSystem.message("g1", user: "u1")),
+            ])
+            try await system.eventually("every story is in the ledger", within: 60) {
+                let g1 = try await Self.get(client, base + "/purchase?seq=g1", json: true)
+                let st3 = try await Self.get(client, base + "/purchase?seq=st3", json: true)
+                let dl4 = try await Self.get(client, base + "/purchase?seq=dl4", json: true)
+                let m6 = try await Self.get(client, base + "/purchase?seq=m6", json: true)
+                return g1.contains("granted and consumed") && g1.contains(#""duplicates_after":"1""#)
+                    && st3.contains("granted and consumed") && st3.contains("user_mismatch")
+                    && dl4.contains("gamebase_unavailable") && m6.contains("dead_letter")
+            }
+
+            let shots = Self.root.appendingPathComponent(".build/console-screenshots")
+            let (status, output) = try Self.browse(
+                base, queries: ["g1", "GPA.g1", "u1"], deadLettered: "dl4", shots: shots)
+            #expect(status == 0, "\(output)")
+            let report = try #require(
+                try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any], "\(output)")
+            #expect(report["error"] == nil, "\(report["error"] ?? "")")
+            let pages = try #require(report["pages"] as? [[String: Any]])
+            let text = Dictionary(
+                pages.map { ($0["name"] as? String ?? "", $0["text"] as? String ?? "") }, uniquingKeysWith: { $1 })
+
+            let overview = try #require(text["overview"])
+            for words in [
+                "PRODUCTION", "Overview", "READY (/READYZ)", "ready", "Purchases", "last 5 min", "last 60 min",
+                "user_mismatch", "malformed_message", "gamebase_unavailable", "Consumer lag",
+            ] {
+                #expect(overview.contains(words), "overview: \(words)")
+            }
+            let g1 = try #require(text["search g1"])
+            #expect(g1.contains("g1 is a paymentSeq: 1 purchase."))
+            #expect(g1.contains("granted and consumed"))
+            #expect(g1.contains("paymentId GPA.g1"))
+            #expect(g1.contains("Ask Gamebase now"))
+            #expect(try #require(text["search GPA.g1"]).contains("GPA.g1 is a store payment id: 1 purchase."))
+            let u1 = try #require(text["search u1"])
+            #expect(u1.contains("u1 is a userId: 1 purchase."))
+            #expect(u1.contains("purchase g1"))
+            let letters = try #require(text["dead letters"])
+            #expect(letters.contains("gamebase_unavailable"))
+            #expect(letters.contains("malformed_message"))
+            #expect(letters.contains("iap-worker reprocess --reason gamebase_unavailable"))
+            let timeline = try #require(text["dead-lettered timeline"])
+            #expect(timeline.contains("purchase dl4"))
+            #expect(timeline.contains("dead-lettered for gamebase_unavailable"))
+
+            // Nothing from outside: every resource and every reference is the console's own.
+            for page in pages {
+                let resources = page["resources"] as? [String] ?? []
+                #expect(resources.allSatisfy { $0.hasPrefix(base + "/") }, "\(page["name"] ?? ""): \(resources)")
+                let references = page["references"] as? [String] ?? []
+                #expect(references.allSatisfy { $0.hasPrefix("/") }, "\(page["name"] ?? ""): \(references)")
+                for token in Self.tokens { #expect(!(page["text"] as? String ?? "").contains(token)) }
+            }
+            // The policy holds in the browser: an inline script put into the page does not run, an outside image
+            // does not load, and the browser says why.
+            let csp = try #require(report["csp"] as? [String: Any])
+            #expect(csp["inlineRan"] as? Bool == false)
+            let violations = csp["violations"] as? [String] ?? []
+            #expect(violations.contains { $0.hasPrefix("script-src") }, "\(violations)")
+            #expect(violations.contains("img-src"), "\(violations)")
+            let said = csp["log"] as? [String] ?? []
+            #expect(
+                said.contains { $0.contains("violates the following Content Security Policy directive") }, "\(said)")
+            let log = report["log"] as? [[String: Any]] ?? []
+            #expect(log.filter { $0["level"] as? String == "SEVERE" }.isEmpty, "\(log)")
+
+            try await Self.expectNoSecretInAnyPage(client, base)
+        }
+    }
+
+    /// Every page, as HTML and as JSON, Gamebase asked included: no purchase token, no secret key, no ledger password.
+    static func expectNoSecretInAnyPage(_ client: HTTPClient, _ base: String) async throws {
+        let pages = [
+            "/", "/search?q=g1", "/search?q=GPA.g1", "/search?q=u1", "/search?q=g1&gamebase=1", "/purchase?seq=st3",
+            "/purchase?seq=st3&gamebase=1", "/purchase?seq=dl4", "/user?id=u3", "/user?id=u3&gamebase=1",
+            "/user?id=thief", "/dead-letters", "/dead-letters?reason=gamebase_unavailable",
+            "/search?q=purchase.completed%2F0%2F0%3Aconsume-failed", "/search?q=nothing-here",
+        ]
+        var checked = 0
+        for page in pages {
+            for json in [false, true] {
+                let body = try await get(client, base + page, json: json)
+                for secret in tokens + [EndToEndSystem.secretKey, ledgerPassword] {
+                    #expect(!body.contains(secret), "\(page) (\(json ? "JSON" : "HTML")) holds a secret")
+                }
+                checked += 1
+            }
+        }
+        #expect(checked == pages.count * 2)
+    }
+
+    static func get(_ client: HTTPClient, _ url: String, json: Bool) async throws -> String {
+        var request = HTTPClientRequest(url: url)
+        request.headers.add(name: "Accept", value: json ? "application/json" : "text/html")
+        let response = try await client.execute(request, timeout: .seconds(30))
+        return String(buffer: try await response.body.collect(upTo: 8 << 20))
+    }
+
+    /// A database owned by a role of its own, with a password no other test uses.
+    static func ledgerWithOwnPassword(_ url: String) async throws -> String {
+        let server = try PostgresTestServer.current()
+        let database = String(try #require(URLComponents(string: url)).path.dropFirst())
+        let role = "console_\(UUID().uuidString.prefix(8).lowercased())"
+        try await server.withConnection(to: database) { connection in
+            for sql in [
+                "CREATE ROLE \(role) LOGIN PASSWORD '\(ledgerPassword)'", "GRANT \(role) TO \(server.username)",
+                "ALTER DATABASE \(database) OWNER TO \(role)",
+            ] {
+                _ = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabases.quietLogger)
+            }
+        }
+        var components = try #require(URLComponents(string: url))
+        components.user = role
+        components.password = ledgerPassword
+        return try #require(components.string)
+    }
+
+    /// Runs the browser walk with the python of the project's checks (which installs Selenium on first use).
+    static func browse(_ base: String, queries: [String], deadLettered: String, shots: URL) throws -> (Int32, String) {
+        let python = try CloudEventsInteropTests.run(
+            "/bin/bash", [root.appendingPathComponent("scripts/check-venv.sh").path], stderr: false
+        ).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        var arguments = [root.appendingPathComponent("scripts/console-browser-check.py").path, "--url", base]
+        for query in queries { arguments += ["--query", query] }
+        arguments += ["--dead-lettered", deadLettered, "--screenshots", shots.path]
+        return try CloudEventsInteropTests.run(python, arguments, stderr: false)
+    }
+}
