@@ -263,7 +263,7 @@ let package = Package(
             name: "ConsoleTests",
             dependencies: [
                 "Console",
-                "IAPTestSupport",
+                "Sandbox",
                 "Fulfilment",
                 "Lookup",
                 "Gamebase",

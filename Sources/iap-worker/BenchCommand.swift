@@ -35,6 +35,8 @@ struct BenchPipelineCommand: AsyncParsableCommand {
     @Flag(help: "kill -9 the worker half way, restart it, and time until it resumes.") var killRestart = false
     @Option(help: "kafka.librdkafka.session.timeout.ms of the worker (default: the worker's own).") var sessionTimeoutMs: Int?
     @Option(help: "The iap-worker executable to run as the worker (default: this one).") var worker: String?
+    @Flag(help: "Serve the worker's console and ask for its overview every second while measuring.")
+    var consoleRefresh = false
     @Flag(help: "Print JSON instead of a table.") var json = false
 
     func validate() throws {
@@ -57,6 +59,7 @@ struct BenchPipelineCommand: AsyncParsableCommand {
         options.ledgerURL = ledgerURL
         options.killRestart = killRestart
         options.sessionTimeoutMs = sessionTimeoutMs
+        options.consoleRefresh = consoleRefresh
         options.warmup = warmup ?? (sequential ? 10 : 100)
         let json = self.json
         let result = try await PipelineBenchmark.run(options, logger: logger) { line in

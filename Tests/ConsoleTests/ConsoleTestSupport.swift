@@ -7,6 +7,7 @@ import IAPTestSupport
 import Logging
 import Lookup
 import NIOCore
+import Sandbox
 import NIOHTTP1
 import ServiceLifecycle
 import Synchronization
@@ -85,7 +86,7 @@ func withConsole<T: Sendable>(
     access: ConsoleAccess = .loopbackOnly, reader: FakeReader = FakeReader(), ledgerTimeout: Duration = .seconds(5),
     _ body: @Sendable (_ base: String, _ client: HTTPClient) async throws -> T
 ) async throws -> T {
-    var configuration = ConsoleConfiguration(port: try freePort(), access: access, environment: "production")
+    var configuration = ConsoleConfiguration(port: try freeLoopbackPort(), access: access, environment: "production")
     configuration.ledgerReadTimeout = ledgerTimeout
     var logger = Logger(label: "console-test")
     logger.logLevel = .critical

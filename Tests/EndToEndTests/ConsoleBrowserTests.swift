@@ -5,6 +5,7 @@ import Gamebase
 import GamebaseSimulator
 import IAPTestSupport
 import NIOCore
+import Sandbox
 import NIOHTTP1
 import PostgresNIO
 import Testing
@@ -34,7 +35,7 @@ struct ConsoleBrowserTests {
             var configuration = system.configuration()
             // A ledger user whose password the pages must never show.
             configuration.ledgerURL = try await Self.ledgerWithOwnPassword(system.ledgerURL)
-            let port = try freePort()
+            let port = try freeLoopbackPort()
             configuration.console = ConsoleConfiguration(port: port, environment: "production")
             configuration.reconcile.interval = .zero
             let base = "http://127.0.0.1:\(port)"

@@ -31,6 +31,9 @@ public enum PipelineBenchmark {
         public var idPrefix = ""
         /// The `iap-worker` executable to run as the worker.
         public var workerExecutable: String
+        /// Serve the worker's operator console and ask for its overview every second through the run (what an
+        /// operator with the page open costs the purchase path).
+        public var consoleRefresh = false
 
         public init(workerExecutable: String) {
             self.workerExecutable = workerExecutable
@@ -48,13 +51,14 @@ public enum PipelineBenchmark {
         let payments = (0..<options.purchases).map { DemoBatch.payment("\(p)b\($0)", user: "\(p)u\($0)") }
             + (0..<options.warmup).map { DemoBatch.payment("\(p)w\($0)", user: "\(p)w\($0)") }
         let faults = SimulatorFaults(latencyMs: options.latencyMs, unknownFieldRate: 0)
+        let consolePort = options.consoleRefresh ? try freeLoopbackPort() : nil
         return try await Sandbox.with(brokers: 1, payments: payments, faults: faults, logger: logger) { sandbox in
             let ledgerURL = options.ledgerURL ?? sandbox.ledgerURL
             var environment = [
                 "IAP_WORKER_CONFIG": "", "KAFKA_BOOTSTRAP_SERVERS": sandbox.cluster.bootstrapServers,
                 "KAFKA_GROUP_ID": "bench-\(UUID().uuidString.prefix(8))", "GAMEBASE_BASE_URL": sandbox.simulatorURL,
                 "GAMEBASE_APP_ID": Sandbox.appID, "GAMEBASE_SECRET_KEY": Sandbox.secretKey, "LEDGER_URL": ledgerURL,
-                "SERVER_PORT": "0", "CONSOLE_PORT": "0", "WORKER_MAX_IN_FLIGHT": String(options.maxInFlight),
+                "SERVER_PORT": "0", "CONSOLE_PORT": String(consolePort ?? 0), "WORKER_MAX_IN_FLIGHT": String(options.maxInFlight),
                 "GAMEBASE_MAX_CONNECTIONS": String(min(max(options.maxInFlight, 8), 1024)),
             ]
             // librdkafka's mock broker answers a fetch with nothing new only when its wait ends (a real broker
@@ -93,6 +97,8 @@ public enum PipelineBenchmark {
                 }
             }
             defer { sampler.cancel() }
+            let console = consolePort.map { ConsoleRefresher(url: "http://127.0.0.1:\($0)/") }
+            defer { console?.cancel() }
             let cpuBefore = worker.cpuTime ?? .zero
             let harnessBefore = MeasuredProcess.harnessCPUTime
             let sent = try await load.produce(count: options.purchases, rate: options.rate) { i in
@@ -129,6 +135,13 @@ public enum PipelineBenchmark {
                 try await Task.sleep(for: .milliseconds(killed || !options.killRestart ? 100 : 10))
             }
             let cpu = (worker.cpuTime ?? .zero) - (killed ? .zero : cpuBefore) + (killed ? cpuAtKill - cpuBefore : .zero)
+            if let console {
+                let (pages, failures) = await console.stop()
+                say("console: the overview served \(pages) times while measuring, \(failures) failed")
+                if pages == 0 || failures > 0 {
+                    throw Failure(description: "the console's overview was not served every time (\(pages) served, \(failures) failed)")
+                }
+            }
             let harnessCPU = MeasuredProcess.harnessCPUTime - harnessBefore
             let memory = worker.memory
             sampler.cancel()

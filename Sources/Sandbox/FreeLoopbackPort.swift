@@ -4,15 +4,16 @@ import Foundation
     import Glibc
 #endif
 
-struct FreePortError: Error, CustomStringConvertible {
+struct LocalPortError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
 }
 
-/// A port nothing listens on now (bound and released; the console binds it again at once).
-public func freePort() throws -> Int {
+/// A loopback port nothing listens on now (bound and released): for a listener whose port must be known before it
+/// starts (the benchmark's console, tests).
+public func freeLoopbackPort() throws -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw FreePortError("socket failed") }
+    guard fd >= 0 else { throw LocalPortError("socket failed") }
     defer { close(fd) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
@@ -22,10 +23,10 @@ public func freePort() throws -> Int {
     let bound = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
     }
-    guard bound == 0 else { throw FreePortError("bind failed") }
+    guard bound == 0 else { throw LocalPortError("bind failed") }
     let named = withUnsafeMutablePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
     }
-    guard named == 0 else { throw FreePortError("getsockname failed") }
+    guard named == 0 else { throw LocalPortError("getsockname failed") }
     return Int(UInt16(bigEndian: address.sin_port))
 }
