@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import time
+import urllib.parse
 
 from selenium import webdriver
 from selenium.common.exceptions import WebDriverException
@@ -47,7 +48,10 @@ def search(driver, query):
     box.clear()
     box.send_keys(query)
     driver.find_element(By.CSS_SELECTOR, "form.searchbox button[type=submit]").click()
-    wait_for(driver, lambda: "q=" in driver.current_url)
+    # This query's page, loaded (the previous search's URL also holds "q=").
+    expected = "q=" + urllib.parse.quote_plus(query)
+    wait_for(driver, lambda: driver.current_url.endswith(expected)
+             and driver.execute_script("return document.readyState") == "complete")
 
 
 def wait_for(driver, condition, seconds=15):
@@ -111,10 +115,12 @@ def main():
             search(driver, query)
             report["pages"].append(observe(driver, "search " + query))
         driver.find_element(By.LINK_TEXT, "Dead letters").click()
-        wait_for(driver, lambda: "/dead-letters" in driver.current_url)
+        wait_for(driver, lambda: "/dead-letters" in driver.current_url
+                 and driver.execute_script("return document.readyState") == "complete")
         report["pages"].append(observe(driver, "dead letters"))
         driver.find_element(By.LINK_TEXT, arguments.dead_lettered).click()
-        wait_for(driver, lambda: "/purchase" in driver.current_url)
+        wait_for(driver, lambda: "/purchase" in driver.current_url
+                 and driver.execute_script("return document.readyState") == "complete")
         report["pages"].append(observe(driver, "dead-lettered timeline"))
         driver.save_screenshot(os.path.join(arguments.screenshots, "console-timeline.png"))
         report["log"] = [{"level": entry["level"], "message": entry["message"]} for entry in driver.get_log("browser")]

@@ -4,8 +4,9 @@ import Lookup
 import Synchronization
 
 /// The ledger's read port as the console uses it: every read ends within its deadline, answered or not (a database
-/// that stops answering makes a page say so, never hang), and at most ``maxConcurrentReads`` run at once, so however
-/// often the console is asked, the purchase path keeps the ledger's connections.
+/// that stops answering makes a page say so, never hang), and at most ``maxConcurrentReads`` run at once — counted until
+/// each read ends, past its deadline too — so however often the console is asked, the purchase path keeps the ledger's
+/// connections.
 struct BoundedHistoryReader: PurchaseHistoryReader {
     let base: any PurchaseHistoryReader
     let timeout: Duration
@@ -25,8 +26,13 @@ struct BoundedHistoryReader: PurchaseHistoryReader {
         -> T
     {
         guard gate.enter() else { throw ConsoleBusy() }
-        defer { gate.leave() }
-        return try await watchdog.run(timeout, "the ledger's \(what)", read)
+        // The slot is held until the read itself ends, not until its deadline: a read left running by its deadline
+        // still holds a connection, so a ledger that hangs makes the console say "busy" rather than pile reads up.
+        let gate = gate
+        return try await watchdog.run(timeout, "the ledger's \(what)") {
+            defer { gate.leave() }
+            return try await read()
+        }
     }
 
     func history(paymentSeq: String) async throws -> PurchaseHistory {

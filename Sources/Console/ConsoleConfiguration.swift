@@ -9,8 +9,6 @@ public struct ConsoleConfiguration: Sendable {
     public var access: ConsoleAccess
     /// `console.environment`: the banner on every page ("production", "staging"); empty: "unnamed".
     public var environment: String
-    /// `console.show_payloads`: dead-lettered records' values shown (tokens masked), not only their size.
-    public var showPayloads: Bool
     /// Every ledger read the console makes ends within this, answered or not.
     public var ledgerReadTimeout: Duration = .seconds(5)
     /// An "ask Gamebase now" ends within this.
@@ -27,7 +25,6 @@ public struct ConsoleConfiguration: Sendable {
         self.address = address
         self.access = access
         self.environment = environment
-        self.showPayloads = showPayloads
     }
 
     /// The console is off.

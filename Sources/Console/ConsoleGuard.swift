@@ -30,14 +30,14 @@ struct ConsoleGuard<Context: RequestContext>: RouterMiddleware {
         var response: Response
         if request.method != .get, request.method != .head {
             response = ConsoleServer.response(
-                site.problem(405, "the console is read-only: \(request.method.rawValue) is refused"), for: request)
+                site.refusal(405, "the console is read-only: \(request.method.rawValue) is refused"), for: request)
             response.headers[.allow] = "GET, HEAD"
         } else if !access.requiresToken, !Self.isLoopbackAuthority(request.head.authority) {
             response = ConsoleServer.response(
-                site.problem(403, "this console answers requests addressed to localhost only"), for: request)
+                site.refusal(403, "this console answers requests addressed to localhost only"), for: request)
         } else if !access.allows(authorization: request.headers[.authorization]) {
             response = ConsoleServer.response(
-                site.problem(401, "a bearer token is required (console.token_file)"), for: request)
+                site.refusal(401, "a bearer token is required (console.token_file)"), for: request)
             response.headers[.wwwAuthenticate] = "Basic realm=\"iap-worker console\", charset=\"UTF-8\""
         } else {
             do {

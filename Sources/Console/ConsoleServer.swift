@@ -59,7 +59,7 @@ public final class ConsoleServer: Service {
     }
 
     private func serve() async throws {
-        let router = Router()
+        let router = Router(options: .autoGenerateHeadEndpoints)
         router.add(middleware: ConsoleGuard(access: configuration.access, site: site))
         let site = site
         router.get("/") { request, _ in Self.response(await site.overview(), for: request) }
@@ -68,7 +68,7 @@ public final class ConsoleServer: Service {
             let q = query.get("q").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
             return Self.response(
                 await site.find(
-                    q, as: nil, before: query.get("before"), askGamebase: query.get("gamebase") == "1", path: "/search",
+                    q, as: nil, before: query.get("before"), askGamebase: query.get("gamebase") == "1" && Self.isSameSite(request), path: "/search",
                     title: "Search", current: "/search", parameters: [("q", q ?? "")]), for: request)
         }
         router.get("/purchase") { request, _ in
@@ -76,7 +76,7 @@ public final class ConsoleServer: Service {
             let seq = query.get("seq")
             return Self.response(
                 await site.find(
-                    seq, as: .paymentSeq, before: nil, askGamebase: query.get("gamebase") == "1", path: "/purchase",
+                    seq, as: .paymentSeq, before: nil, askGamebase: query.get("gamebase") == "1" && Self.isSameSite(request), path: "/purchase",
                     title: "Purchase", current: "", parameters: [("seq", seq ?? "")]), for: request)
         }
         router.get("/user") { request, _ in
@@ -84,7 +84,7 @@ public final class ConsoleServer: Service {
             let id = query.get("id")
             return Self.response(
                 await site.find(
-                    id, as: .userId, before: query.get("before"), askGamebase: query.get("gamebase") == "1",
+                    id, as: .userId, before: query.get("before"), askGamebase: query.get("gamebase") == "1" && Self.isSameSite(request),
                     path: "/user", title: "User's purchases", current: "", parameters: [("id", id ?? "")]), for: request
             )
         }
@@ -107,6 +107,9 @@ public final class ConsoleServer: Service {
         quiet.logLevel = max(logger.logLevel, .warning)
         let app = Application(
             router: router,
+            // An idle connection is closed after 30 s: a client that opens many and sends nothing holds no descriptor
+            // the worker's Kafka, ledger and Gamebase connections need.
+            server: .http1(configuration: .init(idleTimeout: .seconds(30))),
             configuration: .init(address: .hostname(configuration.address, port: configuration.port), serverName: nil),
             onServerRunning: { [self] channel in
                 let port = channel.localAddress?.port
@@ -120,10 +123,14 @@ public final class ConsoleServer: Service {
             }, logger: quiet)
         do {
             try await app.run()
+        } catch is CancellationError {
+            return
         } catch {
             // The console is for people; purchases go on without it.
             logger.error(
-                "the console could not listen; the worker runs without it",
+                listeningPort == nil
+                    ? "the console could not listen; the worker runs without it"
+                    : "the console stopped; the worker runs without it",
                 metadata: [
                     "console.address": "\(configuration.address)", "console.port": "\(configuration.port)",
                     "error": "\(error)",
@@ -143,6 +150,14 @@ public final class ConsoleServer: Service {
         return Response(
             status: status, headers: [.contentType: "text/html; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(string: reply.html)))
+    }
+
+    /// Whether a browser says the request comes from the console's own pages (or was typed): asking Gamebase is a GET
+    /// with a cost, which another site's page must not be able to make a browser send. Clients that are no browser
+    /// send no `Sec-Fetch-Site`.
+    static func isSameSite(_ request: Request) -> Bool {
+        guard let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!]?.lowercased() else { return true }
+        return site == "same-origin" || site == "none"
     }
 
     /// JSON when `application/json` comes before `text/html` in `Accept` (or is there without it).

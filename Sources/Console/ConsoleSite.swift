@@ -15,10 +15,20 @@ final class ConsoleSite: Sendable {
     let status: any ConsoleStatusSource
     let history: OutcomeHistory
     private let recordedCache = Mutex<(at: ContinuousClock.Instant, value: OverviewPage.RecordedDeadLetters)?>(nil)
+    /// A read of the overview's dead-letter counts is under way (one at a time, whoever asks).
+    private let recordedReading = Mutex(false)
+    /// Asks of Gamebase: one at a time, at least ``askInterval`` apart (they share the purchase path's client, its
+    /// connections and the app's quota at Gamebase).
+    private let asking = AskThrottle(interval: ConsoleSite.askInterval)
 
     /// Dead letters read for the overview's counts at most, and how long those counts are kept.
     static let recordedReadLimit = 1_000
     static let recordedCacheLife: Duration = .seconds(10)
+    static let askInterval: Duration = .seconds(1)
+    /// For a userId, the most listed payments unknown to the page that an ask looks up.
+    static let maxListedAsked = 20
+    /// A page's reads together end within this (an id tried as three kinds reads many times).
+    static let pageTimeout: Duration = .seconds(10)
 
     init(
         configuration: ConsoleConfiguration, reader: any PurchaseHistoryReader, gamebase: (any GamebaseAPI)?,
@@ -50,13 +60,23 @@ final class ConsoleSite: Sendable {
         return ConsoleReply(html: page.render(layout, refreshSeconds: configuration.refreshSeconds), json: page)
     }
 
-    /// The last day's dead letters by reason, read at most every ``recordedCacheLife`` however often the overview is
-    /// asked (a failed read is kept as long, so a ledger outage is not asked again at every refresh).
+    /// The last day's dead letters by reason, read at most every ``recordedCacheLife`` and by one request at a time
+    /// however often the overview is asked (a failed read is kept as long, so a ledger outage is not asked again at
+    /// every refresh).
     func recordedDeadLetters() async -> OverviewPage.RecordedDeadLetters {
-        if let cached = recordedCache.withLock({ $0 }), ContinuousClock.now - cached.at < Self.recordedCacheLife {
-            return cached.value
+        let cached = recordedCache.withLock { $0 }
+        if let cached, ContinuousClock.now - cached.at < Self.recordedCacheLife { return cached.value }
+        let mine = recordedReading.withLock { reading -> Bool in
+            defer { reading = true }
+            return !reading
         }
         let since = Date().addingTimeInterval(-86_400)
+        guard mine else {
+            return cached?.value
+                ?? OverviewPage.RecordedDeadLetters(
+                    since: since, byReason: [:], capped: false, read: 0, error: "being read; reload in a moment")
+        }
+        defer { recordedReading.withLock { $0 = false } }
         var value = OverviewPage.RecordedDeadLetters(since: since, byReason: [:], capped: false, read: 0)
         do {
             let letters = try await reader.deadLetters(reason: nil, before: nil, limit: Self.recordedReadLimit)
@@ -87,7 +107,7 @@ final class ConsoleSite: Sendable {
                     body: "<p>Type any id <code>iap-worker find</code> takes in the box above: a paymentSeq, a store "
                         + "payment id (Google <code>GPA.…</code>, an Apple transaction id), a userId or an event id.</p>\n"
                 )
-                return ConsoleReply(html: html, json: ConsoleProblem(error: "give an id as ?q=", status: 400))
+                return ConsoleReply(html: html, json: ["hint": "give an id as ?q="])
             }
             return problem(400, "give an id")
         }
@@ -98,7 +118,10 @@ final class ConsoleSite: Sendable {
             beforeDate = date
         }
         do {
-            var result = try await finder.find(id, as: kind, before: beforeDate, limit: 20)
+            let (finder, beforeDate) = (finder, beforeDate)
+            var result = try await reader.watchdog.run(Self.pageTimeout, "the page's ledger reads") {
+                try await finder.find(id, as: kind, before: beforeDate, limit: 20)
+            }
             if askGamebase { result = await annotate(result) }
             let page = FindPage(result: result, path: path, parameters: parameters)
             return ConsoleReply(
@@ -109,30 +132,33 @@ final class ConsoleSite: Sendable {
         }
     }
 
-    /// What Gamebase says now, within ``ConsoleConfiguration/gamebaseTimeout``.
+    /// What Gamebase says now, within ``ConsoleConfiguration/gamebaseTimeout``; one ask at a time, a second apart.
     private func annotate(_ result: FindResult) async -> FindResult {
-        guard let comparer else {
-            var result = result
-            for index in result.purchases.indices {
-                result.purchases[index].gamebase = GamebaseView(
-                    checkedAt: Date(), difference: "Gamebase is not configured for this console", unreachable: true)
-            }
-            return result
+        guard let comparer else { return Self.unasked(result, "Gamebase is not configured for this console") }
+        guard asking.take() else {
+            return Self.unasked(result, "another ask of Gamebase is running or just ran; ask again in a moment")
         }
         let reader = reader
+        let asking = asking
         do {
             return try await reader.watchdog.run(configuration.gamebaseTimeout, "Gamebase") {
-                await comparer.annotate(result) { try await reader.history(paymentSeq: $0) }
+                // Free again when the ask itself ends (past its deadline too): asks never pile up on a slow Gamebase.
+                defer { asking.done() }
+                return await comparer.annotate(
+                    result, history: { try await reader.history(paymentSeq: $0) }, maxListed: Self.maxListedAsked)
             }
         } catch {
-            var result = result
-            for index in result.purchases.indices {
-                result.purchases[index].gamebase = GamebaseView(
-                    checkedAt: Date(), difference: "Gamebase could not be asked: \(Self.describe(error))",
-                    unreachable: true)
-            }
-            return result
+            return Self.unasked(result, "Gamebase could not be asked: \(Self.describe(error))")
         }
+    }
+
+    /// The purchases with a note instead of Gamebase's answer.
+    static func unasked(_ result: FindResult, _ why: String) -> FindResult {
+        var result = result
+        for index in result.purchases.indices {
+            result.purchases[index].gamebase = GamebaseView(checkedAt: Date(), difference: why, unreachable: true)
+        }
+        return result
     }
 
     // MARK: Dead letters
@@ -148,8 +174,10 @@ final class ConsoleSite: Sendable {
             beforeDate = date
         }
         do {
-            let entries = try await reader.deadLetters(
-                reason: reason, before: beforeDate, limit: Self.deadLettersPageSize)
+            let (reader, beforeDate) = (reader, beforeDate)
+            let entries = try await reader.watchdog.run(Self.pageTimeout, "the page's ledger reads") {
+                try await reader.deadLetters(reason: reason, before: beforeDate, limit: Self.deadLettersPageSize)
+            }
             let known = await recordedDeadLetters().byReason.keys
             let reasons = Set(known).union(entries.map(\.reason)).union(reason.map { [$0] } ?? []).sorted()
             let page = DeadLettersPage(
@@ -166,15 +194,21 @@ final class ConsoleSite: Sendable {
         let title =
             switch status {
             case 400: "Bad request"
-            case 401: "Unauthorized"
-            case 403: "Forbidden"
             case 404: "Not found"
-            case 405: "Method not allowed"
             case 503: "Unavailable"
             default: "Error"
             }
         let html = layout.page(
             title: title, current: "", body: "<p class=\"notice\" id=\"problem\">\(HTML.escape(message))</p>\n")
+        return ConsoleReply(status: status, html: html, json: ConsoleProblem(error: message, status: status))
+    }
+
+    /// A refusal before the token was checked: the status and one line, nothing of this instance (no name, version
+    /// or environment).
+    func refusal(_ status: Int, _ message: String) -> ConsoleReply {
+        let html =
+            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>\(status)</title></head>"
+            + "<body><p>\(HTML.escape(message))</p></body></html>\n"
         return ConsoleReply(status: status, html: html, json: ConsoleProblem(error: message, status: status))
     }
 
@@ -187,5 +221,28 @@ final class ConsoleSite: Sendable {
         case let error as GamebaseError: error.description
         default: "\(type(of: error))"
         }
+    }
+}
+
+/// One ask of Gamebase at a time, and at least `interval` between the starts of two.
+final class AskThrottle: Sendable {
+    private let state = Mutex<(busy: Bool, last: ContinuousClock.Instant?)>((false, nil))
+    let interval: Duration
+
+    init(interval: Duration) {
+        self.interval = interval
+    }
+
+    /// Whether an ask may start now (it then holds the turn until ``done()``).
+    func take(at now: ContinuousClock.Instant = .now) -> Bool {
+        state.withLock { state in
+            guard !state.busy, state.last.map({ now - $0 >= interval }) ?? true else { return false }
+            state = (true, now)
+            return true
+        }
+    }
+
+    func done() {
+        state.withLock { $0.busy = false }
     }
 }

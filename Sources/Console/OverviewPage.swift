@@ -68,9 +68,12 @@ struct OverviewPage: Encodable, Sendable {
         }
         html += "<th>rejections by reason</th><th>dead letters by reason</th></tr></thead><tbody>\n"
         for window in windows {
+            // The samples are 10 s apart: a window that covers other than its length says what it covers.
+            let off = window.coveredSeconds - window.minutes * 60
             let covered =
-                window.coveredSeconds < window.minutes * 60 - 15
-                ? " <span class=\"muted\">(since start, \(Self.age(Double(window.coveredSeconds))))</span>" : ""
+                off < -15
+                ? " <span class=\"muted\">(since start, \(Self.age(Double(window.coveredSeconds))))</span>"
+                : off > 15 ? " <span class=\"muted\">(over the last \(Self.age(Double(window.coveredSeconds))))</span>" : ""
             html += "<tr><td>last \(window.minutes) min\(covered)</td>"
             html += "<td class=\"num\">\(String(format: "%.1f", window.perSecond))</td>"
             for outcome in Self.outcomes { html += "<td class=\"num\">\(window.outcomes[outcome] ?? 0)</td>" }

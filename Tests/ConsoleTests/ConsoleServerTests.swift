@@ -185,4 +185,54 @@ struct ConsoleServerTests {
             #expect(html.body.contains("PRODUCTION"))
         }
     }
+
+    @Test func aHungLedgerHoldsAtMostFourReadsAndTheRestAreToldTheConsoleIsBusy() async throws {
+        let started = ReadCounter()
+        try await withConsole(reader: FakeReader(hangs: true, started: started), ledgerTimeout: .milliseconds(300)) {
+            base, client in
+            var bodies: [String] = []
+            for index in 0..<7 {
+                let reply = try await request(client, base + "/purchase?seq=s\(index)", headers: [("Accept", "application/json")])
+                #expect(reply.status == 503)
+                bodies.append(reply.body)
+            }
+            // The reads that timed out still run (a stuck driver ignores cancellation) and still hold their slots.
+            #expect(started.value == 4)
+            #expect(bodies.prefix(4).allSatisfy { $0.contains("did not finish within") })
+            #expect(bodies.suffix(3).allSatisfy { $0.contains("as many ledger reads as it makes at once") })
+        }
+    }
+
+    @Test func headIsAnsweredAsGetWithoutABody() async throws {
+        try await withConsole { base, client in
+            let reply = try await request(client, base + "/", method: .HEAD)
+            #expect(reply.status == 200)
+            #expect(reply.body.isEmpty)
+            #expect(reply.headers["content-security-policy"] != nil)
+        }
+    }
+
+    @Test func askingGamebaseEndsWithinItsDeadlineOneAskAtATimeAndNeverFromAnotherSite() async throws {
+        let gamebase = SilentGamebase()
+        try await withConsole(gamebase: gamebase, gamebaseTimeout: .seconds(1)) { base, client in
+            let seq = "seq-%3Cb%3E1%3C%2Fb%3E"
+            // Another site's page cannot make a browser ask: the page is served, Gamebase is not called.
+            let crossSite = try await request(
+                client, base + "/purchase?seq=\(seq)&gamebase=1", headers: [("Sec-Fetch-Site", "cross-site")])
+            #expect(crossSite.status == 200)
+            #expect(gamebase.calls.value == 0)
+
+            let started = ContinuousClock.now
+            let asked = try await request(client, base + "/purchase?seq=\(seq)&gamebase=1")
+            #expect(ContinuousClock.now - started < .seconds(5))
+            #expect(asked.body.contains("Gamebase could not be asked"))
+            #expect(asked.body.contains("did not finish within"))
+            #expect(gamebase.calls.value == 1)
+            // The first ask still waits on Gamebase: a second is refused, not stacked.
+            let again = try await request(
+                client, base + "/purchase?seq=\(seq)&gamebase=1", headers: [("Sec-Fetch-Site", "same-origin")])
+            #expect(again.body.contains("another ask of Gamebase is running"))
+            #expect(gamebase.calls.value == 1)
+        }
+    }
 }

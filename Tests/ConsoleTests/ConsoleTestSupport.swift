@@ -3,6 +3,8 @@ import Console
 import Dispatch
 import Foundation
 import Fulfilment
+import Gamebase
+import Testing
 import IAPTestSupport
 import Logging
 import Lookup
@@ -19,8 +21,11 @@ struct FakeReader: PurchaseHistoryReader {
     static let token = "tok-SECRET-purchase-token-1"
 
     var hangs = false
+    /// Reads started (a hung one counts until it ends).
+    var started: ReadCounter? = nil
 
     private func wait() async {
+        started?.add()
         // Ignores cancellation, as a stuck database driver would (answers after a minute, long after any deadline).
         if hangs {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
@@ -81,17 +86,60 @@ struct FakeStatus: ConsoleStatusSource {
     }
 }
 
+final class ReadCounter: Sendable {
+    private let count = Mutex(0)
+    func add() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
+}
+
+/// Gamebase that never answers Get Payment Transaction or List Consumables (within a minute), counting the calls.
+struct SilentGamebase: GamebaseAPI {
+    let calls = ReadCounter()
+
+    private func silence() async {
+        calls.add()
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().asyncAfter(deadline: .now() + 60) { done.resume() }
+        }
+    }
+
+    func paymentTransaction(accessToken: String, transactionID: GamebaseTransactionID) async throws(GamebaseError)
+        -> PaymentTransaction
+    {
+        await silence()
+        throw GamebaseError(code: .timeout, api: "payment_transaction", transactionID: transactionID.value, message: "silent")
+    }
+
+    func consume(paymentSeq: String, accessToken: String, transactionID: GamebaseTransactionID) async throws(GamebaseError)
+        -> ConsumeOutcome
+    {
+        Issue.record("the console consumed")
+        throw GamebaseError(code: .timeout, api: "consume", transactionID: transactionID.value, message: "silent")
+    }
+
+    func listConsumables(userId: String, marketIds: [String]?, transactionID: GamebaseTransactionID)
+        async throws(GamebaseError) -> [ConsumableItem]
+    {
+        await silence()
+        return []
+    }
+
+    func probe(transactionID: GamebaseTransactionID) async -> GamebaseProbeVerdict { .answers }
+}
+
 /// A console served on a free loopback port while `body` runs.
 func withConsole<T: Sendable>(
     access: ConsoleAccess = .loopbackOnly, reader: FakeReader = FakeReader(), ledgerTimeout: Duration = .seconds(5),
+    gamebase: (any GamebaseAPI)? = nil, gamebaseTimeout: Duration = .seconds(20),
     _ body: @Sendable (_ base: String, _ client: HTTPClient) async throws -> T
 ) async throws -> T {
     var configuration = ConsoleConfiguration(port: try freeLoopbackPort(), access: access, environment: "production")
     configuration.ledgerReadTimeout = ledgerTimeout
+    configuration.gamebaseTimeout = gamebaseTimeout
     var logger = Logger(label: "console-test")
     logger.logLevel = .critical
     let server = ConsoleServer(
-        configuration: configuration, reader: reader, gamebase: nil, status: FakeStatus(), logger: logger)
+        configuration: configuration, reader: reader, gamebase: gamebase, status: FakeStatus(), logger: logger)
     let group = ServiceGroup(services: [server], logger: logger)
     return try await withThrowingTaskGroup(of: T?.self) { tasks in
         tasks.addTask {

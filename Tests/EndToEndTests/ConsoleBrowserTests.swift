@@ -137,7 +137,7 @@ struct ConsoleBrowserTests {
     static func expectNoSecretInAnyPage(_ client: HTTPClient, _ base: String) async throws {
         let pages = [
             "/", "/search?q=g1", "/search?q=GPA.g1", "/search?q=u1", "/search?q=g1&gamebase=1", "/purchase?seq=st3",
-            "/purchase?seq=st3&gamebase=1", "/purchase?seq=dl4", "/user?id=u3", "/user?id=u3&gamebase=1",
+            "/purchase?seq=st3&gamebase=1", "/purchase?seq=dl4", "/purchase?seq=dl4&gamebase=1", "/user?id=u3", "/user?id=u3&gamebase=1",
             "/user?id=thief", "/dead-letters", "/dead-letters?reason=gamebase_unavailable",
             "/search?q=purchase.completed%2F0%2F0%3Aconsume-failed", "/search?q=nothing-here",
         ]

@@ -146,6 +146,9 @@ public enum WorkerApplication {
         }
         let admin = AdminServer(host: adminHost, port: configuration.serverPort, metrics: metrics, health: health, logger: logger)
         var console: ConsoleServer?
+        if configuration.console.isEnabled, !(ledgerStore is any PurchaseHistoryReader) {
+            logger.warning("this ledger cannot be searched: the worker runs without its console")
+        }
         if configuration.console.isEnabled, let reader = ledgerStore as? any PurchaseHistoryReader {
             console = ConsoleServer(
                 configuration: configuration.console, reader: reader, gamebase: gamebase,

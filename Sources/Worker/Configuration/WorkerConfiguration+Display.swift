@@ -1,4 +1,5 @@
 import Console
+import Foundation
 import Gamebase
 import Fulfilment
 import Ledger
@@ -22,7 +23,7 @@ extension WorkerConfiguration {
             rows.append(("kafka.librdkafka.\(key)", KafkaSecrets.isSecret(key) ? "<redacted>" : value))
         }
         rows += [
-            ("gamebase.base_url", gamebaseBaseURL), ("gamebase.app_id", gamebaseAppID),
+            ("gamebase.base_url", Self.withoutCredentials(gamebaseBaseURL)), ("gamebase.app_id", gamebaseAppID),
             ("gamebase.secret_key", gamebaseSecretKey.isEmpty ? "(none)" : "<redacted>"),
             ("gamebase.timeout_ms", String(gamebaseTimeoutMilliseconds)),
             ("gamebase.max_connections", String(gamebaseMaxConnections)), ("ledger.url", redactedLedgerURL),
@@ -51,6 +52,16 @@ extension WorkerConfiguration {
             ("log.level", logLevel.rawValue), ("log.format", logFormat.rawValue),
         ]
         return rows
+    }
+
+    /// A URL without the user and password it may carry (`https://user:pass@host` → `https://<redacted>@host`).
+    static func withoutCredentials(_ url: String) -> String {
+        guard var components = URLComponents(string: url), components.user != nil || components.password != nil else {
+            return url
+        }
+        components.user = "<redacted>"
+        components.password = nil
+        return components.string ?? "<invalid>"
     }
 
     static func milliseconds(_ duration: Duration) -> Int64 {
