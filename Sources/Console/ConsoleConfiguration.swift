@@ -9,6 +9,9 @@ public struct ConsoleConfiguration: Sendable {
     public var access: ConsoleAccess
     /// `console.environment`: the banner on every page ("production", "staging"); empty: "unnamed".
     public var environment: String
+    /// `console.show_payloads`: a dead-lettered record's value can be opened (read from the dead-letter topic, tokens
+    /// masked); off, the console shows its size only.
+    public var showPayloads: Bool
     /// Every ledger read the console makes ends within this, answered or not.
     public var ledgerReadTimeout: Duration = .seconds(5)
     /// An "ask Gamebase now" ends within this.
@@ -25,6 +28,7 @@ public struct ConsoleConfiguration: Sendable {
         self.address = address
         self.access = access
         self.environment = environment
+        self.showPayloads = showPayloads
     }
 
     /// The console is off.

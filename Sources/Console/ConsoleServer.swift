@@ -26,15 +26,17 @@ public final class ConsoleServer: Service {
     ///   - reader: the ledger's read port (the console adds the deadlines).
     ///   - gamebase: for "ask Gamebase now" (read-only calls); `nil` hides nothing, the button then says it cannot.
     ///   - reconcileGrace: to say when a sighting will be taken, as `find` does.
+    ///   - records: the dead-letter topic, for a record's value when `console.show_payloads` is on.
     public init(
         configuration: ConsoleConfiguration, reader: any PurchaseHistoryReader, gamebase: (any GamebaseAPI)?,
-        status: any ConsoleStatusSource, reconcileGrace: Duration? = nil, logger: Logger
+        status: any ConsoleStatusSource, reconcileGrace: Duration? = nil, records: (any DeadLetterRecordSource)? = nil,
+        logger: Logger
     ) {
         self.configuration = configuration
         let history = OutcomeHistory(start: ConsoleSite.counts(status.consoleStatus()))
         site = ConsoleSite(
             configuration: configuration, reader: reader, gamebase: gamebase, status: status,
-            reconcileGrace: reconcileGrace, history: history)
+            reconcileGrace: reconcileGrace, history: history, records: records)
         self.logger = logger
     }
 
@@ -68,7 +70,8 @@ public final class ConsoleServer: Service {
             let q = query.get("q").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
             return Self.response(
                 await site.find(
-                    q, as: nil, before: query.get("before"), askGamebase: query.get("gamebase") == "1" && Self.isSameSite(request), path: "/search",
+                    q, as: nil, before: query.get("before"),
+                    askGamebase: query.get("gamebase") == "1" && Self.isSameSite(request), path: "/search",
                     title: "Search", current: "/search", parameters: [("q", q ?? "")]), for: request)
         }
         router.get("/purchase") { request, _ in
@@ -76,7 +79,8 @@ public final class ConsoleServer: Service {
             let seq = query.get("seq")
             return Self.response(
                 await site.find(
-                    seq, as: .paymentSeq, before: nil, askGamebase: query.get("gamebase") == "1" && Self.isSameSite(request), path: "/purchase",
+                    seq, as: .paymentSeq, before: nil,
+                    askGamebase: query.get("gamebase") == "1" && Self.isSameSite(request), path: "/purchase",
                     title: "Purchase", current: "", parameters: [("seq", seq ?? "")]), for: request)
         }
         router.get("/user") { request, _ in
@@ -84,7 +88,8 @@ public final class ConsoleServer: Service {
             let id = query.get("id")
             return Self.response(
                 await site.find(
-                    id, as: .userId, before: query.get("before"), askGamebase: query.get("gamebase") == "1" && Self.isSameSite(request),
+                    id, as: .userId, before: query.get("before"),
+                    askGamebase: query.get("gamebase") == "1" && Self.isSameSite(request),
                     path: "/user", title: "User's purchases", current: "", parameters: [("id", id ?? "")]), for: request
             )
         }
@@ -92,6 +97,11 @@ public final class ConsoleServer: Service {
             let query = request.uri.queryParameters
             return Self.response(
                 await site.deadLetters(reason: query.get("reason"), before: query.get("before")), for: request)
+        }
+        router.get("/dead-letters/record") { request, _ in
+            let query = request.uri.queryParameters
+            return Self.response(
+                await site.record(partition: query.get("partition"), offset: query.get("offset")), for: request)
         }
         router.get("/console.css") { _, _ in
             Response(

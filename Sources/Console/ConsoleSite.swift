@@ -14,6 +14,9 @@ final class ConsoleSite: Sendable {
     let comparer: GamebaseComparer?
     let status: any ConsoleStatusSource
     let history: OutcomeHistory
+    let records: (any DeadLetterRecordSource)?
+    /// One record read from the dead-letter topic at a time (each opens a Kafka reader).
+    private let recordReads = AskThrottle(interval: .zero)
     private let recordedCache = Mutex<(at: ContinuousClock.Instant, value: OverviewPage.RecordedDeadLetters)?>(nil)
     /// A read of the overview's dead-letter counts is under way (one at a time, whoever asks).
     private let recordedReading = Mutex(false)
@@ -32,7 +35,8 @@ final class ConsoleSite: Sendable {
 
     init(
         configuration: ConsoleConfiguration, reader: any PurchaseHistoryReader, gamebase: (any GamebaseAPI)?,
-        status: any ConsoleStatusSource, reconcileGrace: Duration?, history: OutcomeHistory
+        status: any ConsoleStatusSource, reconcileGrace: Duration?, history: OutcomeHistory,
+        records: (any DeadLetterRecordSource)? = nil
     ) {
         self.configuration = configuration
         let first = status.consoleStatus()
@@ -42,6 +46,7 @@ final class ConsoleSite: Sendable {
         comparer = gamebase.map { GamebaseComparer(gamebase: $0) }
         self.status = status
         self.history = history
+        self.records = records
     }
 
     static func counts(_ status: ConsoleStatus) -> OutcomeHistory.Counts {
@@ -181,10 +186,43 @@ final class ConsoleSite: Sendable {
             let known = await recordedDeadLetters().byReason.keys
             let reasons = Set(known).union(entries.map(\.reason)).union(reason.map { [$0] } ?? []).sorted()
             let page = DeadLettersPage(
-                reason: reason, entries: entries, limit: Self.deadLettersPageSize, reasons: reasons)
+                reason: reason, entries: entries, limit: Self.deadLettersPageSize, reasons: reasons,
+                recordLinks: configuration.showPayloads && records != nil)
             return ConsoleReply(html: page.render(layout), json: page.output)
         } catch {
             return problem(503, "the ledger could not be read: \(Self.describe(error))")
+        }
+    }
+
+    // MARK: A dead-lettered record
+
+    func record(partition: String?, offset: String?) async -> ConsoleReply {
+        guard configuration.showPayloads, let records else {
+            return problem(
+                404,
+                "a record's value is shown only with console.show_payloads: true; the dead letters page gives its size")
+        }
+        guard let partition = partition.flatMap({ Int32($0) }), partition >= 0,
+            let offset = offset.flatMap({ Int64($0) }), offset >= 0
+        else { return problem(400, "give the record's partition and offset") }
+        guard recordReads.take() else { return problem(503, "another record is being read; try again in a moment") }
+        let reads = recordReads
+        let address = "\(records.topic)/\(partition)/\(offset)"
+        do {
+            let value = try await reader.watchdog.run(Self.pageTimeout, "reading \(address)") {
+                defer { reads.done() }
+                return try await records.value(partition: partition, offset: offset)
+            }
+            guard let value else {
+                return problem(
+                    404, "\(address) is not in the dead-letter topic (any more: its retention may have removed it)")
+            }
+            let page = RecordPage(
+                topic: records.topic, partition: partition, offset: offset, bytes: value.count,
+                view: PayloadView.text(value))
+            return ConsoleReply(html: page.render(layout), json: page)
+        } catch {
+            return problem(503, "the dead-letter topic could not be read: \(Self.describe(error))")
         }
     }
 

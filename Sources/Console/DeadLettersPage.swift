@@ -38,10 +38,19 @@ struct DeadLettersPage: Sendable {
     var nextBefore: Date?
     /// Reasons seen on this page and the overview, for the filter links.
     var reasons: [String]
+    /// Each record links to its value (`console.show_payloads`).
+    var recordLinks: Bool
+    /// The records' partition and offset, for those links.
+    private var addresses: [(partition: Int32, offset: Int64)?]
 
-    init(reason: String?, entries: [DeadLetterEntry], limit: Int, reasons: [String]) {
+    init(reason: String?, entries: [DeadLetterEntry], limit: Int, reasons: [String], recordLinks: Bool = false) {
         self.reason = reason
         self.reasons = reasons
+        self.recordLinks = recordLinks
+        addresses = entries.map { entry in
+            guard let partition = entry.deadLetterPartition, let offset = entry.deadLetterOffset else { return nil }
+            return (partition, offset)
+        }
         nextBefore = entries.count == limit ? entries.last?.failedAt : nil
         letters = entries.map { entry in
             let original = entry.original.map { "\($0.topic)/\($0.partition)/\($0.offset)" }
@@ -93,7 +102,7 @@ struct DeadLettersPage: Sendable {
         html +=
             "<table id=\"letters\"><thead><tr><th>failed at (UTC)</th><th>reason</th><th>purchase</th><th>error</th>"
             + "<th class=\"num\">attempts</th><th>record</th><th>reprocess</th></tr></thead><tbody>\n"
-        for letter in letters {
+        for (letter, address) in zip(letters, addresses) {
             let purchase: String
             if let timeline = letter.timeline {
                 let label = letter.paymentSeq ?? "malformed \(letter.original ?? "")"
@@ -103,6 +112,12 @@ struct DeadLettersPage: Sendable {
             }
             let size =
                 letter.valueOmitted ? "\(letter.valueBytes) bytes (not kept: too large)" : "\(letter.valueBytes) bytes"
+            var record = HTML.escape(letter.deadLetterRecord)
+            if recordLinks, !letter.valueOmitted, let address {
+                let link = HTML.link(
+                    "/dead-letters/record", ["partition": String(address.partition), "offset": String(address.offset)])
+                record = "<a href=\"\(link)\">\(record)</a>"
+            }
             let reprocess =
                 letter.reprocessOutcome.map { outcome in
                     "re-driven: \(HTML.escape(outcome))"
@@ -111,7 +126,7 @@ struct DeadLettersPage: Sendable {
             html +=
                 "<tr><td class=\"mono\">\(RFC3339.string(letter.failedAt))</td><td>\(HTML.escape(letter.reason))</td>"
                 + "<td>\(purchase)</td><td>\(HTML.escape(letter.error))</td><td class=\"num\">\(letter.attempts)</td>"
-                + "<td class=\"mono\">\(HTML.escape(letter.deadLetterRecord)) · \(size)</td><td>\(reprocess)</td></tr>\n"
+                + "<td class=\"mono\">\(record) · \(size)</td><td>\(reprocess)</td></tr>\n"
         }
         html += "</tbody></table>\n"
         if let next = nextBefore {

@@ -73,7 +73,8 @@ struct OverviewPage: Encodable, Sendable {
             let covered =
                 off < -15
                 ? " <span class=\"muted\">(since start, \(Self.age(Double(window.coveredSeconds))))</span>"
-                : off > 15 ? " <span class=\"muted\">(over the last \(Self.age(Double(window.coveredSeconds))))</span>" : ""
+                : off > 15
+                    ? " <span class=\"muted\">(over the last \(Self.age(Double(window.coveredSeconds))))</span>" : ""
             html += "<tr><td>last \(window.minutes) min\(covered)</td>"
             html += "<td class=\"num\">\(String(format: "%.1f", window.perSecond))</td>"
             for outcome in Self.outcomes { html += "<td class=\"num\">\(window.outcomes[outcome] ?? 0)</td>" }

@@ -118,22 +118,9 @@ struct EventsCommand: AsyncParsableCommand {
             try await group.run()
         }
 
-        /// The worker's Kafka settings (bootstrap servers, client id, `kafka.librdkafka.*` such as TLS and SASL) for
-        /// a group-less reader: no subscription, no commit, no static membership.
+        /// The worker's Kafka settings for a group-less reader (``WorkerConfiguration/readerConfiguration(purpose:)``).
         static func readerConfiguration(_ configuration: WorkerConfiguration) -> KafkaConsumerConfiguration {
-            // Group settings mean nothing to a reader (and the session timeout of the workers' group is theirs).
-            let groupOnly: Set<String> = [
-                "group.id", "group.instance.id", "session.timeout.ms", "heartbeat.interval.ms",
-                "partition.assignment.strategy",
-                "max.poll.interval.ms", "auto.commit.interval.ms", "enable.auto.commit", "enable.auto.offset.store",
-            ]
-            var properties = configuration.librdkafka.filter { !groupOnly.contains($0.key) }
-            properties["client.id"] = "\(configuration.clientID)-events-tail"
-            properties["fetch.wait.max.ms"] = properties["fetch.wait.max.ms"] ?? "100"
-            return .reader(
-                bootstrapServers: configuration.bootstrapServers,
-                groupIDPrefix: "\(configuration.clientID)-events-tail",
-                properties: properties)
+            configuration.readerConfiguration(purpose: "events-tail")
         }
     }
 }

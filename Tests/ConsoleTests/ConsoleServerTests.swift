@@ -192,7 +192,8 @@ struct ConsoleServerTests {
             base, client in
             var bodies: [String] = []
             for index in 0..<7 {
-                let reply = try await request(client, base + "/purchase?seq=s\(index)", headers: [("Accept", "application/json")])
+                let reply = try await request(
+                    client, base + "/purchase?seq=s\(index)", headers: [("Accept", "application/json")])
                 #expect(reply.status == 503)
                 bodies.append(reply.body)
             }

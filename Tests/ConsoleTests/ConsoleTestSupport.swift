@@ -4,15 +4,15 @@ import Dispatch
 import Foundation
 import Fulfilment
 import Gamebase
-import Testing
 import IAPTestSupport
 import Logging
 import Lookup
 import NIOCore
-import Sandbox
 import NIOHTTP1
+import Sandbox
 import ServiceLifecycle
 import Synchronization
+import Testing
 
 /// A ledger read port holding one user's purchase, or one that never answers (a database that stopped talking).
 struct FakeReader: PurchaseHistoryReader {
@@ -107,10 +107,12 @@ struct SilentGamebase: GamebaseAPI {
         -> PaymentTransaction
     {
         await silence()
-        throw GamebaseError(code: .timeout, api: "payment_transaction", transactionID: transactionID.value, message: "silent")
+        throw GamebaseError(
+            code: .timeout, api: "payment_transaction", transactionID: transactionID.value, message: "silent")
     }
 
-    func consume(paymentSeq: String, accessToken: String, transactionID: GamebaseTransactionID) async throws(GamebaseError)
+    func consume(paymentSeq: String, accessToken: String, transactionID: GamebaseTransactionID)
+        async throws(GamebaseError)
         -> ConsumeOutcome
     {
         Issue.record("the console consumed")
@@ -130,16 +132,18 @@ struct SilentGamebase: GamebaseAPI {
 /// A console served on a free loopback port while `body` runs.
 func withConsole<T: Sendable>(
     access: ConsoleAccess = .loopbackOnly, reader: FakeReader = FakeReader(), ledgerTimeout: Duration = .seconds(5),
-    gamebase: (any GamebaseAPI)? = nil, gamebaseTimeout: Duration = .seconds(20),
+    gamebase: (any GamebaseAPI)? = nil, gamebaseTimeout: Duration = .seconds(20), records: FakeRecords? = nil,
     _ body: @Sendable (_ base: String, _ client: HTTPClient) async throws -> T
 ) async throws -> T {
     var configuration = ConsoleConfiguration(port: try freeLoopbackPort(), access: access, environment: "production")
     configuration.ledgerReadTimeout = ledgerTimeout
     configuration.gamebaseTimeout = gamebaseTimeout
+    configuration.showPayloads = records != nil
     var logger = Logger(label: "console-test")
     logger.logLevel = .critical
     let server = ConsoleServer(
-        configuration: configuration, reader: reader, gamebase: gamebase, status: FakeStatus(), logger: logger)
+        configuration: configuration, reader: reader, gamebase: gamebase, status: FakeStatus(), records: records,
+        logger: logger)
     let group = ServiceGroup(services: [server], logger: logger)
     return try await withThrowingTaskGroup(of: T?.self) { tasks in
         tasks.addTask {
@@ -189,4 +193,14 @@ func request(
     var fields: [String: String] = [:]
     for header in response.headers { fields[header.name.lowercased()] = header.value }
     return Reply(status: Int(response.status.code), headers: fields, body: String(buffer: body))
+}
+
+/// The dead-letter topic as the console reads it: one record at offset 7 of partition 0.
+struct FakeRecords: DeadLetterRecordSource {
+    var value: [UInt8]
+    var topic: String { "purchase.completed.dlq" }
+
+    func value(partition: Int32, offset: Int64) async throws -> [UInt8]? {
+        partition == 0 && offset == 7 ? value : nil
+    }
 }

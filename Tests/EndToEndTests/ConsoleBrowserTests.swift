@@ -5,9 +5,9 @@ import Gamebase
 import GamebaseSimulator
 import IAPTestSupport
 import NIOCore
-import Sandbox
 import NIOHTTP1
 import PostgresNIO
+import Sandbox
 import Testing
 import Worker
 
@@ -36,7 +36,7 @@ struct ConsoleBrowserTests {
             // A ledger user whose password the pages must never show.
             configuration.ledgerURL = try await Self.ledgerWithOwnPassword(system.ledgerURL)
             let port = try freeLoopbackPort()
-            configuration.console = ConsoleConfiguration(port: port, environment: "production")
+            configuration.console = ConsoleConfiguration(port: port, environment: "production", showPayloads: true)
             configuration.reconcile.interval = .zero
             let base = "http://127.0.0.1:\(port)"
             let client = HTTPClient(eventLoopGroupProvider: .singleton)
@@ -129,18 +129,31 @@ struct ConsoleBrowserTests {
             let log = report["log"] as? [[String: Any]] ?? []
             #expect(log.filter { $0["level"] as? String == "SEVERE" }.isEmpty, "\(log)")
 
-            try await Self.expectNoSecretInAnyPage(client, base)
+            // The dead-lettered record's value, read from the dead-letter topic: its token only as a hash.
+            let lettersJSON = try await Self.get(client, base + "/dead-letters", json: true)
+            let list = try #require(try JSONSerialization.jsonObject(with: Data(lettersJSON.utf8)) as? [String: Any])
+            let dl4 = try #require(
+                (list["letters"] as? [[String: Any]])?.first { $0["paymentSeq"] as? String == "dl4" })
+            let address = try #require(dl4["deadLetterRecord"] as? String).split(separator: "/")
+            let recordPage = "/dead-letters/record?partition=\(address[1])&offset=\(address[2])"
+            let record = try await Self.get(client, base + recordPage, json: true)
+            #expect(record.contains("purchaseToken"), "\(record)")
+            #expect(record.contains("hidden, sha256"), "\(record)")
+            #expect(record.contains("dl4"))
+            try await Self.expectNoSecretInAnyPage(client, base, also: [recordPage])
         }
     }
 
     /// Every page, as HTML and as JSON, Gamebase asked included: no purchase token, no secret key, no ledger password.
-    static func expectNoSecretInAnyPage(_ client: HTTPClient, _ base: String) async throws {
-        let pages = [
-            "/", "/search?q=g1", "/search?q=GPA.g1", "/search?q=u1", "/search?q=g1&gamebase=1", "/purchase?seq=st3",
-            "/purchase?seq=st3&gamebase=1", "/purchase?seq=dl4", "/purchase?seq=dl4&gamebase=1", "/user?id=u3", "/user?id=u3&gamebase=1",
-            "/user?id=thief", "/dead-letters", "/dead-letters?reason=gamebase_unavailable",
-            "/search?q=purchase.completed%2F0%2F0%3Aconsume-failed", "/search?q=nothing-here",
-        ]
+    static func expectNoSecretInAnyPage(_ client: HTTPClient, _ base: String, also: [String]) async throws {
+        let pages =
+            also + [
+                "/", "/search?q=g1", "/search?q=GPA.g1", "/search?q=u1", "/search?q=g1&gamebase=1", "/purchase?seq=st3",
+                "/purchase?seq=st3&gamebase=1", "/purchase?seq=dl4", "/purchase?seq=dl4&gamebase=1", "/user?id=u3",
+                "/user?id=u3&gamebase=1",
+                "/user?id=thief", "/dead-letters", "/dead-letters?reason=gamebase_unavailable",
+                "/search?q=purchase.completed%2F0%2F0%3Aconsume-failed", "/search?q=nothing-here",
+            ]
         var checked = 0
         for page in pages {
             for json in [false, true] {

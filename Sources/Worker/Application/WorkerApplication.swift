@@ -153,7 +153,10 @@ public enum WorkerApplication {
             console = ConsoleServer(
                 configuration: configuration.console, reader: reader, gamebase: gamebase,
                 status: WorkerConsoleStatus(configuration: configuration, metrics: metrics, health: health, instance: workerName),
-                reconcileGrace: configuration.reconcile.isEnabled ? configuration.reconcile.grace : nil, logger: logger)
+                reconcileGrace: configuration.reconcile.isEnabled ? configuration.reconcile.grace : nil,
+                records: configuration.console.showPayloads
+                    ? KafkaDeadLetterRecords(configuration: configuration, logger: logger) : nil,
+                logger: logger)
         }
 
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []

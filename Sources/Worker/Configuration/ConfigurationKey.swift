@@ -97,6 +97,9 @@ public struct ConfigurationKey: Sendable, Hashable {
             "console.token_file", default: nil,
             "File holding the console's bearer token (16 bytes at least; a browser sends it as the Basic password)"),
         ConfigurationKey("console.environment", default: nil, "The banner on every console page, e.g. production"),
+        ConfigurationKey(
+            "console.show_payloads", default: "false",
+            "Dead-lettered records' values can be opened in the console (tokens masked); off, only their size"),
         ConfigurationKey("log.level", default: "info", "trace, debug, info, notice, warning, error or critical"),
         ConfigurationKey("log.format", default: "json", "json or text"),
     ]

@@ -49,6 +49,7 @@ extension WorkerConfiguration {
             ("console.port", String(console.port)), ("console.address", console.address),
             ("console.token_file", consoleTokenFile ?? "(none)"),
             ("console.environment", console.environment.isEmpty ? "(none)" : console.environment),
+            ("console.show_payloads", String(console.showPayloads)),
             ("log.level", logLevel.rawValue), ("log.format", logFormat.rawValue),
         ]
         return rows

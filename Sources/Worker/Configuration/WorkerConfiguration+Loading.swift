@@ -172,7 +172,9 @@ extension WorkerConfiguration {
         guard environment.count <= 64, !environment.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
             throw ConfigurationError(key: "console.environment", problem: "must be one line of 64 characters at most")
         }
-        let console = ConsoleConfiguration(port: port, address: address, access: access, environment: environment)
+        let console = ConsoleConfiguration(
+            port: port, address: address, access: access, environment: environment,
+            showPayloads: try values.bool("console.show_payloads", default: false))
         do {
             try console.validate()
         } catch let error as ConsoleError {

@@ -1,0 +1,51 @@
+import Console
+import Kafka
+import Logging
+
+/// The console's dead-letter records (`console.show_payloads`): each read opens a group-less reader on the record's
+/// partition at its offset, takes that one record, and closes it — nothing is committed, no group sees it.
+struct KafkaDeadLetterRecords: DeadLetterRecordSource {
+    let configuration: WorkerConfiguration
+    let logger: Logger
+
+    var topic: String { configuration.topics.deadLetter }
+
+    /// How long a read waits for its record.
+    static let wait: Duration = .seconds(5)
+
+    func value(partition: Int32, offset: Int64) async throws -> [UInt8]? {
+        var reader = configuration.readerConfiguration(purpose: "console")
+        // One record, not a prefetch of the whole partition.
+        reader.maxBufferedBytes = 8 << 20
+        reader.kafka["queued.max.messages.kbytes"] = reader.kafka["queued.max.messages.kbytes"] ?? "8192"
+        let consumer = try KafkaConsumer(configuration: reader, logger: logger)
+        do {
+            let value = try await read(consumer, partition: partition, offset: offset)
+            await consumer.close()
+            return value
+        } catch {
+            await consumer.close()
+            throw error
+        }
+    }
+
+    private func read(_ consumer: KafkaConsumer, partition: Int32, offset: Int64) async throws -> [UInt8]? {
+        try consumer.assign([TopicPartition(topic, partition): .offset(offset)])
+        var messages = consumer.messages.makeAsyncIterator()
+        let deadline = ContinuousClock.now + Self.wait
+        while ContinuousClock.now < deadline {
+            switch try await messages.next(within: deadline - ContinuousClock.now) {
+            case .message(let message) where message.offset == offset:
+                return message.value
+            case .message(let message) where message.offset > offset:
+                // The offset is gone (compacted or removed): the next record came instead.
+                return nil
+            case .message:
+                continue
+            case .timedOut, .ended:
+                return nil
+            }
+        }
+        return nil
+    }
+}
