@@ -65,33 +65,24 @@ public final class ConsoleServer: Service {
         router.add(middleware: ConsoleGuard(access: configuration.access, site: site))
         let site = site
         router.get("/") { request, _ in Self.response(await site.overview(), for: request) }
-        router.get("/search") { request, _ in
-            let query = request.uri.queryParameters
-            let q = query.get("q").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-            return Self.response(
-                await site.find(
-                    q, as: nil, before: query.get("before"),
-                    askGamebase: query.get("gamebase") == "1" && Self.isSameSite(request), path: "/search",
-                    title: "Search", current: "/search", parameters: [("q", q ?? "")]), for: request)
-        }
-        router.get("/purchase") { request, _ in
-            let query = request.uri.queryParameters
-            let seq = query.get("seq")
-            return Self.response(
-                await site.find(
-                    seq, as: .paymentSeq, before: nil,
-                    askGamebase: query.get("gamebase") == "1" && Self.isSameSite(request), path: "/purchase",
-                    title: "Purchase", current: "", parameters: [("seq", seq ?? "")]), for: request)
-        }
-        router.get("/user") { request, _ in
-            let query = request.uri.queryParameters
-            let id = query.get("id")
-            return Self.response(
-                await site.find(
-                    id, as: .userId, before: query.get("before"),
-                    askGamebase: query.get("gamebase") == "1" && Self.isSameSite(request),
-                    path: "/user", title: "User's purchases", current: "", parameters: [("id", id ?? "")]), for: request
-            )
+        // The pages of `find`: any id, a paymentSeq, a userId (the search box trims what was typed).
+        let finds: [(path: String, parameter: String, kind: IdentifierKind?, title: String, current: String)] = [
+            ("/search", "q", nil, "Search", "/search"), ("/purchase", "seq", .paymentSeq, "Purchase", ""),
+            ("/user", "id", .userId, "User's purchases", ""),
+        ]
+        for find in finds {
+            router.get(RouterPath(find.path)) { request, _ in
+                let query = request.uri.queryParameters
+                // What was typed is trimmed; the ids of the console's own links are taken byte for byte.
+                let given = query.get(find.parameter)
+                let id = find.kind == nil ? given.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } : given
+                return Self.response(
+                    await site.find(
+                        id, as: find.kind, before: find.kind == .paymentSeq ? nil : query.get("before"),
+                        askGamebase: query.get("gamebase") == "1" && Self.isSameSite(request), path: find.path,
+                        title: find.title, current: find.current, parameters: [(find.parameter, id ?? "")]),
+                    for: request)
+            }
         }
         router.get("/dead-letters") { request, _ in
             let query = request.uri.queryParameters
