@@ -80,6 +80,8 @@ case "${1:-start}" in
         exit 1
       fi
       PORT="$running"
+      # A server started by an older version of this script: its role may create roles (the console's test needs it).
+      as_owner "$BIN/psql" -h "$DIR" -p "$PORT" -U postgres -q -c "ALTER ROLE iap CREATEROLE" >/dev/null 2>&1 || true
     else
       if port_taken "$PORT"; then
         if [ -n "$PORT_ASKED" ]; then
