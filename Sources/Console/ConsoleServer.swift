@@ -91,6 +91,11 @@ public final class ConsoleServer: Service {
         }
         router.get("/dead-letters/record") { request, _ in
             let query = request.uri.queryParameters
+            // Each read opens a Kafka reader: another site's page must not be able to make a browser ask for them.
+            guard Self.isSameSite(request) else {
+                return Self.response(
+                    site.problem(403, "a record's value is opened from the console's own pages"), for: request)
+            }
             return Self.response(
                 await site.record(partition: query.get("partition"), offset: query.get("offset")), for: request)
         }

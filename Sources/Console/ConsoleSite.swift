@@ -15,8 +15,8 @@ final class ConsoleSite: Sendable {
     let status: any ConsoleStatusSource
     let history: OutcomeHistory
     let records: (any DeadLetterRecordSource)?
-    /// One record read from the dead-letter topic at a time (each opens a Kafka reader).
-    private let recordReads = AskThrottle(interval: .zero)
+    /// One record read from the dead-letter topic at a time, at most four a second (each opens a Kafka reader).
+    private let recordReads = AskThrottle(interval: .milliseconds(250))
     private let recordedCache = Mutex<(at: ContinuousClock.Instant, value: OverviewPage.RecordedDeadLetters)?>(nil)
     /// A read of the overview's dead-letter counts is under way (one at a time, whoever asks).
     private let recordedReading = Mutex(false)
@@ -187,7 +187,7 @@ final class ConsoleSite: Sendable {
             let reasons = Set(known).union(entries.map(\.reason)).union(reason.map { [$0] } ?? []).sorted()
             let page = DeadLettersPage(
                 reason: reason, entries: entries, limit: Self.deadLettersPageSize, reasons: reasons,
-                recordLinks: configuration.showPayloads && records != nil)
+                recordTopic: configuration.showPayloads ? records?.topic : nil)
             return ConsoleReply(html: page.render(layout), json: page.output)
         } catch {
             return problem(503, "the ledger could not be read: \(Self.describe(error))")
@@ -209,17 +209,18 @@ final class ConsoleSite: Sendable {
         let reads = recordReads
         let address = "\(records.topic)/\(partition)/\(offset)"
         do {
-            let value = try await reader.watchdog.run(Self.pageTimeout, "reading \(address)") {
+            // The view is made inside the one-at-a-time read too: parsing and masking a value costs CPU.
+            let read = try await reader.watchdog.run(Self.pageTimeout, "reading \(address)") {
                 defer { reads.done() }
-                return try await records.value(partition: partition, offset: offset)
+                return try await records.value(partition: partition, offset: offset).map {
+                    ($0.count, PayloadView.view($0))
+                }
             }
-            guard let value else {
+            guard let (bytes, view) = read else {
                 return problem(
                     404, "\(address) is not in the dead-letter topic (any more: its retention may have removed it)")
             }
-            let page = RecordPage(
-                topic: records.topic, partition: partition, offset: offset, bytes: value.count,
-                view: PayloadView.text(value))
+            let page = RecordPage(topic: records.topic, partition: partition, offset: offset, bytes: bytes, view: view)
             return ConsoleReply(html: page.render(layout), json: page)
         } catch {
             return problem(503, "the dead-letter topic could not be read: \(Self.describe(error))")

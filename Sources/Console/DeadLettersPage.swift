@@ -38,17 +38,18 @@ struct DeadLettersPage: Sendable {
     var nextBefore: Date?
     /// Reasons seen on this page and the overview, for the filter links.
     var reasons: [String]
-    /// Each record links to its value (`console.show_payloads`).
-    var recordLinks: Bool
-    /// The records' partition and offset, for those links.
+    /// The records' partition and offset, for the links to their values (`console.show_payloads`): only of records
+    /// in the dead-letter topic the console reads (a record of a former dead-letter topic is no record of this one).
     private var addresses: [(partition: Int32, offset: Int64)?]
 
-    init(reason: String?, entries: [DeadLetterEntry], limit: Int, reasons: [String], recordLinks: Bool = false) {
+    /// - Parameter recordTopic: with `console.show_payloads`, the dead-letter topic whose records link to their value.
+    init(reason: String?, entries: [DeadLetterEntry], limit: Int, reasons: [String], recordTopic: String? = nil) {
         self.reason = reason
         self.reasons = reasons
-        self.recordLinks = recordLinks
         addresses = entries.map { entry in
-            guard let partition = entry.deadLetterPartition, let offset = entry.deadLetterOffset else { return nil }
+            guard entry.deadLetterTopic == recordTopic, !entry.valueOmitted, let partition = entry.deadLetterPartition,
+                let offset = entry.deadLetterOffset
+            else { return nil }
             return (partition, offset)
         }
         nextBefore = entries.count == limit ? entries.last?.failedAt : nil
@@ -113,7 +114,7 @@ struct DeadLettersPage: Sendable {
             let size =
                 letter.valueOmitted ? "\(letter.valueBytes) bytes (not kept: too large)" : "\(letter.valueBytes) bytes"
             var record = HTML.escape(letter.deadLetterRecord)
-            if recordLinks, !letter.valueOmitted, let address {
+            if let address {
                 let link = HTML.link(
                     "/dead-letters/record", ["partition": String(address.partition), "offset": String(address.offset)])
                 record = "<a href=\"\(link)\">\(record)</a>"

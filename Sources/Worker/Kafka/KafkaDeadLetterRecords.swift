@@ -15,7 +15,7 @@ struct KafkaDeadLetterRecords: DeadLetterRecordSource {
 
     func value(partition: Int32, offset: Int64) async throws -> [UInt8]? {
         var reader = configuration.readerConfiguration(purpose: "console")
-        // One record, not a prefetch of the whole partition.
+        // Little beyond the record: not a prefetch of the whole partition.
         reader.maxBufferedBytes = 8 << 20
         reader.kafka["queued.max.messages.kbytes"] = reader.kafka["queued.max.messages.kbytes"] ?? "8192"
         let consumer = try KafkaConsumer(configuration: reader, logger: logger)
@@ -30,6 +30,10 @@ struct KafkaDeadLetterRecords: DeadLetterRecordSource {
     }
 
     private func read(_ consumer: KafkaConsumer, partition: Int32, offset: Int64) async throws -> [UInt8]? {
+        // An offset the partition does not hold (or a partition that does not exist) is no read: out of range, the
+        // reader would start over from the beginning and fetch the whole partition.
+        let marks = try await consumer.watermarks(topic: topic, timeoutMilliseconds: 5_000)
+        guard let mark = marks[partition], offset >= mark.low, offset < mark.high else { return nil }
         try consumer.assign([TopicPartition(topic, partition): .offset(offset)])
         var messages = consumer.messages.makeAsyncIterator()
         let deadline = ContinuousClock.now + Self.wait
@@ -37,11 +41,10 @@ struct KafkaDeadLetterRecords: DeadLetterRecordSource {
             switch try await messages.next(within: deadline - ContinuousClock.now) {
             case .message(let message) where message.offset == offset:
                 return message.value
-            case .message(let message) where message.offset > offset:
-                // The offset is gone (compacted or removed): the next record came instead.
-                return nil
             case .message:
-                continue
+                // The offset is gone (compacted or removed): another record came instead (a later one, or an earlier
+                // one after a reset of an offset removed meanwhile).
+                return nil
             case .timedOut, .ended:
                 return nil
             }
