@@ -40,6 +40,8 @@ enum ReconcileScan {
             var from: Int64?
             var caughtUp = false
             while !caughtUp, ContinuousClock.now - started < budget {
+                // Past its deadline or at shutdown, a refresh stops between chunks (each chunk is whole).
+                try Task.checkCancellation()
                 let result = try await chunk(source, from)
                 caughtUp = result.caughtUp
                 from = result.next
@@ -54,7 +56,21 @@ enum ReconcileScan {
         min(next, now - overlapMilliseconds)
     }
 
-    /// How long one read of due users spends catching up on each source at most (a ledger upgraded with millions of recent grants
-    /// catches up over several reads; each is one call under the ledger's deadline).
+    /// Where the next scan starts when this one found nothing from its start on: an overlap before `now` — never the
+    /// start itself, which can be later (past a millisecond fuller than a chunk, or a stamp from a clock ahead).
+    static func markWhenNothingFound(now: Int64) -> Int64 {
+        now - overlapMilliseconds
+    }
+
+    /// Where a scan starts: where the last chunk of this refresh got to, else the stored mark — unless that is later
+    /// than an overlap before `now` (the clock stepped back since it was written), then from `since` again — never
+    /// before `since`.
+    static func start(since: Int64, given: Int64?, stored: Int64?, now: Int64) -> Int64 {
+        let stored = stored.flatMap { $0 <= now - overlapMilliseconds ? $0 : nil }
+        return max(since, given ?? stored ?? since)
+    }
+
+    /// How long one refresh spends catching up on each source at most (a ledger upgraded with millions of recent grants
+    /// catches up over several refreshes; each is one call under the ledger's deadline).
     static let budget: Duration = .seconds(2)
 }

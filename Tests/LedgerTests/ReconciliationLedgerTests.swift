@@ -132,6 +132,33 @@ struct ReconciliationLedgerTests {
     }
 
     @Test(arguments: LedgerBackend.allCases)
+    func aRecentMillisecondFullerThanAChunkDoesNotCarryTheMarkPastTheOverlap(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            // 30 s ago: inside the 2-minute overlap, where a grant stamped earlier may still commit.
+            let at = Date().addingTimeInterval(-30)
+            let count = 5_001
+            for start in stride(from: 0, to: count, by: 1_000) {
+                _ = try await store.insertGrants(
+                    (start..<min(start + 1_000, count)).map { i in
+                        GrantWrite(
+                            grant: LedgerStoreTests.grant("rtie\(i)", user: "rtie-user-\(i)", at: at),
+                            event: LedgerStoreTests.event("rtie\(i):item-granted", seq: "rtie\(i)"))
+                    })
+            }
+            let since = Date().addingTimeInterval(-72 * 3_600)
+            #expect(try await store.refreshReconciliationUsers(activeSince: since))
+            // Stamped a minute ago, before that millisecond, and committed only now.
+            _ = try await store.insertGrant(
+                LedgerStoreTests.grant("slow", user: "u-slow", at: Date().addingTimeInterval(-60)),
+                event: LedgerStoreTests.event("slow:item-granted", seq: "slow"))
+            #expect(try await store.refreshReconciliationUsers(activeSince: since))
+            let users = try await store.reconciliationUsers(activeSince: since, dueAt: Date(), limit: 10_000)
+            #expect(users.contains("u-slow"))
+            #expect(users.count == count + 1)
+        }
+    }
+
+    @Test(arguments: LedgerBackend.allCases)
     func aBurstOfRecentGrantsLongerThanAScanChunkIsReadInOneCall(backend: LedgerBackend) async throws {
         try await TestDatabases.withFreshLedger(backend) { store in
             // Each at its own millisecond within the last minute: inside the 2-minute overlap.

@@ -97,12 +97,13 @@ extension PostgresLedgerStore {
                 last = newest
             }
             guard let last else {
-                // Nothing since `from`: the next scan need not walk back past an overlap before now.
+                // Nothing since `from`: the next scan starts an overlap before now (never at `from`, which can be later:
+                // past a millisecond fuller than a chunk). The database's clock, the one every instance shares.
                 try await connection.query(
                     """
                     INSERT INTO ledger_marks (name, value_ms)
-                    VALUES (\(source.mark), GREATEST(\(from), (extract(epoch FROM clock_timestamp()) * 1000)::bigint
-                        - \(ReconcileScan.overlapMilliseconds)))
+                    VALUES (\(source.mark), (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+                        - \(ReconcileScan.overlapMilliseconds))
                     ON CONFLICT (name) DO UPDATE SET value_ms = EXCLUDED.value_ms
                     WHERE ledger_marks.value_ms IS DISTINCT FROM EXCLUDED.value_ms
                     """, logger: logger)

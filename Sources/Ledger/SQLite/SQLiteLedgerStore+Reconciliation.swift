@@ -54,7 +54,7 @@ extension SQLiteLedgerStore {
     {
         let mark = try Int64.fetchOne(
             db, sql: "SELECT value_ms FROM ledger_marks WHERE name = ?", arguments: [source.mark])
-        let from = max(since, given ?? mark ?? since)
+        let from = ReconcileScan.start(since: since, given: given, stored: mark, now: now)
         let filter = source.reasons.map { "AND reason IN (\(marks($0.count)))" } ?? ""
         let reasons = StatementArguments(source.reasons ?? [])
         let column = source.timeColumn
@@ -63,8 +63,8 @@ extension SQLiteLedgerStore {
         guard let summary = try Row.fetchOne(db, sql: "SELECT count(*), max(t) FROM (\(chunk))", arguments: arguments),
             let last = summary[1] as Int64?
         else {
-            // Nothing since `from`: the next scan need not walk back past an overlap before now.
-            let position = max(from, now - ReconcileScan.overlapMilliseconds)
+            // Nothing since `from`: the next scan starts an overlap before now.
+            let position = ReconcileScan.markWhenNothingFound(now: now)
             if position != mark {
                 try db.execute(
                     sql: """
