@@ -11,7 +11,7 @@ struct BoundedHistoryReader: PurchaseHistoryReader {
     let base: any PurchaseHistoryReader
     let timeout: Duration
     let watchdog: DeadlineWatchdog
-    private let gate: ReadGate
+    private let gate: ConsoleGate
 
     static let maxConcurrentReads = 4
 
@@ -19,7 +19,7 @@ struct BoundedHistoryReader: PurchaseHistoryReader {
         self.base = base
         self.timeout = timeout
         watchdog = DeadlineWatchdog()
-        gate = ReadGate(limit: Self.maxConcurrentReads)
+        gate = ConsoleGate(limit: Self.maxConcurrentReads)
     }
 
     private func bounded<T: Sendable>(_ what: String, _ read: @escaping @Sendable () async throws -> T) async throws
@@ -65,27 +65,4 @@ struct BoundedHistoryReader: PurchaseHistoryReader {
 /// More console reads were asked for at once than it makes.
 struct ConsoleBusy: Error, CustomStringConvertible {
     var description: String { "the console is answering as many ledger reads as it makes at once; try again" }
-}
-
-/// A count of reads in progress, refusing beyond its limit (no queue: a page asked for again later is cheaper than a
-/// queue that grows while the ledger is slow).
-final class ReadGate: Sendable {
-    private let count = Mutex(0)
-    let limit: Int
-
-    init(limit: Int) {
-        self.limit = limit
-    }
-
-    func enter() -> Bool {
-        count.withLock { count in
-            guard count < limit else { return false }
-            count += 1
-            return true
-        }
-    }
-
-    func leave() {
-        count.withLock { $0 -= 1 }
-    }
 }

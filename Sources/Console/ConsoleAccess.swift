@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Fulfilment
 
 /// Who may read the console: anyone who reaches a loopback listener, or the holder of the bearer token from
 /// `console.token_file`.
@@ -25,6 +26,8 @@ public struct ConsoleAccess: Sendable {
 
     /// Shorter tokens are refused: they could be guessed.
     public static let minimumTokenBytes = 16
+    /// Longer ones too.
+    public static let maximumTokenBytes = 1_024
 
     public var requiresToken: Bool { digest != nil }
 
@@ -59,14 +62,14 @@ public struct ConsoleAccess: Sendable {
     /// - Throws: ``ConsoleError`` naming the file (never its content) when it cannot be read, is empty, too short or
     ///   holds whitespace inside.
     public static func token(fromFile path: String) throws -> String {
-        guard let contents = try? String(contentsOfFile: path, encoding: .utf8) else {
-            throw ConsoleError(.tokenFile, "cannot read \(path)")
+        // Longer than a browser's Basic header could carry (``credential(_:)`` reads 4 KB at most): no login could use it.
+        let token: String
+        switch SecretFile.read(path, maxBytes: maximumTokenBytes) {
+        case .success(let read): token = read
+        case .failure(let problem): throw ConsoleError(.tokenFile, problem.describe(path))
         }
-        let token = contents.trimmingCharacters(in: .whitespacesAndNewlines)
         guard token.utf8.count >= minimumTokenBytes else {
-            throw ConsoleError(
-                .tokenFile,
-                "\(path) holds \(token.isEmpty ? "nothing" : "a token shorter than \(minimumTokenBytes) bytes")")
+            throw ConsoleError(.tokenFile, "\(path) holds a token shorter than \(minimumTokenBytes) bytes")
         }
         guard !token.contains(where: \.isWhitespace) else {
             throw ConsoleError(.tokenFile, "\(path) holds whitespace inside the token")

@@ -16,6 +16,8 @@ public struct ConsoleConfiguration: Sendable {
     public var ledgerReadTimeout: Duration = .seconds(5)
     /// An "ask Gamebase now" ends within this.
     public var gamebaseTimeout: Duration = .seconds(20)
+    /// Two asks of Gamebase start at least this far apart (they share the worker's connections and the app's quota).
+    public var gamebaseAskInterval: Duration = .seconds(1)
     /// The overview reloads itself this often.
     public var refreshSeconds = 5
 

@@ -1,9 +1,8 @@
 /// A console that cannot be served as configured; names the key or the file, never a token.
 public struct ConsoleError: Error, CustomStringConvertible, Sendable {
     enum Code: Sendable {
+        /// `console.token_file` is missing where it is required, or holds no usable token.
         case tokenFile
-        case address
-        case listen
     }
 
     let code: Code
@@ -18,14 +17,12 @@ public struct ConsoleError: Error, CustomStringConvertible, Sendable {
         self.line = line
     }
 
-    /// The configuration key at fault, when one is.
-    public var key: String? {
+    /// The configuration key at fault.
+    public var key: String {
         switch code {
         case .tokenFile: "console.token_file"
-        case .address: "console.address"
-        case .listen: nil
         }
     }
 
-    public var description: String { key.map { "\($0): \(message)" } ?? message }
+    public var description: String { "\(key): \(message)" }
 }

@@ -40,7 +40,7 @@ public final class ConsoleServer: Service {
         self.logger = logger
     }
 
-    /// The port actually bound (useful with port 0 in tests), once listening.
+    /// The port actually bound, once listening.
     public var listeningPort: Int? { boundPort.withLock { $0 } }
 
     public func run() async throws {
@@ -80,7 +80,9 @@ public final class ConsoleServer: Service {
                     await site.find(
                         id, as: find.kind, before: find.kind == .paymentSeq ? nil : query.get("before"),
                         askGamebase: query.get("gamebase") == "1" && Self.isSameSite(request), path: find.path,
-                        title: find.title, current: find.current, parameters: [(find.parameter, id ?? "")]),
+                        title: find.title, current: find.current,
+                        // Links of the page (ask Gamebase, the next page) keep where it stands.
+                        parameters: [(find.parameter, id ?? "")] + (query.get("before").map { [("before", $0)] } ?? [])),
                     for: request)
             }
         }

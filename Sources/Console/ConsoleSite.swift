@@ -16,18 +16,17 @@ final class ConsoleSite: Sendable {
     let history: OutcomeHistory
     let records: (any DeadLetterRecordSource)?
     /// One record read from the dead-letter topic at a time, at most four a second (each opens a Kafka reader).
-    private let recordReads = AskThrottle(interval: .milliseconds(250))
+    private let recordReads = ConsoleGate(limit: 1, interval: .milliseconds(250))
     private let recordedCache = Mutex<(at: ContinuousClock.Instant, value: OverviewPage.RecordedDeadLetters)?>(nil)
     /// A read of the overview's dead-letter counts is under way (one at a time, whoever asks).
     private let recordedReading = Mutex(false)
-    /// Asks of Gamebase: one at a time, at least ``askInterval`` apart (they share the purchase path's client, its
+    /// Asks of Gamebase: one at a time, at least ``ConsoleConfiguration/gamebaseAskInterval`` apart (they share the purchase path's client, its
     /// connections and the app's quota at Gamebase).
-    private let asking = AskThrottle(interval: ConsoleSite.askInterval)
+    private let asking: ConsoleGate
 
     /// Dead letters read for the overview's counts at most, and how long those counts are kept.
     static let recordedReadLimit = 1_000
     static let recordedCacheLife: Duration = .seconds(10)
-    static let askInterval: Duration = .seconds(1)
     /// For a userId, the most listed payments unknown to the page that an ask looks up.
     static let maxListedAsked = 20
     /// A page's reads together end within this (an id tried as three kinds reads many times).
@@ -47,6 +46,7 @@ final class ConsoleSite: Sendable {
         self.status = status
         self.history = history
         self.records = records
+        asking = ConsoleGate(limit: 1, interval: configuration.gamebaseAskInterval)
     }
 
     static func counts(_ status: ConsoleStatus) -> OutcomeHistory.Counts {
@@ -140,7 +140,7 @@ final class ConsoleSite: Sendable {
     /// What Gamebase says now, within ``ConsoleConfiguration/gamebaseTimeout``; one ask at a time, a second apart.
     private func annotate(_ result: FindResult) async -> FindResult {
         guard let comparer else { return Self.unasked(result, "Gamebase is not configured for this console") }
-        guard asking.take() else {
+        guard asking.enter() else {
             return Self.unasked(result, "another ask of Gamebase is running or just ran; ask again in a moment")
         }
         let reader = reader
@@ -148,7 +148,7 @@ final class ConsoleSite: Sendable {
         do {
             return try await reader.watchdog.run(configuration.gamebaseTimeout, "Gamebase") {
                 // Free again when the ask itself ends (past its deadline too): asks never pile up on a slow Gamebase.
-                defer { asking.done() }
+                defer { asking.leave() }
                 return await comparer.annotate(
                     result, history: { try await reader.history(paymentSeq: $0) }, maxListed: Self.maxListedAsked)
             }
@@ -205,13 +205,13 @@ final class ConsoleSite: Sendable {
         guard let partition = partition.flatMap({ Int32($0) }), partition >= 0,
             let offset = offset.flatMap({ Int64($0) }), offset >= 0
         else { return problem(400, "give the record's partition and offset") }
-        guard recordReads.take() else { return problem(503, "another record is being read; try again in a moment") }
+        guard recordReads.enter() else { return problem(503, "another record is being read; try again in a moment") }
         let reads = recordReads
         let address = "\(records.topic)/\(partition)/\(offset)"
         do {
             // The view is made inside the one-at-a-time read too: parsing and masking a value costs CPU.
             let read = try await reader.watchdog.run(Self.pageTimeout, "reading \(address)") {
-                defer { reads.done() }
+                defer { reads.leave() }
                 return try await records.value(partition: partition, offset: offset).map {
                     ($0.count, PayloadView.view($0))
                 }
@@ -260,28 +260,5 @@ final class ConsoleSite: Sendable {
         case let error as GamebaseError: error.description
         default: "\(type(of: error))"
         }
-    }
-}
-
-/// One ask of Gamebase at a time, and at least `interval` between the starts of two.
-final class AskThrottle: Sendable {
-    private let state = Mutex<(busy: Bool, last: ContinuousClock.Instant?)>((false, nil))
-    let interval: Duration
-
-    init(interval: Duration) {
-        self.interval = interval
-    }
-
-    /// Whether an ask may start now (it then holds the turn until ``done()``).
-    func take(at now: ContinuousClock.Instant = .now) -> Bool {
-        state.withLock { state in
-            guard !state.busy, state.last.map({ now - $0 >= interval }) ?? true else { return false }
-            state = (true, now)
-            return true
-        }
-    }
-
-    func done() {
-        state.withLock { $0.busy = false }
     }
 }

@@ -57,9 +57,9 @@ struct DeadLettersPage: Sendable {
             let original = entry.original.map { "\($0.topic)/\($0.partition)/\($0.offset)" }
             var timeline: String?
             if let seq = entry.paymentSeq {
-                timeline = "/purchase?seq=\(HTML.query(seq))"
+                timeline = HTML.url("/purchase", [("seq", seq)])
             } else if let original {
-                timeline = "/search?q=\(HTML.query(original + ":consume-failed"))"
+                timeline = HTML.url("/search", [("q", original + ":consume-failed")])
             }
             let record =
                 "\(entry.deadLetterTopic)/\(entry.deadLetterPartition.map(String.init) ?? "?")/"
@@ -84,7 +84,7 @@ struct DeadLettersPage: Sendable {
     func render(_ layout: ConsoleLayout) -> String {
         var html = "<p>Filter: <a href=\"/dead-letters\">all reasons</a>"
         for reason in reasons {
-            html += " · <a href=\"\(HTML.link("/dead-letters", ["reason": reason]))\">\(HTML.escape(reason))</a>"
+            html += " · <a href=\"\(HTML.link("/dead-letters", [("reason", reason)]))\">\(HTML.escape(reason))</a>"
         }
         html += "</p>\n"
         if let reason {
@@ -116,7 +116,8 @@ struct DeadLettersPage: Sendable {
             var record = HTML.escape(letter.deadLetterRecord)
             if let address {
                 let link = HTML.link(
-                    "/dead-letters/record", ["partition": String(address.partition), "offset": String(address.offset)])
+                    "/dead-letters/record",
+                    [("partition", String(address.partition)), ("offset", String(address.offset))])
                 record = "<a href=\"\(link)\">\(record)</a>"
             }
             let reprocess =
@@ -131,8 +132,7 @@ struct DeadLettersPage: Sendable {
         }
         html += "</tbody></table>\n"
         if let next = nextBefore {
-            var parameters: KeyValuePairs<String, String> = ["before": RFC3339.string(next)]
-            if let reason { parameters = ["reason": reason, "before": RFC3339.string(next)] }
+            let parameters = (reason.map { [("reason", $0)] } ?? []) + [("before", RFC3339.string(next))]
             html += "<p><a id=\"next-page\" href=\"\(HTML.link("/dead-letters", parameters))\">Older</a></p>\n"
         }
         return layout.page(title: "Dead letters", current: "/dead-letters", body: html)

@@ -19,8 +19,7 @@ struct FindPage: Sendable {
     private func link(adding extra: [(String, String)]) -> String {
         let names = Set(extra.map(\.0))
         let all = parameters.filter { !names.contains($0.0) } + extra
-        let query = all.map { "\($0.0)=\(HTML.query($0.1))" }.joined(separator: "&")
-        return HTML.escape("\(path)?\(query)")
+        return HTML.link(path, all.map { (name: $0.0, value: $0.1) })
     }
 
     private var body: String {
@@ -50,14 +49,14 @@ struct FindPage: Sendable {
         var html = "<section class=\"purchase\">\n<h2>"
         if let seq = purchase.paymentSeq {
             html +=
-                "purchase <a class=\"mono\" href=\"\(HTML.link("/purchase", ["seq": seq]))\">\(HTML.escape(seq))</a>"
+                "purchase <a class=\"mono\" href=\"\(HTML.link("/purchase", [("seq", seq)]))\">\(HTML.escape(seq))</a>"
         } else {
             html += "malformed message (no paymentSeq)"
         }
         html += "</h2>\n<p>"
         if let userId = purchase.userId {
             html +=
-                "userId <a class=\"mono\" href=\"\(HTML.link("/user", ["id": userId]))\">\(HTML.escape(userId))</a> · "
+                "userId <a class=\"mono\" href=\"\(HTML.link("/user", [("id", userId)]))\">\(HTML.escape(userId))</a> · "
         }
         if let paymentId = purchase.paymentId { html += "paymentId <code>\(HTML.escape(paymentId))</code> · " }
         html += "status: <span class=\"status\">\(HTML.escape(purchase.status))</span></p>\n"

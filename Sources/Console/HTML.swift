@@ -28,10 +28,20 @@ enum HTML {
         return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
     }
 
-    /// A link to `path?name=value…`, escaped for an attribute.
-    static func link(_ path: String, _ parameters: KeyValuePairs<String, String> = [:]) -> String {
-        let query = parameters.map { "\($0.key)=\(Self.query($0.value))" }.joined(separator: "&")
-        return escape(query.isEmpty ? path : "\(path)?\(query)")
+    /// `path?name=value…`, every value percent-encoded.
+    static func url(_ path: String, _ parameters: [(name: String, value: String)] = []) -> String {
+        let query = parameters.map { "\($0.name)=\(Self.query($0.value))" }.joined(separator: "&")
+        return query.isEmpty ? path : "\(path)?\(query)"
+    }
+
+    /// ``url(_:_:)`` escaped for an attribute.
+    static func link(_ path: String, _ parameters: [(name: String, value: String)] = []) -> String {
+        escape(url(path, parameters))
+    }
+
+    /// Text for a `<pre>`: as ``escape(_:)``, its line breaks kept.
+    static func escapeBlock(_ text: String) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { escape(String($0)) }.joined(separator: "\n")
     }
 
     /// A shell word: single-quoted unless it is plainly safe.

@@ -116,7 +116,7 @@ struct OverviewPage: Encodable, Sendable {
         for (reason, count) in recorded.byReason.sorted(by: { ($1.value, $0.key) < ($0.value, $1.key) }) {
             html +=
                 "<tr><td>\(HTML.escape(reason))</td><td class=\"num\">\(count)\(recorded.capped ? "+" : "")</td>"
-                + "<td><a href=\"\(HTML.link("/dead-letters", ["reason": reason]))\">list</a></td></tr>\n"
+                + "<td><a href=\"\(HTML.link("/dead-letters", [("reason", reason)]))\">list</a></td></tr>\n"
         }
         if recorded.capped {
             html += "<tr><td colspan=\"3\" class=\"muted\">Counted over the newest \(recorded.read) only.</td></tr>\n"
@@ -152,7 +152,7 @@ struct OverviewPage: Encodable, Sendable {
         return html + "</tbody></table>\n"
     }
 
-    static let outcomes = ["granted", "duplicate", "rejected", "dead_lettered", "malformed"]
+    static let outcomes = PurchaseOutcome.countedLabels
 
     static func reasons(_ counts: [String: Int]) -> String {
         guard !counts.isEmpty else { return "<span class=\"muted\">none</span>" }

@@ -1,5 +1,7 @@
 import Crypto
 import Foundation
+import Fulfilment
+import Lookup
 
 /// A dead-lettered record's value as the console shows it, failing closed: a JSON value (at most ``maxJSONBytes``,
 /// nested at most ``maxDepth``) pretty-printed with the value of every key naming a token, secret, password or
@@ -119,7 +121,6 @@ enum PayloadView {
     /// at all (a short password's hash could be looked up).
     static func hidden(_ value: Any, key: String) -> String {
         guard key.lowercased().contains("token"), let text = value as? String else { return "<hidden>" }
-        let digest = SHA256.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
-        return "<hidden, sha256 \(digest.prefix(12))>"
+        return "<hidden, sha256 \(PurchaseTimeline.shortHash(SHA256.hex(text)))>"
     }
 }

@@ -33,7 +33,7 @@ struct RecordPage: Encodable, Sendable {
         }
         body += json ? "JSON, tokens shown as a hash, secrets and passwords hidden" : "not JSON: shown as text, escaped"
         if truncated { body += " · the first \(PayloadView.maxShownBytes) bytes" }
-        body += "</p>\n<pre id=\"record-value\">\(HTML.escape(value))</pre>\n"
+        body += "</p>\n<pre id=\"record-value\">\(HTML.escapeBlock(value))</pre>\n"
         return layout.page(title: "Dead-lettered record", current: "/dead-letters", body: body)
     }
 }

@@ -99,7 +99,8 @@ struct EventsCommand: AsyncParsableCommand {
             let topics = TailTopics(
                 itemGranted: configuration.topics.itemGranted, consumeFailed: configuration.topics.consumeFailed,
                 deadLetter: configuration.topics.deadLetter)
-            let consumer = try KafkaConsumer(configuration: Self.readerConfiguration(configuration), logger: logger)
+            let consumer = try KafkaConsumer(
+                configuration: configuration.readerConfiguration(purpose: "events-tail"), logger: logger)
             let follower = EventFollower(topics: topics, start: start)
             let json = json
             let tail = TailService(follower: follower, consumer: consumer) { event in
@@ -116,11 +117,6 @@ struct EventsCommand: AsyncParsableCommand {
                     ],
                     gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger))
             try await group.run()
-        }
-
-        /// The worker's Kafka settings for a group-less reader (``WorkerConfiguration/readerConfiguration(purpose:)``).
-        static func readerConfiguration(_ configuration: WorkerConfiguration) -> KafkaConsumerConfiguration {
-            configuration.readerConfiguration(purpose: "events-tail")
         }
     }
 }

@@ -37,6 +37,12 @@ struct ConsoleConfigurationTests {
                 !error.description.contains(contents.trimmingCharacters(in: .whitespacesAndNewlines)) || name == "empty"
             )
         }
+        // A device or a huge file is refused after 1 KB, not read whole at start.
+        let endless = try #require(throws: ConsoleError.self) { try ConsoleAccess.token(fromFile: "/dev/zero") }
+        #expect(endless.description.contains("more than 1024 bytes"))
+        let long = folder.appendingPathComponent("long").path
+        try String(repeating: "t", count: 1_025).write(toFile: long, atomically: true, encoding: .utf8)
+        #expect(throws: ConsoleError.self) { try ConsoleAccess.token(fromFile: long) }
         let good = folder.appendingPathComponent("good").path
         try "  s3cret-token-for-the-console \n".write(toFile: good, atomically: true, encoding: .utf8)
         #expect(try ConsoleAccess.token(fromFile: good) == "s3cret-token-for-the-console")

@@ -35,12 +35,20 @@ struct ConsolePayloadTests {
                 #expect(page.body.contains("hidden, sha256"))
                 #expect(page.body.contains("s1"))
                 // Markup only matters in HTML; JSON carries the value as data (served as application/json, nosniff).
-                if accept == "text/html" { #expect(!page.body.contains("u<script>")) }
+                if accept == "text/html" {
+                    #expect(!page.body.contains("u<script>"))
+                    // Pretty-printed, one member a line, as it reads.
+                    #expect(page.body.contains("\n  &quot;paymentSeq&quot; : &quot;s1&quot;,\n"))
+                }
             }
             try await Task.sleep(for: .milliseconds(300))
             let gone = try await request(client, base + "/dead-letters/record?partition=0&offset=8")
             #expect(gone.status == 404)
-            for bad in ["partition=-1&offset=7", "partition=0", "partition=x&offset=7", "offset=99999999999999999999"] {
+            for bad in [
+                "partition=-1&offset=7", "partition=0", "partition=x&offset=7",
+                "partition=0&offset=99999999999999999999",
+                "partition=2147483648&offset=7", "partition=0&offset=-1",
+            ] {
                 #expect(try await request(client, base + "/dead-letters/record?\(bad)").status == 400, "\(bad)")
             }
         }

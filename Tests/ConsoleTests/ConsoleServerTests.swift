@@ -2,7 +2,9 @@ import AsyncHTTPClient
 import Console
 import Foundation
 import Fulfilment
+import Logging
 import NIOHTTP1
+import ServiceLifecycle
 import Testing
 
 @Suite("The console's listener: read-only, closed without its token, safe headers, never hung by the ledger")
@@ -234,6 +236,38 @@ struct ConsoleServerTests {
                 client, base + "/purchase?seq=\(seq)&gamebase=1", headers: [("Sec-Fetch-Site", "same-origin")])
             #expect(again.body.contains("another ask of Gamebase is running"))
             #expect(gamebase.calls.value == 1)
+        }
+    }
+
+    @Test func aConsoleWhosePortIsTakenLeavesTheProcessRunningWithoutIt() async throws {
+        try await withConsole { base, client in
+            let port = try #require(Int(base.split(separator: ":").last ?? ""))
+            var logger = Logger(label: "console-test")
+            logger.logLevel = .critical
+            let second = ConsoleServer(
+                configuration: ConsoleConfiguration(port: port), reader: FakeReader(), gamebase: nil,
+                status: FakeStatus(), logger: logger)
+            let group = ServiceGroup(services: [second], logger: logger)
+            let ended = ReadCounter()
+            let running = Task {
+                defer { ended.add() }
+                try await group.run()
+            }
+            try await Task.sleep(for: .seconds(1))
+            // It could not listen, and waits for the shutdown like any service instead of ending the group.
+            #expect(second.listeningPort == nil)
+            #expect(ended.value == 0)
+            await group.triggerGracefulShutdown()
+            try await running.value
+            #expect(try await request(client, base + "/").status == 200)
+        }
+    }
+
+    @Test func askingGamebaseFromALaterPageAsksAboutThatPage() async throws {
+        try await withConsole { base, client in
+            let user = FakeReader.user.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            let page = try await request(client, base + "/user?id=\(user)&before=2030-01-01T00:00:00.000Z")
+            #expect(page.body.contains("&amp;before=2030-01-01T00%3A00%3A00.000Z&amp;gamebase=1"))
         }
     }
 }

@@ -4,7 +4,6 @@ import Dispatch
 import Foundation
 import Fulfilment
 import Gamebase
-import IAPTestSupport
 import Logging
 import Lookup
 import NIOCore

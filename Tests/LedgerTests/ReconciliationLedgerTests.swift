@@ -115,14 +115,7 @@ struct ReconciliationLedgerTests {
         try await TestDatabases.withFreshLedger(backend) { store in
             let at = Date().addingTimeInterval(-3_600)
             let count = 6_001
-            for start in stride(from: 0, to: count, by: 1_000) {
-                _ = try await store.insertGrants(
-                    (start..<min(start + 1_000, count)).map { i in
-                        GrantWrite(
-                            grant: LedgerStoreTests.grant("tie\(i)", user: "tie-user-\(i)", at: at),
-                            event: LedgerStoreTests.event("tie\(i):item-granted", seq: "tie\(i)"))
-                    })
-            }
+            try await Self.insertGrants(count, stampedAt: at, named: "tie", into: store)
             let since = Date().addingTimeInterval(-72 * 3_600)
             #expect(try await store.refreshReconciliationUsers(activeSince: since), "caught up in one refresh")
             let users = try await store.reconciliationUsers(activeSince: since, dueAt: Date(), limit: 10_000)
@@ -137,14 +130,7 @@ struct ReconciliationLedgerTests {
             // 30 s ago: inside the 2-minute overlap, where a grant stamped earlier may still commit.
             let at = Date().addingTimeInterval(-30)
             let count = 5_001
-            for start in stride(from: 0, to: count, by: 1_000) {
-                _ = try await store.insertGrants(
-                    (start..<min(start + 1_000, count)).map { i in
-                        GrantWrite(
-                            grant: LedgerStoreTests.grant("rtie\(i)", user: "rtie-user-\(i)", at: at),
-                            event: LedgerStoreTests.event("rtie\(i):item-granted", seq: "rtie\(i)"))
-                    })
-            }
+            try await Self.insertGrants(count, stampedAt: at, named: "rtie", into: store)
             let since = Date().addingTimeInterval(-72 * 3_600)
             #expect(try await store.refreshReconciliationUsers(activeSince: since))
             // Stamped a minute ago, before that millisecond, and committed only now.
@@ -257,6 +243,20 @@ struct ReconciliationLedgerTests {
             let claimed = try await store.claimUnconsumedGrants(
                 grantedBefore: Date().addingTimeInterval(60), limit: 10, lease: .seconds(30), now: Date())
             #expect(Set(claimed.map(\.origin)) == [.reconciliation, .message])
+        }
+    }
+
+    /// `count` grants of as many users (`<name><i>`, `<name>-user-<i>`), all stamped at one millisecond.
+    static func insertGrants(_ count: Int, stampedAt at: Date, named name: String, into store: any LedgerStore)
+        async throws
+    {
+        for start in stride(from: 0, to: count, by: 1_000) {
+            _ = try await store.insertGrants(
+                (start..<min(start + 1_000, count)).map { i in
+                    GrantWrite(
+                        grant: LedgerStoreTests.grant("\(name)\(i)", user: "\(name)-user-\(i)", at: at),
+                        event: LedgerStoreTests.event("\(name)\(i):item-granted", seq: "\(name)\(i)"))
+                })
         }
     }
 }

@@ -24,6 +24,9 @@ struct ConsoleConfigurationLoadingTests {
         #expect(error?.description.contains("0.0.0.0") == true)
         // Off, nothing is listened on: no token needed.
         _ = try await WorkerConfiguration.load(configFile: path, environment: ["CONSOLE_PORT": "0"])
+        // Off, its token file is not even read: `find` and `reprocess` load this configuration where it is not mounted.
+        _ = try await WorkerConfiguration.load(
+            configFile: path, environment: ["CONSOLE_PORT": "0", "CONSOLE_TOKEN_FILE": "/nonexistent/console-token"])
     }
 
     @Test func aTokenFileOpensAnyAddressAndABadOneIsRefusedWithoutQuotingIt() async throws {

@@ -19,6 +19,9 @@ public enum PurchaseOutcome: Sendable, Equatable {
     /// `durable`: this message's outcome was recorded anyway (its offset may be stored).
     case stop(GamebaseError, durable: Bool)
 
+    /// The outcomes `iap_purchases_total{outcome}` counts (DESIGN §7), in the order people read them.
+    public static let countedLabels = ["granted", "duplicate", "rejected", "dead_lettered", "malformed"]
+
     /// The `outcome` label of `iap_purchases_total`.
     public var metricLabel: String {
         switch self {

@@ -7,7 +7,7 @@ extension SHA256 {
     ///
     /// It runs for every purchase message: the string's own UTF-8 is hashed in place (no copy for native strings)
     /// and the 64 digits are written straight into the new string's storage.
-    static func hex(_ text: String) -> String {
+    public static func hex(_ text: String) -> String {
         var text = text
         var hasher = SHA256()
         text.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }

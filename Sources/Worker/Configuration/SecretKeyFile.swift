@@ -1,4 +1,5 @@
 import Foundation
+import Fulfilment
 import Gamebase
 import Synchronization
 
@@ -17,20 +18,18 @@ public final class SecretKeyFile: Sendable {
     /// Reads the key: the file's text without surrounding whitespace.
     /// - Throws: ``ConfigurationError`` when the file cannot be read or is empty (never quoting its content).
     public func read() throws -> Secret {
-        guard let contents = try? String(contentsOfFile: path, encoding: .utf8) else {
-            throw ConfigurationError(key: "gamebase.secret_key_file", problem: "cannot read \(path)")
+        switch SecretFile.read(path) {
+        case .success(let key):
+            lastKey.withLock { $0 = key }
+            return Secret(key)
+        case .failure(let problem):
+            throw ConfigurationError(key: "gamebase.secret_key_file", problem: problem.describe(path))
         }
-        let key = contents.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !key.isEmpty else { throw ConfigurationError(key: "gamebase.secret_key_file", problem: "\(path) is empty") }
-        lastKey.withLock { $0 = key }
-        return Secret(key)
     }
 
     /// The key if the file now holds another one than at the last read; `nil` when it is unchanged or unreadable.
     public func changedKey() -> Secret? {
-        guard let contents = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
-        let key = contents.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !key.isEmpty else { return nil }
+        guard case .success(let key) = SecretFile.read(path) else { return nil }
         let changed = lastKey.withLock { last -> Bool in
             defer { last = key }
             return last != key

@@ -161,7 +161,8 @@ extension WorkerConfiguration {
         }
         let tokenFile = try values.optionalString("console.token_file")
         var access = ConsoleAccess.loopbackOnly
-        if let tokenFile {
+        // Read only for a console that listens: `find`, `reprocess` and the rest load this configuration too.
+        if let tokenFile, port != 0 {
             do {
                 access = ConsoleAccess(token: try ConsoleAccess.token(fromFile: tokenFile))
             } catch let error as ConsoleError {
@@ -178,7 +179,7 @@ extension WorkerConfiguration {
         do {
             try console.validate()
         } catch let error as ConsoleError {
-            throw ConfigurationError(key: error.key ?? "console.address", problem: error.message)
+            throw ConfigurationError(key: error.key, problem: error.message)
         }
         return (console, tokenFile)
     }

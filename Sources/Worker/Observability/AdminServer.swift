@@ -36,11 +36,13 @@ public final class AdminServer: Service {
         }
         router.get("/healthz") { _, _ in
             let (ok, detail) = health.live
-            return Response(status: ok ? .ok : .serviceUnavailable, body: .init(byteBuffer: ByteBuffer(string: detail + "\n")))
+            return Response(
+                status: ok ? .ok : .serviceUnavailable, body: .init(byteBuffer: ByteBuffer(string: detail + "\n")))
         }
         router.get("/readyz") { _, _ in
             let (ok, detail) = health.ready
-            return Response(status: ok ? .ok : .serviceUnavailable, body: .init(byteBuffer: ByteBuffer(string: detail + "\n")))
+            return Response(
+                status: ok ? .ok : .serviceUnavailable, body: .init(byteBuffer: ByteBuffer(string: detail + "\n")))
         }
         var quiet = logger
         quiet.logLevel = max(logger.logLevel, .warning)

@@ -4,7 +4,7 @@ import Ledger
 import Logging
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One JSON object per line on stdout: `ts` (UTC, milliseconds), `level`, `logger`, `msg`, the metadata sorted by

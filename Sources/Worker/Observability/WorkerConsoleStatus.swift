@@ -23,18 +23,15 @@ struct WorkerConsoleStatus: ConsoleStatusSource {
         let ready = health.ready
         let live = health.live
         let facts = health.facts
-        let (purchases, inFlight, readable) = metrics.snapshot
+        let (purchases, rejections, deadLetters, inFlight, readable) = metrics.snapshot
         return ConsoleStatus(
             version: WorkerMetrics.version, instance: instance, ready: ready.ok, readiness: ready.detail, live: live.ok,
             liveness: live.detail, circuitOpen: facts.circuitOpen, ledgerReachable: facts.ledgerReachable,
             stoppedBy: facts.stoppedReason, inFlight: inFlight,
-            consumerLag: readable.lag.values.map {
-                ConsoleStatus.PartitionLag(topic: $0.topic, partition: $0.partition, lag: $0.lag)
-            }
-            .sorted { ($0.topic, $0.partition) < ($1.topic, $1.partition) },
+            consumerLag: readable.lag.values.sorted { ($0.topic, $0.partition) < ($1.topic, $1.partition) },
             unconsumedGrants: readable.unconsumedGrants,
             oldestUnconsumedGrantAgeSeconds: readable.oldestUnconsumedGrantAge, outcomes: purchases,
-            rejections: readable.rejections, deadLetters: readable.deadLetters,
+            rejections: rejections, deadLetters: deadLetters,
             reconciliationEnabled: reconciliationEnabled, lastReconcilePass: readable.lastReconcilePass,
             settings: settings)
     }

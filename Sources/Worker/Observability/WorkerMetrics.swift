@@ -41,7 +41,7 @@ public final class WorkerMetrics: Sendable {
     }
 
     /// Outcomes of `iap_purchases_total`.
-    public static let outcomes = ["granted", "duplicate", "rejected", "dead_lettered", "malformed"]
+    public static let outcomes = PurchaseOutcome.countedLabels
 
     private let purchaseCounters: [String: Counter]
     /// The same counts, readable in process (the demo and the benchmark summarise from them).
@@ -51,15 +51,19 @@ public final class WorkerMetrics: Sendable {
     private let gamebaseHistograms = Mutex<[String: DurationHistogram]>([:])
     private let lagGauges = Mutex<[String: Gauge]>([:])
     private let purchaseDuration: DurationHistogram
-    public let inFlight: Gauge
-    public let unconsumedGrants: Gauge
+    // Set through setInFlight(_:), setUnconsumedGrants(_:) and setOldestUnconsumedGrantAge(_:), which keep the
+    // console's readable copy beside them.
+    private let inFlight: Gauge
+    private let unconsumedGrants: Gauge
     public let circuitOpen: Gauge
     public let stopped: Gauge
     public let ledgerUnavailable: Gauge
-    public let oldestUnconsumedGrantAge: Gauge
+    private let oldestUnconsumedGrantAge: Gauge
     public let ready: Gauge
     public let pollAge: Gauge
-    private let reasonCounters = Mutex<[String: Counter]>([:])
+    /// `iap_rejections_total` and `iap_dead_letters_total` by reason, each with its count (one lock per count).
+    private let reasonTallies = Mutex<(rejections: [String: ReasonTally], deadLetters: [String: ReasonTally])>(
+        ([:], [:]))
     /// What the console shows of the gauges and counters above (a Prometheus gauge cannot be read back).
     private let readable = Mutex(Readable())
     private let inFlightCount = Atomic(0)
@@ -86,7 +90,8 @@ public final class WorkerMetrics: Sendable {
     ]
 
     static let latencyBuckets: [Duration] = [
-        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100),
+        .milliseconds(250),
         .milliseconds(500), .seconds(1), .milliseconds(2_500), .seconds(5), .seconds(10), .seconds(30), .seconds(60),
     ]
 
@@ -94,7 +99,8 @@ public final class WorkerMetrics: Sendable {
         var counters: [String: Counter] = [:]
         for outcome in Self.outcomes {
             counters[outcome] = registry.makeCounter(
-                descriptor: Self.describe(Name.purchases, "Purchase messages by outcome"), labels: [("outcome", outcome)])
+                descriptor: Self.describe(Name.purchases, "Purchase messages by outcome"),
+                labels: [("outcome", outcome)])
         }
         purchaseCounters = counters
         purchaseDuration = registry.makeDurationHistogram(
@@ -103,18 +109,21 @@ public final class WorkerMetrics: Sendable {
         inFlight = registry.makeGauge(descriptor: Self.describe(Name.inFlight, "Purchases being processed"))
         unconsumedGrants = registry.makeGauge(
             descriptor: Self.describe(Name.unconsumedGrants, "Granted purchases not yet consumed at Gamebase"))
-        circuitOpen = registry.makeGauge(descriptor: Self.describe(Name.circuitOpen, "1 while the Gamebase circuit breaker is open"))
+        circuitOpen = registry.makeGauge(
+            descriptor: Self.describe(Name.circuitOpen, "1 while the Gamebase circuit breaker is open"))
         stopped = registry.makeGauge(
             descriptor: Self.describe(Name.stopped, "1 while consumption is stopped by a configuration failure"))
         ledgerUnavailable = registry.makeGauge(
             descriptor: Self.describe(Name.ledgerUnavailable, "1 while ledger calls fail or time out (intake paused)"))
         oldestUnconsumedGrantAge = registry.makeGauge(
-            descriptor: Self.describe(Name.oldestUnconsumedGrantAge, "Age of the oldest grant still waiting for Consume, 0 when none"))
+            descriptor: Self.describe(
+                Name.oldestUnconsumedGrantAge, "Age of the oldest grant still waiting for Consume, 0 when none"))
         ready = registry.makeGauge(descriptor: Self.describe(Name.ready, "1 when /readyz answers 200"))
         pollAge = registry.makeGauge(
             descriptor: Self.describe(Name.pollAge, "Seconds since the Kafka poll loop last returned"))
         registry.makeGauge(
-            descriptor: Self.describe(Name.buildInfo, "Always 1; the version in a label"), labels: [("version", Self.version)]
+            descriptor: Self.describe(Name.buildInfo, "Always 1; the version in a label"),
+            labels: [("version", Self.version)]
         ).set(to: 1)
         var reconciled: [String: Counter] = [:]
         for outcome in Self.reconcileOutcomes {
@@ -136,7 +145,8 @@ public final class WorkerMetrics: Sendable {
         for table in LedgerTables.all {
             rows[table] = registry.makeGauge(
                 descriptor: Self.describe(
-                    Name.ledgerRows, "Rows by ledger table (PostgreSQL: the statistics' estimate), refreshed by each pruning pass"),
+                    Name.ledgerRows,
+                    "Rows by ledger table (PostgreSQL: the statistics' estimate), refreshed by each pruning pass"),
                 labels: [("table", table)])
         }
         for table in Set(PrunableRows.allCases.map(\.table)).sorted() {
@@ -149,14 +159,18 @@ public final class WorkerMetrics: Sendable {
         ledgerPruneCaughtUp = registry.makeGauge(
             descriptor: Self.describe(
                 Name.ledgerPruneCaughtUp,
-                "When this instance last finished a pruning pass with nothing left due (its start until then; 0: pruning off)"))
+                "When this instance last finished a pruning pass with nothing left due (its start until then; 0: pruning off)"
+            ))
     }
 
-    /// The values the operator console reads, kept beside the Prometheus ones.
+    private struct ReasonTally {
+        let counter: Counter
+        var count: Int
+    }
+
+    /// The values the operator console reads, kept beside the Prometheus ones (the counts by reason are the tallies').
     struct Readable {
-        var rejections: [String: Int] = [:]
-        var deadLetters: [String: Int] = [:]
-        var lag: [String: (topic: String, partition: Int32, lag: Int64)] = [:]
+        var lag: [String: ConsoleStatus.PartitionLag] = [:]
         var unconsumedGrants: Int?
         var oldestUnconsumedGrantAge: Double?
         var lastReconcilePass: ConsoleStatus.ReconcilePass?
@@ -180,15 +194,19 @@ public final class WorkerMetrics: Sendable {
         readable.withLock { $0.oldestUnconsumedGrantAge = seconds }
     }
 
-    /// A reconciliation pass ended: its duration (`iap_reconcile_duration_seconds`) and, for the console, its summary.
-    public func recordReconcilePass(_ pass: ConsoleStatus.ReconcilePass) {
-        recordReconcilePass(.milliseconds(Int64(pass.durationSeconds * 1_000)))
-        readable.withLock { $0.lastReconcilePass = pass }
-    }
-
     /// The counts and gauges as the console shows them.
-    var snapshot: (purchases: [String: Int], inFlight: Int, readable: Readable) {
-        (purchaseCounts, inFlightCount.load(ordering: .relaxed), readable.withLock { $0 })
+    var snapshot:
+        (
+            purchases: [String: Int], rejections: [String: Int], deadLetters: [String: Int], inFlight: Int,
+            readable: Readable
+        )
+    {
+        let (rejections, deadLetters) = reasonTallies.withLock {
+            ($0.rejections.mapValues(\.count), $0.deadLetters.mapValues(\.count))
+        }
+        return (
+            purchaseCounts, rejections, deadLetters, inFlightCount.load(ordering: .relaxed), readable.withLock { $0 }
+        )
     }
 
     /// Sets `iap_ledger_rows{table}`.
@@ -217,31 +235,32 @@ public final class WorkerMetrics: Sendable {
         reconcileOverruns.increment()
     }
 
-    /// One reconciliation pass's duration.
-    public func recordReconcilePass(_ duration: Duration) {
+    /// A reconciliation pass ended: its duration (`iap_reconcile_duration_seconds`) and, for the console, its summary.
+    public func recordReconcilePass(_ duration: Duration, summary: ConsoleStatus.ReconcilePass) {
         reconcileDuration.record(max(.zero, duration))
+        readable.withLock { $0.lastReconcilePass = summary }
     }
 
     /// Counts a rejection (`iap_rejections_total{reason}`) or a dead letter (`iap_dead_letters_total{reason}`).
     public func countReason(_ reason: String, deadLettered: Bool) {
-        let name = deadLettered ? Name.deadLetters : Name.rejections
-        let counter = reasonCounters.withLock { counters in
-            let key = "\(name)|\(reason)"
-            if let counter = counters[key] { return counter }
-            let counter = registry.makeCounter(
-                descriptor: Self.describe(name, deadLettered ? "Dead-lettered messages by reason" : "Rejected purchase messages by reason"),
-                labels: [("reason", reason)])
-            counters[key] = counter
-            return counter
+        let counter = reasonTallies.withLock { tallies in
+            func count(_ kind: inout [String: ReasonTally]) -> Counter {
+                if let tally = kind[reason] {
+                    kind[reason]?.count += 1
+                    return tally.counter
+                }
+                let name = deadLettered ? Name.deadLetters : Name.rejections
+                let counter = registry.makeCounter(
+                    descriptor: Self.describe(
+                        name, deadLettered ? "Dead-lettered messages by reason" : "Rejected purchase messages by reason"
+                    ),
+                    labels: [("reason", reason)])
+                kind[reason] = ReasonTally(counter: counter, count: 1)
+                return counter
+            }
+            return deadLettered ? count(&tallies.deadLetters) : count(&tallies.rejections)
         }
         counter.increment()
-        readable.withLock { readable in
-            if deadLettered {
-                readable.deadLetters[reason, default: 0] += 1
-            } else {
-                readable.rejections[reason, default: 0] += 1
-            }
-        }
     }
 
     /// Readiness and poll age, read when `/metrics` is scraped.
@@ -321,13 +340,19 @@ public final class WorkerMetrics: Sendable {
             guard lagPartitions.withLock({ $0.contains(key) }) else { return nil }
             if let gauge = gauges[key] { return gauge }
             let gauge = registry.makeGauge(
-                descriptor: Self.describe(Name.consumerLag, "Messages behind the partition end (librdkafka statistics)"),
+                descriptor: Self.describe(
+                    Name.consumerLag, "Messages behind the partition end (librdkafka statistics)"),
                 labels: [("topic", topic), ("partition", String(partition))])
             gauges[key] = gauge
             return gauge
         }
         gauge?.set(to: Double(lag))
-        if gauge != nil { readable.withLock { $0.lag["\(topic)|\(partition)"] = (topic, partition, lag) } }
+        if gauge != nil {
+            readable.withLock {
+                $0.lag["\(topic)|\(partition)"] = ConsoleStatus.PartitionLag(
+                    topic: topic, partition: partition, lag: lag)
+            }
+        }
     }
 
     /// The Prometheus text exposition.

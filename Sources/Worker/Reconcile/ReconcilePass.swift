@@ -85,7 +85,8 @@ public struct ReconcilePass: Sendable {
                 if let count = report.outcomes[outcome] { metrics.countReconciled(outcome.rawValue, by: count) }
             }
             metrics.recordReconcilePass(
-                ConsoleStatus.ReconcilePass(
+                report.duration,
+                summary: ConsoleStatus.ReconcilePass(
                     endedAt: Date(), durationSeconds: report.duration.seconds, usersChecked: report.usersChecked,
                     usersLeft: report.usersLeft,
                     outcomes: Dictionary(uniqueKeysWithValues: report.outcomes.map { ($0.key.rawValue, $0.value) }),
@@ -93,6 +94,9 @@ public struct ReconcilePass: Sendable {
         }
         return report
     }
+
+    /// Refreshes of the users table a pass makes at most before reading it (each spends a few seconds at most).
+    static let maxRefreshesPerPass = 5
 
     private func run(_ options: Options, into report: inout Report) async throws {
         let now = Date()
@@ -106,9 +110,21 @@ public struct ReconcilePass: Sendable {
                 before: now.addingTimeInterval(-configuration.lookback.seconds))
         }
         let activeSince = now.addingTimeInterval(-configuration.lookback.seconds)
-        // Due users are read from the users table: bring it up to date once, before the first page.
+        // Due users are read from the users table: bring it up to date before the first page — a backlog (after an
+        // upgrade, or the reconciler held by an open circuit) over a few refreshes of bounded time each, the rest by
+        // the next passes, saying so.
         if options.claim, options.users == nil {
-            try await processor.ledger.refreshReconciliationUsers(activeSince: activeSince)
+            var refreshes = 1
+            while try await !processor.ledger.refreshReconciliationUsers(activeSince: activeSince) {
+                guard refreshes < Self.maxRefreshesPerPass, options.deadline.map({ ContinuousClock.now < $0 }) ?? true
+                else {
+                    logger.notice(
+                        "the reconciler's users table is still catching up with the ledger; the next passes go on",
+                        metadata: ["reconcile.refreshes": "\(refreshes)"])
+                    break
+                }
+                refreshes += 1
+            }
         }
         var users: [String]
         if let given = options.users {

@@ -50,9 +50,7 @@ public struct LedgerPruner: Service {
     public func run() async throws {
         guard let interval = policy.interval else {
             metrics.ledgerPruneCaughtUp.set(to: 0)
-            await cancelWhenGracefulShutdown {
-                while !Task.isCancelled { try? await Task.sleep(for: .seconds(3_600)) }
-            }
+            try? await gracefulShutdown()
             return
         }
         metrics.ledgerPruneCaughtUp.set(to: Date().timeIntervalSince1970)
@@ -126,7 +124,8 @@ public struct LedgerPruner: Service {
             if pass.caughtUp { metrics.ledgerPruneCaughtUp.set(to: Date().timeIntervalSince1970) }
             // The counts are for people; a ledger too slow to count does not fail the pass.
             do {
-                metrics.setLedgerRows(try await bounded("ledger row counts") { [ledger] in try await ledger.rowCounts() })
+                metrics.setLedgerRows(
+                    try await bounded("ledger row counts") { [ledger] in try await ledger.rowCounts() })
             } catch is CancellationError {
                 return pass
             } catch {
