@@ -6,8 +6,11 @@ import Sandbox
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Benchmarks: the whole pipeline (default), the ledger's grant transaction, the ledger as it grows, or the Gamebase client.",
-        subcommands: [BenchPipelineCommand.self, BenchLedgerCommand.self, BenchScaleCommand.self, BenchClientCommand.self],
+        abstract:
+            "Benchmarks: the whole pipeline (default), the ledger's grant transaction, the ledger as it grows, or the Gamebase client.",
+        subcommands: [
+            BenchPipelineCommand.self, BenchLedgerCommand.self, BenchScaleCommand.self, BenchClientCommand.self,
+        ],
         defaultSubcommand: BenchPipelineCommand.self
     )
 }
@@ -33,10 +36,20 @@ struct BenchPipelineCommand: AsyncParsableCommand {
     var warmup: Int?
     @Option(help: "ledger.url for the worker (default: SQLite in a temporary folder).") var ledgerURL: String?
     @Flag(help: "kill -9 the worker half way, restart it, and time until it resumes.") var killRestart = false
-    @Option(help: "kafka.librdkafka.session.timeout.ms of the worker (default: the worker's own).") var sessionTimeoutMs: Int?
+    @Option(help: "kafka.librdkafka.session.timeout.ms of the worker (default: the worker's own).")
+    var sessionTimeoutMs: Int?
     @Option(help: "The iap-worker executable to run as the worker (default: this one).") var worker: String?
     @Flag(help: "Serve the worker's console and ask for its overview every second while measuring.")
     var consoleRefresh = false
+    @Flag(
+        help:
+            "Mix duplicates, rejected claims and malformed records among the purchases (16 messages per 10 purchases).")
+    var mixed = false
+    @Flag(
+        help:
+            "Count the worker's allocations per purchase with perf uprobes on libc (slows the worker: CPU figures not comparable)."
+    )
+    var countAllocations = false
     @Flag(help: "Print JSON instead of a table.") var json = false
 
     func validate() throws {
@@ -44,6 +57,9 @@ struct BenchPipelineCommand: AsyncParsableCommand {
         if let rate, rate <= 0 { throw ValidationError("--rate must be positive") }
         if let warmup, warmup < 0 { throw ValidationError("--warmup must not be negative") }
         guard maxInFlight >= 1 else { throw ValidationError("--max-in-flight must be positive") }
+        if countAllocations, killRestart {
+            throw ValidationError("--count-allocations counts one worker process: it does not go with --kill-restart")
+        }
     }
 
     func run() async throws {
@@ -60,6 +76,8 @@ struct BenchPipelineCommand: AsyncParsableCommand {
         options.killRestart = killRestart
         options.sessionTimeoutMs = sessionTimeoutMs
         options.consoleRefresh = consoleRefresh
+        options.mixed = mixed
+        options.countAllocations = countAllocations
         options.warmup = warmup ?? (sequential ? 10 : 100)
         let json = self.json
         let result = try await PipelineBenchmark.run(options, logger: logger) { line in

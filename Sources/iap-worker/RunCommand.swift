@@ -25,8 +25,11 @@ struct RunCommand: AsyncParsableCommand {
                 "kafka.group_id": "\(configuration.groupID)", "kafka.topic": "\(configuration.topics.purchases)",
                 "ledger": "\(configuration.redactedLedgerURL)", "worker.max_in_flight": "\(configuration.maxInFlight)",
             ])
-        for warning in configuration.warnings { logger.warning("configuration", metadata: ["iap.warning": "\(warning)"]) }
+        for warning in configuration.warnings {
+            logger.warning("configuration", metadata: ["iap.warning": "\(warning)"])
+        }
         try await WorkerApplication.run(configuration: configuration, logger: logger)
         logger.info("stopped")
+        LogOutput.standardOutput.flush()
     }
 }

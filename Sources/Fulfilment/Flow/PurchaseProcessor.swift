@@ -73,7 +73,8 @@ public struct PurchaseProcessor: Sendable {
             transaction = try await configuration.verifyRetry.run { attempt in
                 attempts = attempt
                 try await gate?()
-                return try await gamebase.paymentTransaction(accessToken: message.purchaseToken, transactionID: transactionID)
+                return try await gamebase.paymentTransaction(
+                    accessToken: message.purchaseToken, transactionID: transactionID)
             }
         } catch let error as GamebaseError {
             // A call cut short by cancellation says nothing about the purchase or about Gamebase.
@@ -102,9 +103,11 @@ public struct PurchaseProcessor: Sendable {
         }
 
         // Checks on the verified payment, each with its own reason. Identifiers are compared byte for byte.
+        // Decimal's description is slow and allocates: written once, for the verdict and the grant.
+        let price = transaction.price.map { "\($0)" }
         let verdict = PaymentVerdict(
             paymentId: transaction.paymentId, gamebaseProductId: transaction.gamebaseProductId,
-            marketId: transaction.marketId, price: transaction.price.map { "\($0)" }, currency: transaction.currency)
+            marketId: transaction.marketId, price: price, currency: transaction.currency)
         if !transaction.paymentSeq.hasSameBytes(as: message.paymentSeq) {
             // The answer is another payment's: filed under this paymentSeq it would make `find <its order id>` show
             // this claim as that payment.
@@ -113,11 +116,13 @@ public struct PurchaseProcessor: Sendable {
         }
         if !transaction.userId.hasSameBytes(as: message.userId) {
             return try await reject(
-                message, input, .userMismatch, detail: "the payment belongs to another user", attempts: attempts, verdict: verdict)
+                message, input, .userMismatch, detail: "the payment belongs to another user", attempts: attempts,
+                verdict: verdict)
         }
         if !GamebaseProductType.isConsumable(transaction.productType) {
             return try await reject(
-                message, input, .notConsumable, detail: "product type \(transaction.productType ?? "missing") is not consumable",
+                message, input, .notConsumable,
+                detail: "product type \(transaction.productType ?? "missing") is not consumable",
                 attempts: attempts, verdict: verdict)
         }
         if transaction.isConsumable != true {
@@ -130,18 +135,21 @@ public struct PurchaseProcessor: Sendable {
                 attempts: attempts, verdict: verdict)
         }
         if configuration.rejectTestPurchases, transaction.isTestPurchase == true {
-            return try await reject(message, input, .testPurchase, detail: "test purchases are rejected", attempts: attempts, verdict: verdict)
+            return try await reject(
+                message, input, .testPurchase, detail: "test purchases are rejected", attempts: attempts,
+                verdict: verdict)
         }
         guard let productID = transaction.gamebaseProductId, !productID.isEmpty else {
             return try await reject(
-                message, input, .invalidPurchase, detail: "Gamebase gave no gamebaseProductId", attempts: attempts, verdict: verdict)
+                message, input, .invalidPurchase, detail: "Gamebase gave no gamebaseProductId", attempts: attempts,
+                verdict: verdict)
         }
 
         // Grant: the row and its event in one transaction; the unique paymentSeq settles races.
         let grant = GrantRecord(
             paymentSeq: message.paymentSeq, userId: transaction.userId, gamebaseProductId: productID,
             purchaseToken: message.purchaseToken, productSeq: transaction.productSeq, marketId: transaction.marketId,
-            productType: transaction.productType, price: transaction.price.map { "\($0)" }, currency: transaction.currency,
+            productType: transaction.productType, price: price, currency: transaction.currency,
             paymentId: transaction.paymentId, isTestPurchase: transaction.isTestPurchase ?? false,
             purchaseTime: transaction.purchaseTime, payload: transaction.payload, grantedAt: now(),
             source: input.recordedSource, origin: input.origin,
@@ -151,7 +159,8 @@ public struct PurchaseProcessor: Sendable {
         case .alreadyGranted(let existing):
             return try await settle(message, input, against: existing, attempts: attempts, gate: gate)
         case .inserted:
-            logger.debug("granted", metadata: ["iap.payment_seq": "\(grant.paymentSeq)", "iap.user_id": "\(grant.userId)"])
+            logger.debug(
+                "granted", metadata: ["iap.payment_seq": "\(grant.paymentSeq)", "iap.user_id": "\(grant.userId)"])
             // The event is marked published together with the Consume outcome: one ledger write fewer per
             // purchase. Should the worker die in between, the sweeper re-sends it under the same id.
             try await publisher.publish(OutboundRecord(event))
@@ -172,7 +181,8 @@ public struct PurchaseProcessor: Sendable {
     /// crash left it unfinished), or a conflicting claim — someone else's userId, or another token — which is
     /// rejected under its own id without asking Gamebase: the grant already says whose payment it is.
     func settle(
-        _ message: PurchaseMessage, _ input: PurchaseInput, against grant: GrantRecord, attempts: Int, gate: GamebaseGate?
+        _ message: PurchaseMessage, _ input: PurchaseInput, against grant: GrantRecord, attempts: Int,
+        gate: GamebaseGate?
     ) async throws -> PurchaseOutcome {
         if !grant.userId.hasSameBytes(as: message.userId) {
             return try await reject(
@@ -180,7 +190,8 @@ public struct PurchaseProcessor: Sendable {
         }
         if !grant.purchaseToken.hasSameBytes(as: message.purchaseToken) {
             return try await reject(
-                message, input, .invalidPurchase, detail: "the purchase token is not the granted payment's", attempts: attempts)
+                message, input, .invalidPurchase, detail: "the purchase token is not the granted payment's",
+                attempts: attempts)
         }
         return try await resume(grant, gate: gate)
     }
@@ -212,7 +223,9 @@ public struct PurchaseProcessor: Sendable {
     /// Publishes the grant's item-granted event if a crash left it unpublished.
     public func publishGrantEventIfNeeded(_ grant: GrantRecord) async throws {
         guard grant.eventPublishedAt == nil else { return }
-        if let event = try await ledger.event(id: EventFactory.itemGrantedID(paymentSeq: grant.paymentSeq)), event.publishedAt == nil {
+        if let event = try await ledger.event(id: EventFactory.itemGrantedID(paymentSeq: grant.paymentSeq)),
+            event.publishedAt == nil
+        {
             try await publish(event)
         }
     }
@@ -250,7 +263,8 @@ public struct PurchaseProcessor: Sendable {
                     paymentSeq: grant.paymentSeq, accessToken: grant.purchaseToken, transactionID: transactionID)
             }
             let code = outcome == .alreadyConsumed ? GamebaseResultCode.alreadyConsumed.rawValue : 0
-            try await ledger.markConsumed(paymentSeq: grant.paymentSeq, resultCode: code, at: now(), publishedEventID: unmarked)
+            try await ledger.markConsumed(
+                paymentSeq: grant.paymentSeq, resultCode: code, at: now(), publishedEventID: unmarked)
             return .done
         } catch let error as GamebaseError {
             if Task.isCancelled {
@@ -258,11 +272,13 @@ public struct PurchaseProcessor: Sendable {
                 throw CancellationError()
             }
             try await ledger.recordConsumeFailure(
-                paymentSeq: grant.paymentSeq, resultCode: error.resultCode?.rawValue, at: now(), publishedEventID: unmarked)
+                paymentSeq: grant.paymentSeq, resultCode: error.resultCode?.rawValue, at: now(),
+                publishedEventID: unmarked)
             logger.warning(
                 "consume failed after grant",
                 metadata: [
-                    "iap.payment_seq": "\(grant.paymentSeq)", "gamebase.result_code": "\(error.resultCode?.description ?? "-")",
+                    "iap.payment_seq": "\(grant.paymentSeq)",
+                    "gamebase.result_code": "\(error.resultCode?.description ?? "-")",
                     "gamebase.error": "\(error.message)",
                 ])
             switch error.kind {
@@ -294,13 +310,15 @@ public struct PurchaseProcessor: Sendable {
         let eventID = EventFactory.rejectionID(message)
         let event = configuration.events.consumeFailed(
             id: eventID, userId: message.userId, paymentSeq: message.paymentSeq, reason: reason,
-            resultCode: error?.resultCode?.rawValue, resultMessage: error?.resultMessage, attempts: attempts, detail: detail,
+            resultCode: error?.resultCode?.rawValue, resultMessage: error?.resultMessage, attempts: attempts,
+            detail: detail,
             key: Self.eventKey(input.key), at: date)
         let rejection = RejectionRecord(
             key: RejectionKey(paymentSeq: message.paymentSeq, userId: message.userId, tokenHash: message.tokenHash),
             reason: reason.rawValue, resultCode: error?.resultCode?.rawValue, resultMessage: error?.resultMessage,
             detail: detail, eventID: eventID, rejectedAt: date, source: input.recordedSource,
-            messageTimestampMilliseconds: input.origin == .message ? input.timestampMilliseconds : nil, verdict: verdict)
+            messageTimestampMilliseconds: input.origin == .message ? input.timestampMilliseconds : nil, verdict: verdict
+        )
         if try await ledger.insertRejection(rejection, event: event) {
             try await publish(event)
         } else if let stored = try await ledger.event(id: eventID), stored.publishedAt == nil {
@@ -323,7 +341,8 @@ public struct PurchaseProcessor: Sendable {
             detail: malformed.problem, key: Self.eventKey(input.key), at: date)
         try await publisher.publish(OutboundRecord(event))
         try await publishDeadLetter(
-            configuration.deadLetters.record(for: input, reason: .malformedMessage, error: malformed.problem, attempts: 1, at: date),
+            configuration.deadLetters.record(
+                for: input, reason: .malformedMessage, error: malformed.problem, attempts: 1, at: date),
             for: input)
     }
 
@@ -344,7 +363,7 @@ public struct PurchaseProcessor: Sendable {
         var omitted = false
         do {
             location = try await publisher.publishLocated(record)
-        } catch where publisher.isRecordTooLarge(error) {
+        } catch  where publisher.isRecordTooLarge(error) {
             logger.error(
                 "dead-letter record too large for the dead-letter topic; published without its value",
                 metadata: ["iap.value_bytes": "\(record.value.count)", "kafka.topic": "\(record.topic)"])
@@ -365,7 +384,9 @@ public struct PurchaseProcessor: Sendable {
 
     /// Dead-letters a message the flow could not finish (Gamebase unavailable, or a worker failure), with a
     /// retryable consume-failed event when the purchase could be read.
-    public func deadLetter(_ input: PurchaseInput, reason: ConsumeFailureReason, error: String, attempts: Int) async throws {
+    public func deadLetter(_ input: PurchaseInput, reason: ConsumeFailureReason, error: String, attempts: Int)
+        async throws
+    {
         let date = now()
         if case .success(let message) = PurchaseMessage.parse(input.value, maxBytes: configuration.maxMessageBytes) {
             let (total, overflow) = input.previousAttempts.addingReportingOverflow(max(0, attempts))

@@ -89,7 +89,9 @@ extension PurchaseMessage {
     ///
     /// - Parameter maxBytes: `worker.max_message_bytes`.
     public static func parse(_ bytes: [UInt8], maxBytes: Int = 65_536) -> Result<PurchaseMessage, MalformedMessage> {
-        guard bytes.count <= maxBytes else { return malformed("message is \(bytes.count) bytes, over the \(maxBytes)-byte limit") }
+        guard bytes.count <= maxBytes else {
+            return malformed("message is \(bytes.count) bytes, over the \(maxBytes)-byte limit")
+        }
         guard !bytes.isEmpty else { return malformed("message is empty") }
         guard String(validating: bytes, as: UTF8.self) != nil else { return malformed("message is not valid UTF-8") }
 
@@ -99,7 +101,8 @@ extension PurchaseMessage {
         do {
             try reader.readObject { reader, key throws(JSONReader.Failure) in
                 guard let field = Field(rawValue: key) else { return try reader.skipValue() }
-                let value: Value = try reader.readNull() ? .null : try reader.readStringOrSkip().map { .string($0) } ?? .notString
+                let value: Value =
+                    try reader.readNull() ? .null : try reader.readStringOrSkip().map { .string($0) } ?? .notString
                 // A field given twice is refused: parsers disagree on which one counts, and a game server that
                 // checked the first must not see the worker act on the second.
                 if values[field] != nil, duplicate == nil { duplicate = field }
@@ -108,8 +111,12 @@ extension PurchaseMessage {
             try reader.finish()
         } catch {
             var whole = JSONReader(bytes, maxDepth: Limits.nesting)
-            if (try? whole.skipValue()) != nil, (try? whole.finish()) != nil { return malformed("message is not a JSON object") }
-            return malformed(error.problem.hasPrefix("nested deeper") ? "JSON nested deeper than \(Limits.nesting) levels" : "message is not JSON")
+            if (try? whole.skipValue()) != nil, (try? whole.finish()) != nil {
+                return malformed("message is not a JSON object")
+            }
+            return malformed(
+                error.problem.hasPrefix("nested deeper")
+                    ? "JSON nested deeper than \(Limits.nesting) levels" : "message is not JSON")
         }
 
         func plain(_ field: Field) -> String? {
@@ -129,25 +136,30 @@ extension PurchaseMessage {
                 return failure("\(field.rawValue) is not a string")
             case .string(let value):
                 if field.isRequired {
-                    guard !value.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+                    // A first byte that is ASCII and no white space settles it without Foundation's trimming.
+                    let plainStart = value.utf8.first.map { $0 > 0x20 && $0 < 0x7F } ?? false
+                    guard plainStart || !value.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
                         return failure("\(field.rawValue) is empty")
                     }
                 }
                 guard value.utf8.count <= field.limit else {
                     return failure("\(field.rawValue) is longer than \(field.limit) bytes")
                 }
-                if field.isRequired, value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+                if field.isRequired, value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+                {
                     return failure("\(field.rawValue) contains control characters")
                 }
                 if !value.isEmpty { strings[field] = value }
             }
         }
-        guard let userId = strings[.userId], let paymentSeq = strings[.paymentSeq], let token = strings[.purchaseToken] else {
+        guard let userId = strings[.userId], let paymentSeq = strings[.paymentSeq], let token = strings[.purchaseToken]
+        else {
             return failure("a required field is missing")
         }
         return .success(
             PurchaseMessage(
-                userId: userId, paymentSeq: paymentSeq, purchaseToken: token, gamebaseProductId: strings[.gamebaseProductId],
+                userId: userId, paymentSeq: paymentSeq, purchaseToken: token,
+                gamebaseProductId: strings[.gamebaseProductId],
                 storeCode: strings[.storeCode], payload: strings[.payload]))
     }
 

@@ -42,16 +42,26 @@ package final class Coalescer<Request: Sendable, Response: Sendable>: Sendable {
     ///   - maxBatch: calls per batch at most (what waits beyond it goes into the next).
     ///   - isolates: whether a failed batch is run again one request at a time.
     ///   - run: runs a batch; answers one response per request, in order.
-    package init(maxBatch: Int = 512, isolates: @escaping @Sendable (any Error) -> Bool = { _ in false }, run: @escaping Run) {
+    package init(
+        maxBatch: Int = 512, isolates: @escaping @Sendable (any Error) -> Bool = { _ in false }, run: @escaping Run
+    ) {
         self.maxBatch = max(1, maxBatch)
         self.isolates = isolates
         self.run = run
     }
 
     package func submit(_ request: Request) async throws -> Response {
-        let id = state.withLock { state -> UInt64 in
+        // Nothing running (a quiet system): this call runs alone, at once, without waiting for a turn.
+        let (id, alone) = state.withLock { state -> (UInt64, Bool) in
             state.nextID &+= 1
-            return state.nextID
+            guard !state.running else { return (state.nextID, false) }
+            state.running = true
+            return (state.nextID, true)
+        }
+        if alone {
+            let results = await results(of: [request])
+            handOn()
+            return try results[0].get()
         }
         let turn: Turn = await withCheckedContinuation { continuation in
             let leads = state.withLock { state -> Bool in
@@ -78,17 +88,22 @@ package final class Coalescer<Request: Sendable, Response: Sendable>: Sendable {
             return batch
         }
         let results = await results(of: batch.map(\.request))
+        handOn()
+        var mine: Result<Response, any Error> = .failure(CoalescerError.noAnswer)
+        for (entry, result) in zip(batch, results) {
+            if entry.id == id { mine = result } else { entry.continuation.resume(returning: .done(result)) }
+        }
+        return try mine.get()
+    }
+
+    /// After a batch: the first call that waited meanwhile leads the next one, or nothing runs any more.
+    private func handOn() {
         let next = state.withLock { state -> Entry? in
             if let first = state.pending.first { return first }
             state.running = false
             return nil
         }
         next?.continuation.resume(returning: .lead)
-        var mine: Result<Response, any Error> = .failure(CoalescerError.noAnswer)
-        for (entry, result) in zip(batch, results) {
-            if entry.id == id { mine = result } else { entry.continuation.resume(returning: .done(result)) }
-        }
-        return try mine.get()
     }
 
     /// One result per request: the batch's, or — when it failed with an error that `isolates` accepts — each

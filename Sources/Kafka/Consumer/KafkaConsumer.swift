@@ -65,7 +65,8 @@ public final class KafkaConsumer: Sendable {
     }
 
     /// The group's committed offsets for `partitions` (`nil` where none is committed).
-    public func committedOffsets(for partitions: [TopicPartition], timeoutMilliseconds: Int32 = 5_000) async throws(KafkaError)
+    public func committedOffsets(for partitions: [TopicPartition], timeoutMilliseconds: Int32 = 5_000)
+        async throws(KafkaError)
         -> [TopicPartition: Int64?]
     {
         try await core.committed(partitions, timeoutMilliseconds: timeoutMilliseconds)
@@ -73,7 +74,9 @@ public final class KafkaConsumer: Sendable {
 
     /// The partitions of `topic` with their low and high watermarks (the first offset, and the offset the next
     /// record will get), as the brokers report them now.
-    public func watermarks(topic: String, timeoutMilliseconds: Int32 = 10_000) async throws(KafkaError) -> [Int32: (low: Int64, high: Int64)] {
+    public func watermarks(topic: String, timeoutMilliseconds: Int32 = 10_000) async throws(KafkaError) -> [Int32: (
+        low: Int64, high: Int64
+    )] {
         let client = core.client
         let result: Result<[Int32: (low: Int64, high: Int64)], KafkaError> = await ConsumerCore.offPool {
             var pointer: UnsafePointer<rd_kafka_metadata>?
@@ -95,9 +98,11 @@ public final class KafkaConsumer: Sendable {
             for partition in partitions {
                 var low: Int64 = 0
                 var high: Int64 = 0
-                let err = rd_kafka_query_watermark_offsets(client.handle, topic, partition, &low, &high, timeoutMilliseconds)
+                let err = rd_kafka_query_watermark_offsets(
+                    client.handle, topic, partition, &low, &high, timeoutMilliseconds)
                 guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                    return .failure(KafkaError.from(err, code: .timeout, context: "watermarks of \(topic)[\(partition)]"))
+                    return .failure(
+                        KafkaError.from(err, code: .timeout, context: "watermarks of \(topic)[\(partition)]"))
                 }
                 marks[partition] = (low, high)
             }
@@ -223,7 +228,8 @@ final class ConsumerCore: Sendable {
         self.highWaterBytes = configuration.maxBufferedBytes
         self.lowWaterBytes = configuration.maxBufferedBytes / 2
         self.isReader = configuration.isReader
-        self.cooperative = (configuration.effectiveProperties["partition.assignment.strategy"] ?? "").contains("cooperative")
+        self.cooperative = (configuration.effectiveProperties["partition.assignment.strategy"] ?? "").contains(
+            "cooperative")
         // Errors, statistics and rebalances are served by consumer_poll on the poll thread.
         rd_kafka_poll_set_consumer(client.handle)
         self.consumerQueue = RDKafkaQueue(pointer: rd_kafka_queue_get_consumer(client.handle))
@@ -253,22 +259,59 @@ final class ConsumerCore: Sendable {
     // MARK: Poll loop (poll thread only)
 
     private func pollLoop() {
-        while !control.withLock({ $0.closing }) {
+        var fetched: [KafkaMessage] = []
+        fetched.reserveCapacity(Self.maxDrain)
+        loop: while !control.withLock({ $0.closing }) {
             reconcilePauses()
-            let message = rd_kafka_consumer_poll(client.handle, 100)
+            var next = rd_kafka_consumer_poll(client.handle, 100)
             lastPollUptime.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
-            guard let message else { continue }
-            defer { rd_kafka_message_destroy(message) }
-            if let fatal = handle(message) {
+            // What librdkafka already holds is taken without waiting and handed over in one append (one wake of
+            // the engine per fetch, not per message), up to the buffer's room in messages and bytes: the bound is
+            // passed by at most one message, as with one message per poll. (`rd_kafka_consume_batch_queue` would
+            // take them under one lock, but before librdkafka 2.1.0 — Debian ships 2.0.2 — a pause or resume during
+            // a batch can skip offsets, librdkafka #4208; the worker pauses whenever its buffer is full.)
+            let room = (
+                messages: max(1, min(Self.maxDrain, highWater - buffer.count)), bytes: highWaterBytes - buffer.bytes
+            )
+            var taken = 0
+            var takenBytes = 0
+            var fatal: KafkaError?
+            while let message = next {
+                defer { rd_kafka_message_destroy(message) }
+                switch handle(message) {
+                case .message(let copied):
+                    taken += 1
+                    takenBytes += copied.byteCount
+                    fetched.append(copied)
+                case .fatal(let error):
+                    fatal = error
+                case .none:
+                    break
+                }
+                guard fatal == nil, taken < room.messages, takenBytes < room.bytes else { break }
+                next = rd_kafka_consumer_poll(client.handle, 0)
+            }
+            if !fetched.isEmpty {
+                // A poll in the drain can serve a rebalance: what was taken before a revoke is no longer this
+                // member's (the revoke purged the buffer, not this array), so only messages whose assignment is
+                // still current go in. Rebalances run on this thread, so none can slip in before the append.
+                let current = control.withLock { control in
+                    fetched.filter { control.epochs[$0.topicPartition] == $0.assignmentEpoch }
+                }
+                buffer.append(contentsOf: current)
+                fetched.removeAll(keepingCapacity: true)
+            }
+            if let fatal {
                 logger.critical("consumer stopped by a fatal error", metadata: ["kafka.error": "\(fatal.message)"])
                 buffer.finish(failure: fatal)
-                break
+                break loop
             }
         }
         // Serves the final revoke through the rebalance handler, commits, and leaves the group.
         let err = rd_kafka_consumer_close(client.handle)
         if err != RD_KAFKA_RESP_ERR_NO_ERROR {
-            logger.warning("consumer close reported an error", metadata: ["kafka.error": "\(RDKafkaErrorCode(err).message)"])
+            logger.warning(
+                "consumer close reported an error", metadata: ["kafka.error": "\(RDKafkaErrorCode(err).message)"])
         }
         if Self.assignorStateBugApplies, cooperative, !control.withLock({ $0.assignedOnce }) {
             // librdkafka before 2.3.0 (Debian ships 2.0.2) aborts in rd_kafka_destroy when the cooperative-sticky
@@ -286,20 +329,29 @@ final class ConsumerCore: Sendable {
     /// librdkafka versions that abort when a cooperative consumer is destroyed before its first assignment.
     static let assignorStateBugApplies = rd_kafka_version() < 0x0203_00ff
 
-    /// Copies a fetched message into the buffer; returns a fatal error if librdkafka raised one.
-    private func handle(_ message: UnsafeMutablePointer<rd_kafka_message_t>) -> KafkaError? {
+    /// Messages taken from librdkafka per wake of the engine at most.
+    static let maxDrain = 256
+
+    private enum Fetched {
+        /// A message of an owned partition, copied and stamped with its assignment epoch.
+        case message(KafkaMessage)
+        case fatal(KafkaError)
+    }
+
+    /// Copies a fetched message (stamped with its partition's assignment now); `nil` for what is not delivered.
+    private func handle(_ message: UnsafeMutablePointer<rd_kafka_message_t>) -> Fetched? {
         let err = message.pointee.err
         if err == RD_KAFKA_RESP_ERR_NO_ERROR {
             var copied = KafkaMessage(copying: message)
+            // Looked up per message, at once: a rebalance served by the next poll must not restamp it.
             let epoch = control.withLock { $0.epochs[copied.topicPartition] }
             // A message of a partition no longer assigned (a fetch that raced a revoke) is not delivered.
             guard let epoch else { return nil }
             copied.assignmentEpoch = epoch
-            buffer.append(copied)
-            return nil
+            return .message(copied)
         }
         if err == RD_KAFKA_RESP_ERR__PARTITION_EOF { return nil }
-        if err == RD_KAFKA_RESP_ERR__FATAL { return client.fatalError() }
+        if err == RD_KAFKA_RESP_ERR__FATAL { return client.fatalError().map { .fatal($0) } }
         let text = message.pointee.payload.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
         logger.warning(
             "consumer error", metadata: ["kafka.code": "\(RDKafkaErrorCode(err).name)", "kafka.error": "\(text ?? "")"])
@@ -313,7 +365,8 @@ final class ConsumerCore: Sendable {
         let (toPause, toResume): (Set<TopicPartition>, Set<TopicPartition>) = control.withLock { control in
             if !control.bufferFull && (count >= highWater || bytes >= highWaterBytes) { control.bufferFull = true }
             if control.bufferFull && count <= lowWater && bytes <= lowWaterBytes { control.bufferFull = false }
-            let wanted = control.bufferFull ? control.assignment : control.applicationPaused.intersection(control.assignment)
+            let wanted =
+                control.bufferFull ? control.assignment : control.applicationPaused.intersection(control.assignment)
             let toPause = wanted.subtracting(control.physicallyPaused)
             let toResume = control.physicallyPaused.subtracting(wanted)
             control.physicallyPaused = wanted
@@ -325,7 +378,10 @@ final class ConsumerCore: Sendable {
 
     private func applyPause(_ partitions: Set<TopicPartition>, pause: Bool) {
         let list = TopicPartitionList(partitions)
-        let err = pause ? rd_kafka_pause_partitions(client.handle, list.pointer) : rd_kafka_resume_partitions(client.handle, list.pointer)
+        let err =
+            pause
+            ? rd_kafka_pause_partitions(client.handle, list.pointer)
+            : rd_kafka_resume_partitions(client.handle, list.pointer)
         if err != RD_KAFKA_RESP_ERR_NO_ERROR {
             logger.warning("pause or resume failed", metadata: ["kafka.error": "\(RDKafkaErrorCode(err).message)"])
         }
@@ -333,7 +389,11 @@ final class ConsumerCore: Sendable {
 
     func setPaused(_ partitions: [TopicPartition], paused: Bool) {
         control.withLock { control in
-            if paused { control.applicationPaused.formUnion(partitions) } else { control.applicationPaused.subtract(partitions) }
+            if paused {
+                control.applicationPaused.formUnion(partitions)
+            } else {
+                control.applicationPaused.subtract(partitions)
+            }
         }
         rd_kafka_queue_yield(consumerQueue.pointer)
     }
@@ -370,7 +430,9 @@ final class ConsumerCore: Sendable {
         try result.get()
     }
 
-    func committed(_ partitions: [TopicPartition], timeoutMilliseconds: Int32) async throws(KafkaError) -> [TopicPartition: Int64?] {
+    func committed(_ partitions: [TopicPartition], timeoutMilliseconds: Int32) async throws(KafkaError)
+        -> [TopicPartition: Int64?]
+    {
         let client = client
         let result: Result<[TopicPartition: Int64?], KafkaError> = await Self.offPool {
             let list = TopicPartitionList(partitions)

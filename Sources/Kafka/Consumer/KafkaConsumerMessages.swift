@@ -13,6 +13,13 @@ public struct KafkaConsumerMessages: AsyncSequence, Sendable {
             try await buffer.next()
         }
 
+        /// Every message buffered now, oldest first, at most `limit` and (after the first) `byteLimit` bytes, or the
+        /// next one to arrive when none is: one call for what a fetch brought. Empty when the consumer was closed (or
+        /// the waiting task cancelled).
+        public mutating func nextBatch(limit: Int, byteLimit: Int = .max) async throws -> [KafkaMessage] {
+            try await buffer.nextBatch(limit: limit, byteLimit: byteLimit)
+        }
+
         /// The next message, waiting at most `timeout`. A timeout takes nothing: a message that arrives just
         /// as the time runs out stays buffered for the next call.
         public mutating func next(within timeout: Duration) async throws -> KafkaNextMessage {

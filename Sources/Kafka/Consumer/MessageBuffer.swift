@@ -37,17 +37,23 @@ final class MessageBuffer: Sendable {
     var bytes: Int { state.withLock { $0.bytes } }
 
     func append(_ message: KafkaMessage) {
+        append(contentsOf: CollectionOfOne(message))
+    }
+
+    /// Appends `messages` in order under one lock; a waiting iterator gets the first at once.
+    func append(contentsOf messages: some Collection<KafkaMessage>) {
+        guard let first = messages.first else { return }
         let waiter: Waiter? = state.withLock { state in
             guard !state.finished else { return nil }
-            if let waiter = state.waiter {
-                state.waiter = nil
-                return waiter
+            let waiter = state.waiter
+            state.waiter = nil
+            for message in waiter == nil ? messages[...] : messages.dropFirst() {
+                state.queue.append(message)
+                state.bytes += message.byteCount
             }
-            state.queue.append(message)
-            state.bytes += message.byteCount
-            return nil
+            return waiter
         }
-        waiter?.continuation.resume(returning: .message(message))
+        waiter?.continuation.resume(returning: .message(first))
     }
 
     /// Drops buffered messages of partitions this member no longer owns; their new owner fetches them again.
@@ -82,12 +88,41 @@ final class MessageBuffer: Sendable {
         }
     }
 
+    /// The messages buffered now, oldest first, at most `limit` of them and — after the first — at most
+    /// `byteLimit` bytes together; waits for one when there are none. Empty once the buffer is finished (or the
+    /// calling task is cancelled).
+    func nextBatch(limit: Int, byteLimit: Int = .max) async throws -> [KafkaMessage] {
+        var batch = state.withLock { state -> [KafkaMessage] in
+            var batch: [KafkaMessage] = []
+            var bytes = 0
+            while batch.count < max(1, limit), let first = state.queue.first {
+                guard batch.isEmpty || bytes + first.byteCount <= byteLimit else { break }
+                state.queue.removeFirst()
+                state.bytes -= first.byteCount
+                bytes += first.byteCount
+                batch.append(first)
+            }
+            return batch
+        }
+        if !batch.isEmpty { return batch }
+        guard let message = try await next() else { return [] }
+        batch.append(message)
+        return batch
+    }
+
     /// Waits for the next message at most `timeout` (for ever when `nil`).
     ///
     /// A message is either returned or left in the buffer: the timer and a delivery race under one lock, and
     /// whichever takes the waiter first decides, so a timeout never drops a message.
     func wait(timeout: Duration?) async -> Outcome {
-        await withTaskCancellationHandler {
+        // A message already buffered is taken without a continuation or a cancellation handler.
+        let buffered: KafkaMessage? = state.withLock { state in
+            guard let message = state.queue.popFirst() else { return nil }
+            state.bytes -= message.byteCount
+            return message
+        }
+        if let buffered { return .message(buffered) }
+        return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
                 let immediate: Outcome? = state.withLock { state in
                     if let message = state.queue.popFirst() {

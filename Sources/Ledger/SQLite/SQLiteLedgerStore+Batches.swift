@@ -9,7 +9,11 @@ extension SQLiteLedgerStore {
     public func lookup(_ keys: [RejectionKey]) async throws -> [LedgerLookup] {
         try await read { db in
             try keys.map { key in
-                LedgerLookup(grant: try Self.fetchGrant(key.paymentSeq, db), rejection: try Self.fetchRejection(key, db))
+                // Most lookups find nothing (a new purchase): one probe answers that without building two rows.
+                let found = try Self.presence(key, db)
+                return LedgerLookup(
+                    grant: found.grant ? try Self.fetchGrant(key.paymentSeq, db) : nil,
+                    rejection: found.rejection ? try Self.fetchRejection(key, db) : nil)
             }
         }
     }
@@ -27,7 +31,8 @@ extension SQLiteLedgerStore {
             try records.map { record in
                 if let id = record.publishedEventID { try Self.markPublished(id, at: record.at, db) }
                 if record.consumed {
-                    return try Self.markConsumed(record.paymentSeq, resultCode: record.resultCode ?? 0, at: record.at, db)
+                    return try Self.markConsumed(
+                        record.paymentSeq, resultCode: record.resultCode ?? 0, at: record.at, db)
                 }
                 try Self.recordConsumeFailure(record.paymentSeq, resultCode: record.resultCode, db)
                 return false

@@ -1,6 +1,6 @@
 import Foundation
-import GRDB
 import Fulfilment
+import GRDB
 import Logging
 
 /// The embedded ledger: one SQLite file in WAL mode, for one worker instance.
@@ -24,7 +24,8 @@ public final class SQLiteLedgerStore: LedgerStore {
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
         } catch {
-            throw LedgerError(code: .unavailable, message: "cannot open SQLite ledger at \(path): \(Self.describe(error))")
+            throw LedgerError(
+                code: .unavailable, message: "cannot open SQLite ledger at \(path): \(Self.describe(error))")
         }
         batcher = SQLiteWriteBatcher(pool: pool)
     }
@@ -69,12 +70,26 @@ public final class SQLiteLedgerStore: LedgerStore {
     }
 
     static func insertGrant(_ grant: GrantRecord, _ event: OutboxEvent, _ db: Database) throws -> GrantInsertResult {
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO grants (\(LedgerSchema.grantColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (payment_seq) DO NOTHING
-                """
-        ).execute(arguments: StatementArguments(Self.values(of: grant)))
+        if grant.state == .granted, grant.consumedAt == nil, grant.consumeAttempts == 0, grant.lastResultCode == nil,
+            grant.eventPublishedAt == nil
+        {
+            // A new grant, as the flow and the reconciler write it: its five state columns are the statement's own
+            // literals, so it binds 19 values, which GRDB binds in place (over 20 it copies every string first).
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO grants (\(LedgerSchema.grantColumns))
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '\(GrantState.granted.rawValue)', ?, NULL, 0, NULL, NULL, ?, ?, ?, ?, ?)
+                    ON CONFLICT (payment_seq) DO NOTHING
+                    """
+            ).execute(arguments: StatementArguments(Self.newGrantValues(of: grant)))
+        } else {
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO grants (\(LedgerSchema.grantColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (payment_seq) DO NOTHING
+                    """
+            ).execute(arguments: StatementArguments(Self.values(of: grant)))
+        }
         guard db.changesCount == 1 else {
             guard let existing = try fetchGrant(grant.paymentSeq, db) else {
                 throw LedgerError(code: .conflict, message: "grant \(grant.paymentSeq) conflicted but cannot be read")
@@ -95,7 +110,8 @@ public final class SQLiteLedgerStore: LedgerStore {
         ).execute(arguments: [
             key.paymentSeq, key.userId, key.tokenHash, rejection.reason, rejection.resultCode, rejection.resultMessage,
             rejection.detail, rejection.eventID, rejection.rejectedAt.epochMilliseconds, rejection.source?.topic,
-            rejection.source.map { Int64($0.partition) }, rejection.source?.offset, rejection.messageTimestampMilliseconds,
+            rejection.source.map { Int64($0.partition) }, rejection.source?.offset,
+            rejection.messageTimestampMilliseconds,
             rejection.verdict?.paymentId, rejection.verdict?.gamebaseProductId, rejection.verdict?.marketId,
             rejection.verdict?.price, rejection.verdict?.currency,
         ])
@@ -106,22 +122,42 @@ public final class SQLiteLedgerStore: LedgerStore {
 
     static func fetchGrant(_ paymentSeq: String, _ db: Database) throws -> GrantRecord? {
         try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT \(LedgerSchema.grantColumns) FROM grants WHERE payment_seq = ?"), arguments: [paymentSeq]
+            db.cachedStatement(sql: "SELECT \(LedgerSchema.grantColumns) FROM grants WHERE payment_seq = ?"),
+            arguments: [paymentSeq]
         ).map(Self.grant(from:))
+    }
+
+    /// Whether the ledger holds a grant of `key.paymentSeq` and a rejection of `key`, in one query that builds no
+    /// row (a row of the grants' 24 columns costs two dozen allocations, read or not).
+    static func presence(_ key: RejectionKey, _ db: Database) throws -> (grant: Bool, rejection: Bool) {
+        let bits =
+            try Int64.fetchOne(
+                db.cachedStatement(
+                    sql: """
+                        SELECT EXISTS (SELECT 1 FROM grants WHERE payment_seq = ?)
+                             + 2 * EXISTS (SELECT 1 FROM rejections WHERE payment_seq = ? AND user_id = ? AND token_hash = ?)
+                        """),
+                arguments: [key.paymentSeq, key.paymentSeq, key.userId, key.tokenHash]) ?? 0
+        return (bits & 1 != 0, bits & 2 != 0)
     }
 
     static func fetchRejection(_ key: RejectionKey, _ db: Database) throws -> RejectionRecord? {
         try Row.fetchOne(
             db.cachedStatement(
-                sql: "SELECT \(LedgerSchema.rejectionColumns) FROM rejections WHERE payment_seq = ? AND user_id = ? AND token_hash = ?"),
+                sql:
+                    "SELECT \(LedgerSchema.rejectionColumns) FROM rejections WHERE payment_seq = ? AND user_id = ? AND token_hash = ?"
+            ),
             arguments: [key.paymentSeq, key.userId, key.tokenHash]
         ).map(Self.rejection(from:))
     }
 
     public func event(id: String) async throws -> OutboxEvent? {
         try await read { db in
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT \(LedgerSchema.outboxColumns) FROM outbox WHERE id = ?"), arguments: [id])
-                .map(Self.event(from:))
+            try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT \(LedgerSchema.outboxColumns) FROM outbox WHERE id = ?"),
+                arguments: [id]
+            )
+            .map(Self.event(from:))
         }
     }
 
@@ -140,7 +176,8 @@ public final class SQLiteLedgerStore: LedgerStore {
     static func markPublished(_ eventID: String, at date: Date, _ db: Database) throws {
         let ms = date.epochMilliseconds
         try db.cachedStatement(
-            sql: "UPDATE outbox SET published_at_ms = ?, claimed_until_ms = NULL WHERE id = ? AND published_at_ms IS NULL"
+            sql:
+                "UPDATE outbox SET published_at_ms = ?, claimed_until_ms = NULL WHERE id = ? AND published_at_ms IS NULL"
         ).execute(arguments: [ms, eventID])
         try db.cachedStatement(
             sql: """
@@ -171,37 +208,45 @@ public final class SQLiteLedgerStore: LedgerStore {
         ).execute(arguments: [resultCode, paymentSeq])
     }
 
-    public func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [GrantRecord] {
+    public func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws
+        -> [GrantRecord]
+    {
         let nowMs = now.epochMilliseconds
         let until = nowMs + Int64(lease.components.seconds * 1000)
         return try await write { db in
-            try Row.fetchAll(db.cachedStatement(sql: """
-                    UPDATE grants SET sweep_claimed_until_ms = ?
-                    WHERE payment_seq IN (
-                        SELECT payment_seq FROM grants
-                        WHERE state = 'granted' AND granted_at_ms < ?
-                          AND (sweep_claimed_until_ms IS NULL OR sweep_claimed_until_ms < ?)
-                        ORDER BY granted_at_ms LIMIT ?)
-                    RETURNING \(LedgerSchema.grantColumns)
-                    """),
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        UPDATE grants SET sweep_claimed_until_ms = ?
+                        WHERE payment_seq IN (
+                            SELECT payment_seq FROM grants
+                            WHERE state = 'granted' AND granted_at_ms < ?
+                              AND (sweep_claimed_until_ms IS NULL OR sweep_claimed_until_ms < ?)
+                            ORDER BY granted_at_ms LIMIT ?)
+                        RETURNING \(LedgerSchema.grantColumns)
+                        """),
                 arguments: [until, grantedBefore.epochMilliseconds, nowMs, limit]
             ).map(Self.grant(from:))
         }
     }
 
-    public func claimUnpublishedEvents(createdBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [OutboxEvent] {
+    public func claimUnpublishedEvents(createdBefore: Date, limit: Int, lease: Duration, now: Date) async throws
+        -> [OutboxEvent]
+    {
         let nowMs = now.epochMilliseconds
         let until = nowMs + Int64(lease.components.seconds * 1000)
         return try await write { db in
-            try Row.fetchAll(db.cachedStatement(sql: """
-                    UPDATE outbox SET claimed_until_ms = ?
-                    WHERE id IN (
-                        SELECT id FROM outbox
-                        WHERE published_at_ms IS NULL AND created_at_ms < ?
-                          AND (claimed_until_ms IS NULL OR claimed_until_ms < ?)
-                        ORDER BY created_at_ms LIMIT ?)
-                    RETURNING \(LedgerSchema.outboxColumns)
-                    """),
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        UPDATE outbox SET claimed_until_ms = ?
+                        WHERE id IN (
+                            SELECT id FROM outbox
+                            WHERE published_at_ms IS NULL AND created_at_ms < ?
+                              AND (claimed_until_ms IS NULL OR claimed_until_ms < ?)
+                            ORDER BY created_at_ms LIMIT ?)
+                        RETURNING \(LedgerSchema.outboxColumns)
+                        """),
                 arguments: [until, createdBefore.epochMilliseconds, nowMs, limit]
             ).map(Self.event(from:))
         }
@@ -209,7 +254,11 @@ public final class SQLiteLedgerStore: LedgerStore {
 
     public func rejections(paymentSeq: String) async throws -> [RejectionRecord] {
         try await read { db in
-            try Row.fetchAll(db.cachedStatement(sql: "SELECT \(LedgerSchema.rejectionColumns) FROM rejections WHERE payment_seq = ? ORDER BY rejected_at_ms"),
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql:
+                        "SELECT \(LedgerSchema.rejectionColumns) FROM rejections WHERE payment_seq = ? ORDER BY rejected_at_ms"
+                ),
                 arguments: [paymentSeq]
             ).map(Self.rejection(from:))
         }
@@ -217,7 +266,11 @@ public final class SQLiteLedgerStore: LedgerStore {
 
     public func events(paymentSeq: String) async throws -> [OutboxEvent] {
         try await read { db in
-            try Row.fetchAll(db.cachedStatement(sql: "SELECT \(LedgerSchema.outboxColumns) FROM outbox WHERE payment_seq = ? ORDER BY created_at_ms, id"),
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql:
+                        "SELECT \(LedgerSchema.outboxColumns) FROM outbox WHERE payment_seq = ? ORDER BY created_at_ms, id"
+                ),
                 arguments: [paymentSeq]
             ).map(Self.event(from:))
         }
@@ -229,14 +282,18 @@ public final class SQLiteLedgerStore: LedgerStore {
         try await read { db in (try Self.fetchGrant(paymentSeq, db), try Self.fetchRejection(key, db)) }
     }
 
-    public func markConsumed(paymentSeq: String, resultCode: Int, at date: Date, publishedEventID: String?) async throws -> Bool {
+    public func markConsumed(paymentSeq: String, resultCode: Int, at date: Date, publishedEventID: String?) async throws
+        -> Bool
+    {
         try await write { db in
             if let publishedEventID { try Self.markPublished(publishedEventID, at: date, db) }
             return try Self.markConsumed(paymentSeq, resultCode: resultCode, at: date, db)
         }
     }
 
-    public func recordConsumeFailure(paymentSeq: String, resultCode: Int?, at date: Date, publishedEventID: String?) async throws {
+    public func recordConsumeFailure(paymentSeq: String, resultCode: Int?, at date: Date, publishedEventID: String?)
+        async throws
+    {
         try await write { db in
             if let publishedEventID { try Self.markPublished(publishedEventID, at: date, db) }
             try Self.recordConsumeFailure(paymentSeq, resultCode: resultCode, db)
@@ -247,21 +304,30 @@ public final class SQLiteLedgerStore: LedgerStore {
         try await read { db in
             var granted = 0
             var consumed = 0
-            for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT state, COUNT(*) AS n FROM grants GROUP BY state")) {
+            for row in try Row.fetchAll(
+                db.cachedStatement(sql: "SELECT state, COUNT(*) AS n FROM grants GROUP BY state"))
+            {
                 let state: String = row["state"]
                 if state == "granted" { granted = row["n"] } else { consumed = row["n"] }
             }
             var rejections: [String: Int] = [:]
-            for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT reason, COUNT(*) AS n FROM rejections GROUP BY reason")) {
+            for row in try Row.fetchAll(
+                db.cachedStatement(sql: "SELECT reason, COUNT(*) AS n FROM rejections GROUP BY reason"))
+            {
                 rejections[row["reason"]] = row["n"]
             }
-            let unpublished = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM outbox WHERE published_at_ms IS NULL")) ?? 0
-            return LedgerStats(granted: granted, consumed: consumed, rejections: rejections, unpublishedEvents: unpublished)
+            let unpublished =
+                try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM outbox WHERE published_at_ms IS NULL"))
+                ?? 0
+            return LedgerStats(
+                granted: granted, consumed: consumed, rejections: rejections, unpublishedEvents: unpublished)
         }
     }
 
     public func countUnconsumed() async throws -> Int {
-        try await read { db in try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM grants WHERE state = 'granted'")) ?? 0 }
+        try await read { db in
+            try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM grants WHERE state = 'granted'")) ?? 0
+        }
     }
 
     public func oldestUnconsumedGrantedAt() async throws -> Date? {
@@ -298,7 +364,8 @@ public final class SQLiteLedgerStore: LedgerStore {
 
     static func values(of grant: GrantRecord) -> [(any DatabaseValueConvertible)?] {
         [
-            grant.paymentSeq, grant.userId, grant.gamebaseProductId, grant.purchaseToken, grant.productSeq, grant.marketId,
+            grant.paymentSeq, grant.userId, grant.gamebaseProductId, grant.purchaseToken, grant.productSeq,
+            grant.marketId,
             grant.productType, grant.price, grant.currency, grant.paymentId, grant.isTestPurchase, grant.purchaseTime,
             grant.payload, grant.state.rawValue, grant.grantedAt.epochMilliseconds, grant.consumedAt?.epochMilliseconds,
             grant.consumeAttempts, grant.lastResultCode, grant.eventPublishedAt?.epochMilliseconds, grant.source?.topic,
@@ -307,26 +374,47 @@ public final class SQLiteLedgerStore: LedgerStore {
         ]
     }
 
+    /// The values of a new grant's columns but its five state columns, as database values (not boxed in
+    /// existentials, which cost an allocation each to iterate).
+    static func newGrantValues(of grant: GrantRecord) -> [DatabaseValue] {
+        [
+            grant.paymentSeq.databaseValue, grant.userId.databaseValue, grant.gamebaseProductId.databaseValue,
+            grant.purchaseToken.databaseValue, value(grant.productSeq), value(grant.marketId), value(grant.productType),
+            value(grant.price), value(grant.currency), value(grant.paymentId), grant.isTestPurchase.databaseValue,
+            value(grant.purchaseTime), value(grant.payload), grant.grantedAt.epochMilliseconds.databaseValue,
+            value(grant.source?.topic), value(grant.source.map { Int64($0.partition) }), value(grant.source?.offset),
+            grant.origin.rawValue.databaseValue, value(grant.messageTimestampMilliseconds),
+        ]
+    }
+
+    static func value(_ value: (some DatabaseValueConvertible)?) -> DatabaseValue {
+        value?.databaseValue ?? .null
+    }
+
     static func insert(_ event: OutboxEvent, _ db: Database) throws {
         try db.cachedStatement(
-            sql: "INSERT INTO outbox (\(LedgerSchema.outboxColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"
+            sql:
+                "INSERT INTO outbox (\(LedgerSchema.outboxColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"
         ).execute(
             arguments: [
-                event.id, event.paymentSeq, event.topic, event.key.map { Data($0) }, LedgerCoding.encodeHeaders(event.headers),
+                event.id, event.paymentSeq, event.topic, event.key.map { Data($0) },
+                LedgerCoding.encodeHeaders(event.headers),
                 Data(event.payload), event.createdAt.epochMilliseconds, event.publishedAt?.epochMilliseconds,
             ])
     }
 
     static func source(_ row: Row) -> MessageSource? {
         guard let topic: String = row["source_topic"] else { return nil }
-        return MessageSource(topic: topic, partition: Int32(row["source_partition"] as Int64? ?? -1), offset: row["source_offset"] ?? -1)
+        return MessageSource(
+            topic: topic, partition: Int32(row["source_partition"] as Int64? ?? -1), offset: row["source_offset"] ?? -1)
     }
 
     static func grant(from row: Row) -> GrantRecord {
         GrantRecord(
             paymentSeq: row["payment_seq"], userId: row["user_id"], gamebaseProductId: row["gamebase_product_id"],
             purchaseToken: row["purchase_token"], productSeq: row["product_seq"], marketId: row["market_id"],
-            productType: row["product_type"], price: row["price"], currency: row["currency"], paymentId: row["payment_id"],
+            productType: row["product_type"], price: row["price"], currency: row["currency"],
+            paymentId: row["payment_id"],
             isTestPurchase: row["is_test_purchase"], purchaseTime: row["purchase_time"], payload: row["payload"],
             state: GrantState(rawValue: row["state"]) ?? .granted,
             grantedAt: Date(epochMilliseconds: row["granted_at_ms"]),
@@ -340,14 +428,16 @@ public final class SQLiteLedgerStore: LedgerStore {
     static func rejection(from row: Row) -> RejectionRecord {
         RejectionRecord(
             key: RejectionKey(paymentSeq: row["payment_seq"], userId: row["user_id"], tokenHash: row["token_hash"]),
-            reason: row["reason"], resultCode: row["result_code"], resultMessage: row["result_message"], detail: row["detail"],
+            reason: row["reason"], resultCode: row["result_code"], resultMessage: row["result_message"],
+            detail: row["detail"],
             eventID: row["event_id"], rejectedAt: Date(epochMilliseconds: row["rejected_at_ms"]), source: source(row),
             messageTimestampMilliseconds: row["source_timestamp_ms"], verdict: verdict(row))
     }
 
     static func verdict(_ row: Row) -> PaymentVerdict? {
         let verdict = PaymentVerdict(
-            paymentId: row["payment_id"], gamebaseProductId: row["verdict_product_id"], marketId: row["verdict_market_id"],
+            paymentId: row["payment_id"], gamebaseProductId: row["verdict_product_id"],
+            marketId: row["verdict_market_id"],
             price: row["verdict_price"], currency: row["verdict_currency"])
         return verdict == PaymentVerdict() ? nil : verdict
     }

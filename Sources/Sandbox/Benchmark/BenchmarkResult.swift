@@ -36,6 +36,14 @@ public struct BenchmarkResult: Codable, Sendable {
     /// paymentSeqs Gamebase saw consumed more than once (must be 0).
     public var consumedTwice: Int
     public var workerExitStatus: Int?
+    /// Messages produced in a mixed run (purchases, duplicates, rejected claims, malformed records).
+    public var messages: Int?
+    /// Worker CPU divided by every message of a mixed run.
+    public var workerCPUMicrosecondsPerMessage: Double?
+    /// Calls into the C allocator during the measured run (`--count-allocations`), by function.
+    public var allocationsByFunction: [String: Int]?
+    public var allocationsPerPurchase: Double?
+    public var allocationsPerMessage: Double?
     public var layout =
         "worker: a separate `iap-worker run` process; mock Kafka cluster, Gamebase simulator and producer: the bench process"
 
@@ -51,15 +59,37 @@ public struct BenchmarkResult: Codable, Sendable {
             ("end-to-end p99 / max", String(format: "%.1f / %.1f ms", endToEndMs.p99, endToEndMs.max)),
             ("worker CPU per purchase", String(format: "%.1f µs", workerCPUMicrosecondsPerPurchase)),
             ("per worker CPU-second", String(format: "%.0f purchases", purchasesPerWorkerCPUSecond)),
-            ("harness CPU per purchase", String(format: "%.1f µs (mock broker, simulator, producer)", harnessCPUMicrosecondsPerPurchase)),
+            (
+                "harness CPU per purchase",
+                String(format: "%.1f µs (mock broker, simulator, producer)", harnessCPUMicrosecondsPerPurchase)
+            ),
             ("CPU ceiling", String(format: "%.0f purchases/s (%d cores / both CPU costs)", cpuCeiling, cores)),
             ("worker peak RSS", String(format: "%.1f MiB", peakRSSMiB)),
         ]
-        if let rssGrowthPercent { rows.append(("worker RSS growth", String(format: "%.1f %% (10%% mark to end)", rssGrowthPercent))) }
-        if let recoverySeconds { rows.append(("kill -9 → resumed", String(format: "%.1f s after restart", recoverySeconds))) }
+        if let rssGrowthPercent {
+            rows.append(("worker RSS growth", String(format: "%.1f %% (10%% mark to end)", rssGrowthPercent)))
+        }
+        if let messages, let perMessage = workerCPUMicrosecondsPerMessage {
+            rows.append(("messages (mixed)", "\(messages)"))
+            rows.append(("worker CPU per message", String(format: "%.1f µs", perMessage)))
+        }
+        if let perPurchase = allocationsPerPurchase {
+            rows.append(
+                (
+                    "allocations per purchase",
+                    String(format: "%.0f (CPU and latency above are not comparable: counted run)", perPurchase)
+                ))
+            if messages != nil, let perMessage = allocationsPerMessage {
+                rows.append(("allocations per message", String(format: "%.0f", perMessage)))
+            }
+        }
+        if let recoverySeconds {
+            rows.append(("kill -9 → resumed", String(format: "%.1f s after restart", recoverySeconds)))
+        }
         rows.append(("consumed twice", "\(consumedTwice)"))
         rows.append(("worker exit status", workerExitStatus.map(String.init) ?? "killed"))
         let width = rows.map(\.0.count).max() ?? 0
-        return (rows.map { $0.0.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.1 } + ["", layout]).joined(separator: "\n")
+        return (rows.map { $0.0.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.1 } + ["", layout])
+            .joined(separator: "\n")
     }
 }

@@ -34,6 +34,12 @@ public enum PipelineBenchmark {
         /// Serve the worker's operator console and ask for its overview every second through the run (what an
         /// operator with the page open costs the purchase path).
         public var consoleRefresh = false
+        /// Mix duplicates, rejected claims and malformed records among the purchases (16 messages per 10
+        /// purchases), and report CPU per message too.
+        public var mixed = false
+        /// Count the worker's calls into the C allocator during the measured run (`perf stat` on uprobes; the run's
+        /// CPU and latency figures are then not comparable).
+        public var countAllocations = false
 
         public init(workerExecutable: String) {
             self.workerExecutable = workerExecutable
@@ -48,7 +54,8 @@ public enum PipelineBenchmark {
         _ options: Options, logger: Logger, say: @escaping @Sendable (String) -> Void
     ) async throws -> BenchmarkResult {
         let p = options.idPrefix
-        let payments = (0..<options.purchases).map { DemoBatch.payment("\(p)b\($0)", user: "\(p)u\($0)") }
+        let payments =
+            (0..<options.purchases).map { DemoBatch.payment("\(p)b\($0)", user: "\(p)u\($0)") }
             + (0..<options.warmup).map { DemoBatch.payment("\(p)w\($0)", user: "\(p)w\($0)") }
         let faults = SimulatorFaults(latencyMs: options.latencyMs, unknownFieldRate: 0)
         let consolePort = options.consoleRefresh ? try freeLoopbackPort() : nil
@@ -58,14 +65,17 @@ public enum PipelineBenchmark {
                 "IAP_WORKER_CONFIG": "", "KAFKA_BOOTSTRAP_SERVERS": sandbox.cluster.bootstrapServers,
                 "KAFKA_GROUP_ID": "bench-\(UUID().uuidString.prefix(8))", "GAMEBASE_BASE_URL": sandbox.simulatorURL,
                 "GAMEBASE_APP_ID": Sandbox.appID, "GAMEBASE_SECRET_KEY": Sandbox.secretKey, "LEDGER_URL": ledgerURL,
-                "SERVER_PORT": "0", "CONSOLE_PORT": String(consolePort ?? 0), "WORKER_MAX_IN_FLIGHT": String(options.maxInFlight),
+                "SERVER_PORT": "0", "CONSOLE_PORT": String(consolePort ?? 0),
+                "WORKER_MAX_IN_FLIGHT": String(options.maxInFlight),
                 "GAMEBASE_MAX_CONNECTIONS": String(min(max(options.maxInFlight, 8), 1024)),
             ]
             // librdkafka's mock broker answers a fetch with nothing new only when its wait ends (a real broker
             // answers as soon as data arrives); a short wait keeps that out of the latency measured.
             environment["KAFKA_LIBRDKAFKA_FETCH_WAIT_MAX_MS"] =
                 ProcessInfo.processInfo.environment["KAFKA_LIBRDKAFKA_FETCH_WAIT_MAX_MS"] ?? "10"
-            if let timeout = options.sessionTimeoutMs { environment["KAFKA_LIBRDKAFKA_SESSION_TIMEOUT_MS"] = String(timeout) }
+            if let timeout = options.sessionTimeoutMs {
+                environment["KAFKA_LIBRDKAFKA_SESSION_TIMEOUT_MS"] = String(timeout)
+            }
             var worker = try MeasuredProcess(
                 executable: options.workerExecutable, arguments: ["run"], environment: environment,
                 logPath: sandbox.folder.appendingPathComponent("worker-1.log").path)
@@ -78,7 +88,9 @@ public enum PipelineBenchmark {
                 }
                 let warmDeadline = ContinuousClock.now + .seconds(60)
                 while sandbox.simulator.state.consumedCount < options.warmup {
-                    guard ContinuousClock.now < warmDeadline else { throw Failure(description: "the warm-up purchases were not consumed in time") }
+                    guard ContinuousClock.now < warmDeadline else {
+                        throw Failure(description: "the warm-up purchases were not consumed in time")
+                    }
                     try await Task.sleep(for: .milliseconds(20))
                 }
             }
@@ -101,9 +113,10 @@ public enum PipelineBenchmark {
             defer { console?.cancel() }
             let cpuBefore = worker.cpuTime ?? .zero
             let harnessBefore = MeasuredProcess.harnessCPUTime
-            let sent = try await load.produce(count: options.purchases, rate: options.rate) { i in
-                (key: "\(p)u\(i)", value: DemoBatch.message("\(p)b\(i)", user: "\(p)u\(i)"), seq: "\(p)b\(i)")
-            }
+            let counter =
+                options.countAllocations ? try AllocationCounter(pid: worker.pid, folder: sandbox.folder) : nil
+            let messages = workload(options)
+            let sent = try await load.produce(count: messages.count, rate: options.rate) { messages[$0] }
             var recovery: Duration?
             var killed = false
             var cpuAtKill: Duration = .zero
@@ -127,19 +140,35 @@ public enum PipelineBenchmark {
                     sampled.withLock { $0.worker = worker }
                     say("killed the worker at \(before) consumed; restarted it (pid \(worker.pid))")
                     while sandbox.simulator.state.consumedCount == before {
-                        guard ContinuousClock.now < deadline else { throw Failure(description: "the restarted worker never resumed") }
+                        guard ContinuousClock.now < deadline else {
+                            throw Failure(description: "the restarted worker never resumed")
+                        }
                         try await Task.sleep(for: .milliseconds(10))
                     }
                     recovery = ContinuousClock.now - restarted
                 }
                 try await Task.sleep(for: .milliseconds(killed || !options.killRestart ? 100 : 10))
             }
-            let cpu = (worker.cpuTime ?? .zero) - (killed ? .zero : cpuBefore) + (killed ? cpuAtKill - cpuBefore : .zero)
+            if messages.count > options.purchases, let port = worker.httpPort {
+                // The purchases are consumed; the rejections, duplicates and malformed records among them are
+                // done once the worker has counted an outcome for every message.
+                while await outcomesCounted(port: port) < messages.count + warmup {
+                    guard ContinuousClock.now < deadline else {
+                        throw Failure(description: "not every message had an outcome in time")
+                    }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+            }
+            let allocations = try await counter?.stop()
+            let cpu =
+                (worker.cpuTime ?? .zero) - (killed ? .zero : cpuBefore) + (killed ? cpuAtKill - cpuBefore : .zero)
             if let console {
                 let (pages, failures) = await console.stop()
                 say("console: the overview served \(pages) times while measuring, \(failures) failed")
                 if pages == 0 || failures > 0 {
-                    throw Failure(description: "the console's overview was not served every time (\(pages) served, \(failures) failed)")
+                    throw Failure(
+                        description:
+                            "the console's overview was not served every time (\(pages) served, \(failures) failed)")
                 }
             }
             let harnessCPU = MeasuredProcess.harnessCPUTime - harnessBefore
@@ -150,7 +179,8 @@ public enum PipelineBenchmark {
             await load.close()
 
             let consumedAt = sandbox.simulator.state.firstConsumedAt
-            var histogram = Histogram<UInt64>(highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
+            var histogram = Histogram<UInt64>(
+                highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
             var first = Date.distantFuture
             var last = Date.distantPast
             for (seq, start) in sent {
@@ -163,11 +193,13 @@ public enum PipelineBenchmark {
             let duplicates = sandbox.simulator.state.consumes.values.filter { $0 > 1 }.count
             let workerMicroseconds = microseconds(cpu) / Double(options.purchases)
             var result = BenchmarkResult(
-                purchases: options.purchases, warmupPurchases: options.warmup, gamebaseLatencyMs: options.latencyMs, maxInFlight: options.maxInFlight, offeredRate: options.rate,
+                purchases: options.purchases, warmupPurchases: options.warmup, gamebaseLatencyMs: options.latencyMs,
+                maxInFlight: options.maxInFlight, offeredRate: options.rate,
                 ledger: ledgerURL.hasPrefix("postgres") ? "postgresql" : "sqlite", seconds: seconds,
                 throughput: Double(options.purchases) / seconds,
                 endToEndMs: .init(
-                    p50: Double(histogram.valueAtPercentile(50)) / 1000, p90: Double(histogram.valueAtPercentile(90)) / 1000,
+                    p50: Double(histogram.valueAtPercentile(50)) / 1000,
+                    p90: Double(histogram.valueAtPercentile(90)) / 1000,
                     p99: Double(histogram.valueAtPercentile(99)) / 1000, max: Double(histogram.max) / 1000),
                 workerCPUMicrosecondsPerPurchase: microseconds(cpu) / Double(options.purchases),
                 harnessCPUMicrosecondsPerPurchase: microseconds(harnessCPU) / Double(options.purchases),
@@ -175,11 +207,68 @@ public enum PipelineBenchmark {
                 cpuCeiling: Double(ProcessInfo.processInfo.activeProcessorCount) * 1e6
                     / max((microseconds(cpu) + microseconds(harnessCPU)) / Double(options.purchases), 1),
                 peakRSSMiB: Double(memory?.peak ?? rssSamples.max() ?? 0) / 1_048_576,
-                rssGrowthPercent: growth(rssSamples), recoverySeconds: recovery.map { Double($0.components.attoseconds) / 1e18 + Double($0.components.seconds) },
+                rssGrowthPercent: growth(rssSamples),
+                recoverySeconds: recovery.map {
+                    Double($0.components.attoseconds) / 1e18 + Double($0.components.seconds)
+                },
                 consumedTwice: duplicates, workerExitStatus: status.map(Int.init))
             result.purchasesPerWorkerCPUSecond = workerMicroseconds > 0 ? 1_000_000 / workerMicroseconds : 0
+            if options.mixed {
+                result.messages = messages.count
+                result.workerCPUMicrosecondsPerMessage = microseconds(cpu) / Double(messages.count)
+            }
+            if let allocations {
+                let total = allocations.values.reduce(0, +)
+                result.allocationsByFunction = allocations
+                result.allocationsPerPurchase = Double(total) / Double(options.purchases)
+                result.allocationsPerMessage = Double(total) / Double(messages.count)
+            }
             return result
         }
+    }
+
+    /// The measured messages: one per purchase, or with `mixed`, per ten purchases also three duplicates, a claim
+    /// of another user's purchase (sent before its owner's, so Gamebase is asked and it is rejected), a claim with
+    /// a token Gamebase does not know (rejected), and a record that is no JSON (dead-lettered).
+    /// Only the purchases' own messages are timed (`seq`); the others carry labels nothing is consumed under.
+    static func workload(_ options: Options) -> [(key: String, value: String, seq: String)] {
+        let p = options.idPrefix
+        var messages: [(key: String, value: String, seq: String)] = []
+        messages.reserveCapacity(options.mixed ? options.purchases * 16 / 10 + 1 : options.purchases)
+        for i in 0..<options.purchases {
+            let seq = "\(p)b\(i)"
+            let user = "\(p)u\(i)"
+            guard options.mixed else {
+                messages.append((user, DemoBatch.message(seq, user: user), seq))
+                continue
+            }
+            switch i % 10 {
+            case 1: messages.append((user, DemoBatch.message(seq, user: "\(p)thief\(i)"), "claim-\(i)"))
+            case 2:
+                messages.append((user, DemoBatch.message("\(p)x\(i)", user: user, token: "forged-\(i)"), "forged-\(i)"))
+            case 4: messages.append((user, "not JSON \(i)", "malformed-\(i)"))
+            default: break
+            }
+            messages.append((user, DemoBatch.message(seq, user: user), seq))
+            if [0, 3, 6].contains(i % 10) {
+                messages.append((user, DemoBatch.message(seq, user: user), "duplicate-\(i)"))
+            }
+        }
+        return messages
+    }
+
+    /// The worker's `iap_purchases_total` over every outcome (0 while its metrics do not answer).
+    static func outcomesCounted(port: Int) async -> Int {
+        guard
+            let response = try? await HTTPClient.shared.execute(
+                HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics"), timeout: .seconds(2)),
+            let body = try? await response.body.collect(upTo: 16 << 20)
+        else { return 0 }
+        var total = 0
+        for line in String(buffer: body).split(separator: "\n") where line.hasPrefix("iap_purchases_total{") {
+            if let value = line.split(separator: " ").last.flatMap({ Double($0) }) { total += Int(value) }
+        }
+        return total
     }
 
     static func microseconds(_ duration: Duration) -> Double {

@@ -27,6 +27,13 @@ final class AsyncSemaphore: Sendable {
     /// Waits until `weight` (at most the capacity) is free and takes it. Release the same `weight`.
     func acquire(_ weight: Int = 1) async {
         let weight = held(for: weight)
+        // Free now (the usual case below the bound): taken without a continuation.
+        let taken = state.withLock { state -> Bool in
+            guard state.waiters.isEmpty, state.available >= weight else { return false }
+            state.available -= weight
+            return true
+        }
+        if taken { return }
         await withCheckedContinuation { continuation in
             let acquired = state.withLock { state -> Bool in
                 if state.waiters.isEmpty, state.available >= weight {

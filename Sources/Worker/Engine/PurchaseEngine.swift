@@ -37,7 +37,8 @@ public final class PurchaseEngine: Service {
         public init(
             purchasesTopic: String, maxInFlight: Int = 512, maxInFlightBytes: Int = 32 << 20,
             shutdownTimeout: Duration = .seconds(30), breaker: CircuitBreaker.Configuration = .init(),
-            infrastructureRetry: RetryPolicy = RetryPolicy(maxAttempts: 8, initialBackoff: .milliseconds(200), maxBackoff: .seconds(10))
+            infrastructureRetry: RetryPolicy = RetryPolicy(
+                maxAttempts: 8, initialBackoff: .milliseconds(200), maxBackoff: .seconds(10))
         ) {
             self.purchasesTopic = purchasesTopic
             self.maxInFlight = maxInFlight
@@ -62,7 +63,8 @@ public final class PurchaseEngine: Service {
     let bytes: AsyncSemaphore
 
     init(
-        consumer: KafkaConsumer, processor: PurchaseProcessor, configuration: Configuration, gamebaseMonitor: GamebaseMonitor,
+        consumer: KafkaConsumer, processor: PurchaseProcessor, configuration: Configuration,
+        gamebaseMonitor: GamebaseMonitor,
         ledgerMonitor: LedgerMonitor, intake: IntakeSwitch, metrics: WorkerMetrics, health: WorkerHealth, logger: Logger
     ) {
         self.consumer = consumer
@@ -89,16 +91,21 @@ public final class PurchaseEngine: Service {
                 group.addTask { await self.gamebaseMonitor.run() }
                 group.addTask { await self.ledgerMonitor.run() }
                 do {
-                    for try await message in consumer.messages {
-                        let weight = message.byteCount
-                        await slots.acquire()
-                        await bytes.acquire(weight)
-                        switch admit(message, weight: weight) {
-                        case .run(let work): group.addTask { await self.execute(work) }
-                        case .queued: break  // runs after the message with the same paymentSeq, keeping its slot
-                        case .dropped:
-                            bytes.release(weight)
-                            slots.release()
+                    // What a fetch brought, in one call: at most 64 messages and 1 MiB beyond the first (held here
+                    // outside both the buffer's and the in-flight bounds while they wait for a slot).
+                    var messages = consumer.messages.makeAsyncIterator()
+                    while case let batch = try await messages.nextBatch(limit: 64, byteLimit: 1 << 20), !batch.isEmpty {
+                        for message in batch {
+                            let weight = message.byteCount
+                            await slots.acquire()
+                            await bytes.acquire(weight)
+                            switch admit(message, weight: weight) {
+                            case .run(let work): group.addTask { await self.execute(work) }
+                            case .queued: break  // runs after the message with the same paymentSeq, keeping its slot
+                            case .dropped:
+                                bytes.release(weight)
+                                slots.release()
+                            }
                         }
                     }
                 } catch {
@@ -133,7 +140,8 @@ public final class PurchaseEngine: Service {
     /// Registers a fetched message.
     func admit(_ message: KafkaMessage, weight: Int) -> Admission {
         let input = PurchaseInput(
-            key: message.key, value: message.value, headers: message.headers.map { RecordHeader(name: $0.name, value: $0.value) },
+            key: message.key, value: message.value,
+            headers: message.headers.map { RecordHeader(name: $0.name, value: $0.value) },
             source: MessageSource(topic: message.topic, partition: message.partition, offset: message.offset),
             timestampMilliseconds: message.timestampMilliseconds)
         let parsed = processor.parse(input)
@@ -171,7 +179,9 @@ public final class PurchaseEngine: Service {
                 if var queue = state.waiting[paymentSeq], !queue.isEmpty {
                     let following = queue.removeFirst()
                     state.waiting[paymentSeq] = queue
-                    if var partitionState = state.partitions[following.partition], partitionState.epoch == following.epoch {
+                    if var partitionState = state.partitions[following.partition],
+                        partitionState.epoch == following.epoch
+                    {
                         partitionState.queued -= 1
                         state.partitions[following.partition] = partitionState
                     }
@@ -182,12 +192,14 @@ public final class PurchaseEngine: Service {
             }
             return (watermark, next)
         }
+        // Stored before the purchase stops counting as in flight: a revoke waits for it, then commits this offset.
         if let watermark {
             do {
                 try consumer.storeOffsets([work.partition: watermark])
             } catch {
                 // The partition was revoked meanwhile; its new owner starts from the last commit.
-                logger.debug("offset not stored", metadata: ["kafka.partition": "\(work.partition)", "kafka.error": "\(error)"])
+                logger.debug(
+                    "offset not stored", metadata: ["kafka.partition": "\(work.partition)", "kafka.error": "\(error)"])
             }
         }
         let remaining = state.withLock { state in
@@ -255,7 +267,8 @@ struct EngineState: Sendable {
     /// of the same partition, its offset could be stored past lower offsets the new assignment redelivers. So it
     /// is dropped unless its assignment epoch is the partition's current one (and the partition is owned).
     mutating func admit(_ work: Work) -> PurchaseEngine.Admission {
-        guard var partitionState = partitions[work.partition], partitionState.owned, partitionState.epoch == work.epoch else {
+        guard var partitionState = partitions[work.partition], partitionState.owned, partitionState.epoch == work.epoch
+        else {
             return .dropped
         }
         partitionState.tracker.started(work.input.source.offset)
