@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Fulfilment
+import Gamebase
 import Lookup
 
 /// A dead-lettered record's value as the console shows it, failing closed: a JSON value (at most ``maxJSONBytes``,

@@ -1,5 +1,6 @@
 import Foundation
 import Fulfilment
+import Gamebase
 
 /// Encodings shared by both stores.
 enum LedgerCoding {

@@ -1,5 +1,6 @@
 import Foundation
 import Fulfilment
+import Gamebase
 import Ledger
 import Testing
 
@@ -15,9 +16,10 @@ struct JSONTextTests {
     }
 
     /// Every ASCII character, and beyond ASCII: two-byte, three-byte, four-byte and combining sequences.
-    static let strings: [String] = (0..<0x80).map { String(UnicodeScalar(UInt8($0))) } + [
-        "", "plain", "é", "漢字", "🎮", "e\u{301}", "\"\u{301}", "a\u{0}b", "\u{2028}\u{2029}", "\\\"/\\\\",
-    ]
+    static let strings: [String] =
+        (0..<0x80).map { String(UnicodeScalar(UInt8($0))) } + [
+            "", "plain", "é", "漢字", "🎮", "e\u{301}", "\"\u{301}", "a\u{0}b", "\u{2028}\u{2029}", "\\\"/\\\\",
+        ]
 
     @Test(arguments: strings)
     func objectsAreWrittenExactlyAsJSONEncoderWritesThem(string: String) throws {

@@ -1,4 +1,5 @@
 import Foundation
+import Gamebase
 import Logging
 import Testing
 import Worker
@@ -9,7 +10,8 @@ struct JSONLogHandlerTests {
         var handler = JSONLogHandler(label: "iap-worker")
         handler[metadataKey: "z.last"] = "handler"
         let event = LogEvent(
-            level: .info, message: "purchase \"granted\"\nnext", metadata: ["iap.payment_seq": "p\\1", "a.ctl": "\u{1}"],
+            level: .info, message: "purchase \"granted\"\nnext",
+            metadata: ["iap.payment_seq": "p\\1", "a.ctl": "\u{1}"],
             source: "Worker", file: #fileID, function: #function, line: #line)
         let line = handler.line(for: event)
         #expect(line.hasSuffix("}\n"))
@@ -23,9 +25,11 @@ struct JSONLogHandlerTests {
         #expect(object["source"] == "Worker")
         let ts = try #require(object["ts"])
         #expect(ts.count == 24 && ts.hasSuffix("Z"), "UTC with milliseconds: \(ts)")
-        #expect(try #require(ISO8601DateFormatter.withFractionalSeconds.date(from: ts)).timeIntervalSinceNow.magnitude < 60)
+        #expect(
+            try #require(ISO8601DateFormatter.withFractionalSeconds.date(from: ts)).timeIntervalSinceNow.magnitude < 60)
         let keys = line.split(separator: ",").compactMap { $0.split(separator: ":").first }.map(String.init)
-        #expect(keys.firstIndex(of: #""a.ctl""#)! < keys.firstIndex(of: #""iap.payment_seq""#)!, "metadata sorted by key")
+        #expect(
+            keys.firstIndex(of: #""a.ctl""#)! < keys.firstIndex(of: #""iap.payment_seq""#)!, "metadata sorted by key")
     }
 }
 

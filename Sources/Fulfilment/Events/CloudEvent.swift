@@ -1,4 +1,5 @@
 import Foundation
+import Gamebase
 
 /// A CloudEvents 1.0 event in structured mode (`content-type: application/cloudevents+json`).
 struct CloudEvent<Payload: EventData> {

@@ -1,8 +1,11 @@
 import Foundation
+import Gamebase
 
 /// Builds the worker's events with their deterministic ids (DESIGN §2).
 public struct EventFactory: Sendable {
-    public var groupID: String
+    public var groupID: String {
+        didSet { source = Self.source(groupID) }
+    }
     public var itemGrantedTopic: String
     public var consumeFailedTopic: String
 
@@ -11,11 +14,15 @@ public struct EventFactory: Sendable {
 
     public init(groupID: String, itemGrantedTopic: String, consumeFailedTopic: String) {
         self.groupID = groupID
+        self.source = Self.source(groupID)
         self.itemGrantedTopic = itemGrantedTopic
         self.consumeFailedTopic = consumeFailedTopic
     }
 
-    var source: String { "/iap-worker/\(groupID)" }
+    /// The events' `source`, built once (it was built again for every event).
+    private(set) var source: String
+
+    static func source(_ groupID: String) -> String { "/iap-worker/\(groupID)" }
 
     public static func itemGrantedID(paymentSeq: String) -> String { "\(paymentSeq):item-granted" }
 
@@ -25,18 +32,19 @@ public struct EventFactory: Sendable {
 
     public func itemGranted(_ grant: GrantRecord) -> OutboxEvent {
         let id = Self.itemGrantedID(paymentSeq: grant.paymentSeq)
+        let grantedAt = RFC3339.string(grant.grantedAt)
         let data = ItemGrantedData(
             userId: grant.userId, paymentSeq: grant.paymentSeq, gamebaseProductId: grant.gamebaseProductId,
             productSeq: grant.productSeq, marketId: grant.marketId, productType: grant.productType,
-            price: grant.price.flatMap { Decimal(string: $0) }, currency: grant.currency, paymentId: grant.paymentId,
+            price: grant.price.flatMap(DecimalText.decimal), currency: grant.currency, paymentId: grant.paymentId,
             purchaseTime: grant.purchaseTime, payload: grant.payload, isTestPurchase: grant.isTestPurchase,
-            grantedAt: RFC3339.string(grant.grantedAt), source: grant.origin.rawValue)
+            grantedAt: grantedAt, source: grant.origin.rawValue)
         let event = CloudEvent(
-            id: id, source: source, type: Self.itemGrantedType, subject: grant.paymentSeq,
-            time: RFC3339.string(grant.grantedAt), data: data)
+            id: id, source: source, type: Self.itemGrantedType, subject: grant.paymentSeq, time: grantedAt, data: data)
         return OutboxEvent(
             id: id, paymentSeq: grant.paymentSeq, topic: itemGrantedTopic, key: Array(grant.userId.utf8),
-            headers: Self.headers(id: id, type: Self.itemGrantedType), payload: event.encoded(), createdAt: grant.grantedAt)
+            headers: Self.headers(id: id, type: Self.itemGrantedType), payload: event.encoded(),
+            createdAt: grant.grantedAt)
     }
 
     /// A consume-failed event.
@@ -51,7 +59,8 @@ public struct EventFactory: Sendable {
             userId: userId, paymentSeq: paymentSeq, reason: reason.rawValue, retryable: reason.isRetryable,
             resultCode: resultCode, resultMessage: resultMessage, attempts: attempts, detail: detail)
         let event = CloudEvent(
-            id: id, source: source, type: Self.consumeFailedType, subject: paymentSeq, time: RFC3339.string(date), data: data)
+            id: id, source: source, type: Self.consumeFailedType, subject: paymentSeq, time: RFC3339.string(date),
+            data: data)
         return OutboxEvent(
             id: id, paymentSeq: paymentSeq, topic: consumeFailedTopic, key: userId.map { Array($0.utf8) } ?? key,
             headers: Self.headers(id: id, type: Self.consumeFailedType), payload: event.encoded(), createdAt: date)

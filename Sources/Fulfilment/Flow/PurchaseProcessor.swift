@@ -103,8 +103,8 @@ public struct PurchaseProcessor: Sendable {
         }
 
         // Checks on the verified payment, each with its own reason. Identifiers are compared byte for byte.
-        // Decimal's description is slow and allocates: written once, for the verdict and the grant.
-        let price = transaction.price.map { "\($0)" }
+        // The price as text, once, for the verdict and the grant (DecimalText remembers the catalogue's prices).
+        let price = transaction.price.map(DecimalText.description)
         let verdict = PaymentVerdict(
             paymentId: transaction.paymentId, gamebaseProductId: transaction.gamebaseProductId,
             marketId: transaction.marketId, price: price, currency: transaction.currency)

@@ -84,6 +84,34 @@ extension PurchaseMessage {
         case notString
     }
 
+    /// One value per field, in place (a dictionary cost several allocations per message).
+    private struct FieldSlots<Element> {
+        private var slots: (Element?, Element?, Element?, Element?, Element?, Element?) = (nil, nil, nil, nil, nil, nil)
+
+        subscript(field: Field) -> Element? {
+            get {
+                switch field {
+                case .userId: slots.0
+                case .paymentSeq: slots.1
+                case .purchaseToken: slots.2
+                case .gamebaseProductId: slots.3
+                case .storeCode: slots.4
+                case .payload: slots.5
+                }
+            }
+            set {
+                switch field {
+                case .userId: slots.0 = newValue
+                case .paymentSeq: slots.1 = newValue
+                case .purchaseToken: slots.2 = newValue
+                case .gamebaseProductId: slots.3 = newValue
+                case .storeCode: slots.4 = newValue
+                case .payload: slots.5 = newValue
+                }
+            }
+        }
+    }
+
     /// Parses and validates a message value (with the project's JSON reader: strict RFC 8259, no Foundation
     /// object graph).
     ///
@@ -95,7 +123,7 @@ extension PurchaseMessage {
         guard !bytes.isEmpty else { return malformed("message is empty") }
         guard String(validating: bytes, as: UTF8.self) != nil else { return malformed("message is not valid UTF-8") }
 
-        var values: [Field: Value] = [:]
+        var values = FieldSlots<Value>()
         var duplicate: Field?
         var reader = JSONReader(bytes, maxDepth: Limits.nesting)
         do {
@@ -127,7 +155,7 @@ extension PurchaseMessage {
             .failure(MalformedMessage(problem: problem, paymentSeq: plain(.paymentSeq), userId: plain(.userId)))
         }
         if let duplicate { return failure("\(duplicate.rawValue) appears more than once") }
-        var strings: [Field: String] = [:]
+        var strings = FieldSlots<String>()
         for field in Field.allCases {
             switch values[field] {
             case nil, .null:

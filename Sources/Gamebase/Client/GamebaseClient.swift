@@ -31,15 +31,22 @@ public final class GamebaseClient: GamebaseAPI {
     private let observer: GamebaseRequestObserver?
     /// The base URL's path (usually empty) and the app's prefix.
     private let appPath: String
+    /// The paths of the two calls every purchase makes, built once.
+    private let consumePath: String
+    private let transactionPathPrefix: String
     private static let maxResponseBytes = 4 << 20
     private static let connectTimeoutSeconds: Int64 = 5
 
-    public convenience init(configuration: GamebaseConfiguration, logger: Logger, observer: GamebaseRequestObserver? = nil) {
+    public convenience init(
+        configuration: GamebaseConfiguration, logger: Logger, observer: GamebaseRequestObserver? = nil
+    ) {
         self.init(configuration: configuration, logger: logger, observer: observer, tls: nil)
     }
 
     /// - Parameter tls: for `https` base URLs; the default verifies the server against the system's trust roots.
-    package init(configuration: GamebaseConfiguration, logger: Logger, observer: GamebaseRequestObserver?, tls: TLSConfiguration?) {
+    package init(
+        configuration: GamebaseConfiguration, logger: Logger, observer: GamebaseRequestObserver?, tls: TLSConfiguration?
+    ) {
         self.configuration = configuration
         self.secretKey = Mutex(configuration.secretKey)
         self.logger = logger
@@ -52,13 +59,16 @@ public final class GamebaseClient: GamebaseAPI {
             // like any other non-200 answer.
             pool = HTTP1ConnectionPool(
                 origin: .init(tls: tlsOn, host: host, port: base.port ?? (tlsOn ? 443 : 80)),
-                maxConnections: configuration.maxConnections, connectTimeout: .seconds(Self.connectTimeoutSeconds), maxBodyBytes: Self.maxResponseBytes,
+                maxConnections: configuration.maxConnections, connectTimeout: .seconds(Self.connectTimeoutSeconds),
+                maxBodyBytes: Self.maxResponseBytes,
                 tls: tls)
         } else {
             pool = nil
         }
         // GamebaseConfiguration drops a trailing slash, so a base path (a gateway prefix) is "" or "/prefix".
         appPath = "\(base?.percentEncodedPath ?? "")/tcgb-inapp/v1.3/apps/\(Self.percentEncoded(configuration.appID))"
+        consumePath = "\(appPath)/consume"
+        transactionPathPrefix = "\(appPath)/payment/transaction?accessToken="
     }
 
     /// Sends `key` from the next call on (a key rotated at the console and then in the mounted secret).
@@ -91,14 +101,20 @@ public final class GamebaseClient: GamebaseAPI {
         pool?.shutdown()
     }
 
-    public func paymentTransaction(accessToken: String, transactionID: GamebaseTransactionID) async throws(GamebaseError)
+    public func paymentTransaction(accessToken: String, transactionID: GamebaseTransactionID)
+        async throws(GamebaseError)
         -> PaymentTransaction
     {
         let api = Self.paymentTransactionAPI
         guard !accessToken.isEmpty else {
-            throw GamebaseError(code: .invalidRequest, api: api, transactionID: transactionID.value, message: "empty access token")
+            throw GamebaseError(
+                code: .invalidRequest, api: api, transactionID: transactionID.value, message: "empty access token")
         }
-        let url = "\(appPath)/payment/transaction?accessToken=\(Self.percentEncoded(accessToken))"
+        let token = Self.percentEncoded(accessToken)
+        var url = ""
+        url.reserveCapacity(transactionPathPrefix.utf8.count + token.utf8.count)
+        url += transactionPathPrefix
+        url += token
         let envelope = try await call(
             api: api, method: .GET, url: url, body: nil, timeoutMilliseconds: configuration.timeoutMilliseconds,
             transactionID: transactionID, result: PaymentTransaction.read)
@@ -108,37 +124,48 @@ public final class GamebaseClient: GamebaseAPI {
         return result
     }
 
-    public func consume(paymentSeq: String, accessToken: String, transactionID: GamebaseTransactionID) async throws(GamebaseError)
+    public func consume(paymentSeq: String, accessToken: String, transactionID: GamebaseTransactionID)
+        async throws(GamebaseError)
         -> ConsumeOutcome
     {
         let api = Self.consumeAPI
         guard !accessToken.isEmpty, !paymentSeq.isEmpty else {
             throw GamebaseError(
-                code: .invalidRequest, api: api, transactionID: transactionID.value, message: "empty paymentSeq or access token")
+                code: .invalidRequest, api: api, transactionID: transactionID.value,
+                message: "empty paymentSeq or access token")
         }
-        let body = try? JSONEncoder().encode(["paymentSeq": paymentSeq, "accessToken": accessToken])
+        // Written by hand: JSONEncoder cost a dozen allocations per purchase here.
+        var text = ""
+        text.reserveCapacity(48 + paymentSeq.utf8.count + accessToken.utf8.count)
+        JSONText.appendObject(to: &text) { object in
+            object.string("paymentSeq", paymentSeq)
+            object.string("accessToken", accessToken)
+        }
+        let body = ByteBuffer(string: text)
         do {
             let envelope = try await call(
-                api: api, method: .POST, url: "\(appPath)/consume", body: body,
+                api: api, method: .POST, url: consumePath, body: body,
                 timeoutMilliseconds: configuration.consumeTimeoutMilliseconds, transactionID: transactionID,
                 result: ConsumeResult.read)
             return .consumed(envelope.result ?? ConsumeResult())
-        } catch where error.resultCode == .alreadyConsumed {
+        } catch  where error.resultCode == .alreadyConsumed {
             return .alreadyConsumed
         }
     }
 
-    public func listConsumables(userId: String, marketIds: [String]?, transactionID: GamebaseTransactionID) async throws(GamebaseError)
+    public func listConsumables(userId: String, marketIds: [String]?, transactionID: GamebaseTransactionID)
+        async throws(GamebaseError)
         -> [ConsumableItem]
     {
         struct Body: Encodable {
             var userId: String
             var marketIds: [String]?
         }
-        let body = try? JSONEncoder().encode(Body(userId: userId, marketIds: marketIds))
+        let body = (try? JSONEncoder().encode(Body(userId: userId, marketIds: marketIds))).map { ByteBuffer(bytes: $0) }
         let envelope = try await call(
             api: Self.consumableAPI, method: .POST, url: "\(appPath)/consumable", body: body,
-            timeoutMilliseconds: configuration.timeoutMilliseconds, transactionID: transactionID, result: ConsumableItem.readList)
+            timeoutMilliseconds: configuration.timeoutMilliseconds, transactionID: transactionID,
+            result: ConsumableItem.readList)
         return envelope.result ?? []
     }
 
@@ -153,7 +180,7 @@ public final class GamebaseClient: GamebaseAPI {
     // MARK: Transport
 
     private func call<Result>(
-        api: String, method: HTTPMethod, url: String, body: Data?, timeoutMilliseconds: Int,
+        api: String, method: HTTPMethod, url: String, body: ByteBuffer?, timeoutMilliseconds: Int,
         transactionID: GamebaseTransactionID, result: (inout JSONReader) throws(JSONReader.Failure) -> Result
     ) async throws(GamebaseError) -> GamebaseEnvelope<Result> {
         let started = ContinuousClock.now
@@ -161,18 +188,22 @@ public final class GamebaseClient: GamebaseAPI {
             let envelope = try await send(
                 api: api, method: method, url: url, body: body, timeoutMilliseconds: timeoutMilliseconds,
                 transactionID: transactionID, result: result)
-            record(api, outcome: "success", since: started, transactionID: transactionID, resultCode: envelope.header.resultCode)
+            record(
+                api, outcome: "success", since: started, transactionID: transactionID,
+                resultCode: envelope.header.resultCode)
             return envelope
         } catch {
             record(
-                api, outcome: error.resultCode == .alreadyConsumed ? GamebaseFailureKind.alreadyConsumed.rawValue : error.kind.rawValue,
+                api,
+                outcome: error.resultCode == .alreadyConsumed
+                    ? GamebaseFailureKind.alreadyConsumed.rawValue : error.kind.rawValue,
                 since: started, transactionID: transactionID, resultCode: error.resultCode?.rawValue, error: error)
             throw error
         }
     }
 
     private func send<Result>(
-        api: String, method: HTTPMethod, url: String, body: Data?, timeoutMilliseconds: Int,
+        api: String, method: HTTPMethod, url: String, body: ByteBuffer?, timeoutMilliseconds: Int,
         transactionID: GamebaseTransactionID, result: (inout JSONReader) throws(JSONReader.Failure) -> Result
     ) async throws(GamebaseError) -> GamebaseEnvelope<Result> {
         guard let pool else {
@@ -180,6 +211,8 @@ public final class GamebaseClient: GamebaseAPI {
             throw failure(api, .connection, transactionID, "the base URL is not an http:// or https:// URL with a host")
         }
         var head = HTTPRequestHead(version: .http1_1, method: method, uri: url)
+        // Room for these three and the pool's Host and Content-Length, so adding them never grows the storage.
+        head.headers.reserveCapacity(5)
         // The docs require the JSON content type on every call, GET included (contract §3.1).
         head.headers.add(name: "Content-Type", value: "application/json; charset=UTF-8")
         head.headers.add(name: "X-Secret-Key", value: secretKey.withLock { $0.revealed })
@@ -188,13 +221,14 @@ public final class GamebaseClient: GamebaseAPI {
         let response: HTTP1Connection.Response
         do {
             response = try await pool.execute(
-                head, body: body.map { ByteBuffer(bytes: $0) }, timeout: .milliseconds(Int64(timeoutMilliseconds)))
+                head, body: body, timeout: .milliseconds(Int64(timeoutMilliseconds)))
         } catch HTTP1ConnectionPool.Failure.timeout {
             throw failure(api, .timeout, transactionID, "no answer within \(timeoutMilliseconds) ms")
         } catch ChannelError.connectTimeout {
             throw failure(api, .timeout, transactionID, "could not connect within \(Self.connectTimeoutSeconds) s")
         } catch HTTP1ConnectionPool.Failure.tooLarge {
-            throw failure(api, .invalidResponse, transactionID, "the answer is larger than \(Self.maxResponseBytes) bytes")
+            throw failure(
+                api, .invalidResponse, transactionID, "the answer is larger than \(Self.maxResponseBytes) bytes")
         } catch let failure as HTTP1ConnectionPool.Failure {
             throw self.failure(api, .connection, transactionID, "request failed: \(failure)")
         } catch {
@@ -217,12 +251,16 @@ public final class GamebaseClient: GamebaseAPI {
             // Never documented; the contract says to trust isSuccessful (§8.3).
             logger.warning(
                 "Gamebase header disagrees with itself",
-                metadata: ["gamebase.api": "\(api)", "gamebase.result_code": "\(header.resultCode)", "gamebase.transaction_id": "\(transactionID)"])
+                metadata: [
+                    "gamebase.api": "\(api)", "gamebase.result_code": "\(header.resultCode)",
+                    "gamebase.transaction_id": "\(transactionID)",
+                ])
         }
         guard header.isSuccessful else {
             throw GamebaseError(
                 code: .resultCode, api: api, resultCode: GamebaseResultCode(header.resultCode),
-                resultMessage: header.resultMessage.map { Self.clipped($0, toUTF8Bytes: 200) }, transactionID: transactionID.value,
+                resultMessage: header.resultMessage.map { Self.clipped($0, toUTF8Bytes: 200) },
+                transactionID: transactionID.value,
                 message: "Gamebase answered resultCode \(header.resultCode)")
         }
         return envelope
@@ -241,7 +279,9 @@ public final class GamebaseClient: GamebaseAPI {
         return String(scalars)
     }
 
-    private func failure(_ api: String, _ code: GamebaseError.Code, _ transactionID: GamebaseTransactionID, _ message: String)
+    private func failure(
+        _ api: String, _ code: GamebaseError.Code, _ transactionID: GamebaseTransactionID, _ message: String
+    )
         -> GamebaseError
     {
         GamebaseError(code: code, api: api, transactionID: transactionID.value, message: message)
@@ -257,8 +297,10 @@ public final class GamebaseClient: GamebaseAPI {
         logger.debug(
             "Gamebase call",
             metadata: [
-                "gamebase.api": "\(api)", "gamebase.outcome": "\(outcome)", "gamebase.transaction_id": "\(transactionID)",
-                "gamebase.result_code": "\(resultCode.map(String.init) ?? "-")", "gamebase.duration_ms": "\(Int(seconds * 1000))",
+                "gamebase.api": "\(api)", "gamebase.outcome": "\(outcome)",
+                "gamebase.transaction_id": "\(transactionID)",
+                "gamebase.result_code": "\(resultCode.map(String.init) ?? "-")",
+                "gamebase.duration_ms": "\(Int(seconds * 1000))",
                 "gamebase.error": "\(error?.message ?? "")",
             ])
     }
@@ -276,6 +318,8 @@ public final class GamebaseClient: GamebaseAPI {
     /// Percent-encodes everything but RFC 3986's unreserved characters, so `/`, `+` and `=` survive the trip.
     /// Written over the UTF-8 bytes: it runs for every Get Payment Transaction call.
     static func percentEncoded(_ value: String) -> String {
+        // Most tokens need no escaping: then the value is its own encoding, and nothing is copied.
+        if value.utf8.allSatisfy({ $0.isASCIIAlphanumeric || Self.unreservedMarks.contains($0) }) { return value }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(value.utf8.count)
         for byte in value.utf8 {

@@ -158,7 +158,7 @@ package struct JSONReader {
         let text = try readNumberText()
         // Foundation's Decimal holds 38 digits and exponents of ±127; beyond that it gives NaN (which would be written
         // into events as "NaN", not JSON) or loses the value. A price is nowhere near either.
-        guard text.utf8.count <= 64, let value = Decimal(string: text, locale: nil), !value.isNaN else {
+        guard text.utf8.count <= 64, let value = DecimalText.decimal(text), !value.isNaN else {
             throw failure("a number that is not a decimal", at: start)
         }
         return value
@@ -331,7 +331,9 @@ package struct JSONReader {
     }
 
     private func validated(_ content: ArraySlice<UInt8>, at offset: Int) throws(Failure) -> String {
-        guard let string = String(validating: content, as: UTF8.self) else { throw failure("invalid UTF-8 in a string", at: offset) }
+        guard let string = String(validating: content, as: UTF8.self) else {
+            throw failure("invalid UTF-8 in a string", at: offset)
+        }
         return string
     }
 

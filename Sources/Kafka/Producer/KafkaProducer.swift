@@ -18,7 +18,9 @@ public final class KafkaProducer: Sendable {
         onStatistics: (@Sendable (KafkaStatistics) -> Void)? = nil
     ) throws(KafkaError) {
         let context = RDKafkaClientContext(logger: logger, onStatistics: onStatistics)
-        let client = try RDKafkaClient(type: RD_KAFKA_PRODUCER, configuration: configuration.effectiveProperties, context: context) {
+        let client = try RDKafkaClient(
+            type: RD_KAFKA_PRODUCER, configuration: configuration.effectiveProperties, context: context
+        ) {
             conf in
             rd_kafka_conf_set_dr_msg_cb(conf) { _, message, _ in
                 guard let message, let opaque = message.pointee._private else { return }
@@ -63,11 +65,14 @@ public final class KafkaProducer: Sendable {
         var attempts = 0
         while true {
             let headers = Self.makeHeaders(record.headers)
-            let err = record.value.withUnsafeBytes { value in
-                Self.withOptionalBytes(record.key) { key in
-                    iap_rd_kafka_produce(
-                        client.handle, record.topic, record.partition ?? RD_KAFKA_PARTITION_UA,
-                        key?.baseAddress, key?.count ?? 0, value.baseAddress, value.count, headers, opaque)
+            // withCString explicitly: the implicit conversion copies a short topic name to the heap every call.
+            let err = record.topic.withCString { topic in
+                record.value.withUnsafeBytes { value in
+                    Self.withOptionalBytes(record.key) { key in
+                        iap_rd_kafka_produce(
+                            client.handle, topic, record.partition ?? RD_KAFKA_PARTITION_UA,
+                            key?.baseAddress, key?.count ?? 0, value.baseAddress, value.count, headers, opaque)
+                    }
                 }
             }
             if err == RD_KAFKA_RESP_ERR_NO_ERROR { return nil }
@@ -137,9 +142,11 @@ final class PendingDelivery: Sendable {
         let topic = message.rkt.map { String(cString: rd_kafka_topic_name($0)) } ?? ""
         if message.err == RD_KAFKA_RESP_ERR_NO_ERROR {
             continuation.resume(
-                returning: .success(KafkaDeliveryReport(topic: topic, partition: message.partition, offset: message.offset)))
+                returning: .success(
+                    KafkaDeliveryReport(topic: topic, partition: message.partition, offset: message.offset)))
         } else {
-            continuation.resume(returning: .failure(KafkaError.from(message.err, code: .delivery, context: "deliver to \(topic)")))
+            continuation.resume(
+                returning: .failure(KafkaError.from(message.err, code: .delivery, context: "deliver to \(topic)")))
         }
     }
 }

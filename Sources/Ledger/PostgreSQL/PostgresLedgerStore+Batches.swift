@@ -1,5 +1,6 @@
 import Foundation
 import Fulfilment
+import Gamebase
 import Logging
 import PostgresNIO
 
@@ -17,7 +18,8 @@ extension PostgresLedgerStore {
             // Keyed by bytes: String keys would merge canonically equivalent identifiers.
             var grants: [[UInt8]: GrantRecord] = [:]
             for try await row in try await client.query(
-                "SELECT \(unescaped: LedgerSchema.grantColumns) FROM grants WHERE payment_seq = ANY(\(paymentSeqs))", logger: logger)
+                "SELECT \(unescaped: LedgerSchema.grantColumns) FROM grants WHERE payment_seq = ANY(\(paymentSeqs))",
+                logger: logger)
             {
                 let grant = try Self.grant(from: row)
                 grants[Array(grant.paymentSeq.utf8)] = grant
@@ -31,7 +33,8 @@ extension PostgresLedgerStore {
                 """, logger: logger)
             for try await row in rows {
                 let rejection = try Self.rejection(from: row)
-                rejections[Self.keyBytes(rejection.key.paymentSeq, rejection.key.userId, rejection.key.tokenHash)] = rejection
+                rejections[Self.keyBytes(rejection.key.paymentSeq, rejection.key.userId, rejection.key.tokenHash)] =
+                    rejection
             }
             return keys.map { key in
                 LedgerLookup(
@@ -98,7 +101,9 @@ extension PostgresLedgerStore {
                 SELECT payment_seq FROM granted
                 """, logger: logger)
             var granted: [[UInt8]: Int] = [:]
-            for try await paymentSeq in inserted.decode(String.self) { granted[Array(paymentSeq.utf8), default: 0] += 1 }
+            for try await paymentSeq in inserted.decode(String.self) {
+                granted[Array(paymentSeq.utf8), default: 0] += 1
+            }
             // The first write of each inserted paymentSeq is the one that went in; the others are answered with it.
             var results: [GrantInsertResult?] = []
             var losers: [String] = []
@@ -115,7 +120,8 @@ extension PostgresLedgerStore {
             guard !losers.isEmpty else { return results.map { $0 ?? .inserted } }
             var existing: [[UInt8]: GrantRecord] = [:]
             for try await row in try await client.query(
-                "SELECT \(unescaped: LedgerSchema.grantColumns) FROM grants WHERE payment_seq = ANY(\(losers))", logger: logger)
+                "SELECT \(unescaped: LedgerSchema.grantColumns) FROM grants WHERE payment_seq = ANY(\(losers))",
+                logger: logger)
             {
                 let grant = try Self.grant(from: row)
                 existing[Array(grant.paymentSeq.utf8)] = grant
@@ -123,7 +129,8 @@ extension PostgresLedgerStore {
             return try zip(writes, results).map { write, result in
                 if let result { return result }
                 guard let grant = existing[Array(write.grant.paymentSeq.utf8)] else {
-                    throw LedgerError(code: .conflict, message: "grant \(write.grant.paymentSeq) conflicted but cannot be read")
+                    throw LedgerError(
+                        code: .conflict, message: "grant \(write.grant.paymentSeq) conflicted but cannot be read")
                 }
                 return .alreadyGranted(grant)
             }
@@ -183,7 +190,8 @@ extension PostgresLedgerStore {
                 written[Self.keyBytes(paymentSeq, userId, tokenHash), default: 0] += 1
             }
             return writes.map { write in
-                let key = Self.keyBytes(write.rejection.key.paymentSeq, write.rejection.key.userId, write.rejection.key.tokenHash)
+                let key = Self.keyBytes(
+                    write.rejection.key.paymentSeq, write.rejection.key.userId, write.rejection.key.tokenHash)
                 guard let left = written[key], left > 0 else { return false }
                 written[key] = left - 1
                 return true

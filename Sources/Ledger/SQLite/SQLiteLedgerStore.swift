@@ -1,6 +1,7 @@
 import Foundation
 import Fulfilment
 import GRDB
+import GRDBSQLite
 import Logging
 
 /// The embedded ledger: one SQLite file in WAL mode, for one worker instance.
@@ -74,14 +75,8 @@ public final class SQLiteLedgerStore: LedgerStore {
             grant.eventPublishedAt == nil
         {
             // A new grant, as the flow and the reconciler write it: its five state columns are the statement's own
-            // literals, so it binds 19 values, which GRDB binds in place (over 20 it copies every string first).
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO grants (\(LedgerSchema.grantColumns))
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '\(GrantState.granted.rawValue)', ?, NULL, 0, NULL, NULL, ?, ?, ?, ?, ?)
-                    ON CONFLICT (payment_seq) DO NOTHING
-                    """
-            ).execute(arguments: StatementArguments(Self.newGrantValues(of: grant)))
+            // literals, and the rest are bound in place (GRDB's arguments copied every string of 24 first).
+            try db.cachedStatement(sql: Self.insertNewGrantSQL).run(Self.newGrantValues(of: grant), in: db)
         } else {
             try db.cachedStatement(
                 sql: """
@@ -130,14 +125,15 @@ public final class SQLiteLedgerStore: LedgerStore {
     /// Whether the ledger holds a grant of `key.paymentSeq` and a rejection of `key`, in one query that builds no
     /// row (a row of the grants' 24 columns costs two dozen allocations, read or not).
     static func presence(_ key: RejectionKey, _ db: Database) throws -> (grant: Bool, rejection: Bool) {
-        let bits =
-            try Int64.fetchOne(
-                db.cachedStatement(
-                    sql: """
-                        SELECT EXISTS (SELECT 1 FROM grants WHERE payment_seq = ?)
-                             + 2 * EXISTS (SELECT 1 FROM rejections WHERE payment_seq = ? AND user_id = ? AND token_hash = ?)
-                        """),
-                arguments: [key.paymentSeq, key.paymentSeq, key.userId, key.tokenHash]) ?? 0
+        var bits: Int64 = 0
+        try db.cachedStatement(
+            sql: """
+                SELECT EXISTS (SELECT 1 FROM grants WHERE payment_seq = ?)
+                     + 2 * EXISTS (SELECT 1 FROM rejections WHERE payment_seq = ? AND user_id = ? AND token_hash = ?)
+                """
+        ).run([.text(key.paymentSeq), .text(key.paymentSeq), .text(key.userId), .text(key.tokenHash)], in: db) { row in
+            bits = sqlite3_column_int64(row, 0)
+        }
         return (bits & 1 != 0, bits & 2 != 0)
     }
 
@@ -178,14 +174,14 @@ public final class SQLiteLedgerStore: LedgerStore {
         try db.cachedStatement(
             sql:
                 "UPDATE outbox SET published_at_ms = ?, claimed_until_ms = NULL WHERE id = ? AND published_at_ms IS NULL"
-        ).execute(arguments: [ms, eventID])
+        ).run([.integer(ms), .text(eventID)], in: db)
         try db.cachedStatement(
             sql: """
                 UPDATE grants SET event_published_at_ms = ?
                 WHERE event_published_at_ms IS NULL AND payment_seq = (SELECT payment_seq FROM outbox WHERE id = ?)
                   AND ? LIKE '%:item-granted'
                 """
-        ).execute(arguments: [ms, eventID, eventID])
+        ).run([.integer(ms), .text(eventID), .text(eventID)], in: db)
     }
 
     static func markConsumed(_ paymentSeq: String, resultCode: Int, at date: Date, _ db: Database) throws -> Bool {
@@ -195,7 +191,7 @@ public final class SQLiteLedgerStore: LedgerStore {
                     consume_attempts = consume_attempts + 1, sweep_claimed_until_ms = NULL
                 WHERE payment_seq = ? AND state = 'granted'
                 """
-        ).execute(arguments: [date.epochMilliseconds, resultCode, paymentSeq])
+        ).run([.integer(date.epochMilliseconds), .integer(Int64(resultCode)), .text(paymentSeq)], in: db)
         return db.changesCount == 1
     }
 
@@ -205,7 +201,7 @@ public final class SQLiteLedgerStore: LedgerStore {
                 UPDATE grants SET consume_attempts = consume_attempts + 1, last_result_code = ?
                 WHERE payment_seq = ? AND state = 'granted'
                 """
-        ).execute(arguments: [resultCode, paymentSeq])
+        ).run([SQLiteArgument(resultCode), .text(paymentSeq)], in: db)
     }
 
     public func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws
@@ -374,33 +370,35 @@ public final class SQLiteLedgerStore: LedgerStore {
         ]
     }
 
-    /// The values of a new grant's columns but its five state columns, as database values (not boxed in
-    /// existentials, which cost an allocation each to iterate).
-    static func newGrantValues(of grant: GrantRecord) -> [DatabaseValue] {
+    /// Statements of the purchase path, written once (an interpolated one is built and hashed again every call).
+    static let insertNewGrantSQL = """
+        INSERT INTO grants (\(LedgerSchema.grantColumns))
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '\(GrantState.granted.rawValue)', ?, NULL, 0, NULL, NULL, ?, ?, ?, ?, ?)
+        ON CONFLICT (payment_seq) DO NOTHING
+        """
+    static let insertEventSQL =
+        "INSERT INTO outbox (\(LedgerSchema.outboxColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"
+
+    /// The values of a new grant's columns but its five state columns.
+    static func newGrantValues(of grant: GrantRecord) -> [SQLiteArgument] {
         [
-            grant.paymentSeq.databaseValue, grant.userId.databaseValue, grant.gamebaseProductId.databaseValue,
-            grant.purchaseToken.databaseValue, value(grant.productSeq), value(grant.marketId), value(grant.productType),
-            value(grant.price), value(grant.currency), value(grant.paymentId), grant.isTestPurchase.databaseValue,
-            value(grant.purchaseTime), value(grant.payload), grant.grantedAt.epochMilliseconds.databaseValue,
-            value(grant.source?.topic), value(grant.source.map { Int64($0.partition) }), value(grant.source?.offset),
-            grant.origin.rawValue.databaseValue, value(grant.messageTimestampMilliseconds),
+            .text(grant.paymentSeq), .text(grant.userId), .text(grant.gamebaseProductId), .text(grant.purchaseToken),
+            SQLiteArgument(grant.productSeq), SQLiteArgument(grant.marketId), SQLiteArgument(grant.productType),
+            SQLiteArgument(grant.price), SQLiteArgument(grant.currency), SQLiteArgument(grant.paymentId),
+            SQLiteArgument(grant.isTestPurchase), SQLiteArgument(grant.purchaseTime), SQLiteArgument(grant.payload),
+            .integer(grant.grantedAt.epochMilliseconds), SQLiteArgument(grant.source?.topic),
+            SQLiteArgument(grant.source.map { Int64($0.partition) }), SQLiteArgument(grant.source?.offset),
+            .text(grant.origin.rawValue), SQLiteArgument(grant.messageTimestampMilliseconds),
         ]
     }
 
-    static func value(_ value: (some DatabaseValueConvertible)?) -> DatabaseValue {
-        value?.databaseValue ?? .null
-    }
-
     static func insert(_ event: OutboxEvent, _ db: Database) throws {
-        try db.cachedStatement(
-            sql:
-                "INSERT INTO outbox (\(LedgerSchema.outboxColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"
-        ).execute(
-            arguments: [
-                event.id, event.paymentSeq, event.topic, event.key.map { Data($0) },
-                LedgerCoding.encodeHeaders(event.headers),
-                Data(event.payload), event.createdAt.epochMilliseconds, event.publishedAt?.epochMilliseconds,
-            ])
+        try db.cachedStatement(sql: Self.insertEventSQL).run(
+            [
+                .text(event.id), SQLiteArgument(event.paymentSeq), .text(event.topic), SQLiteArgument(event.key),
+                .text(LedgerCoding.encodeHeaders(event.headers)), .blob(event.payload),
+                .integer(event.createdAt.epochMilliseconds), SQLiteArgument(event.publishedAt?.epochMilliseconds),
+            ], in: db)
     }
 
     static func source(_ row: Row) -> MessageSource? {

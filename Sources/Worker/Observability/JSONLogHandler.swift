@@ -1,5 +1,6 @@
 import Foundation
 import Fulfilment
+import Gamebase
 import Ledger
 import Logging
 

@@ -46,8 +46,13 @@ public final class WorkerMetrics: Sendable {
     private let purchaseCounters: [String: Counter]
     /// The same counts, readable in process (the demo and the benchmark summarise from them).
     private let purchaseTallies = Mutex<[String: Int]>([:])
-    private let gamebaseTallies = Mutex<[String: Int]>([:])
-    private let gamebaseCounters = Mutex<[String: Counter]>([:])
+    /// An API and a result: a key that costs no string built per call.
+    private struct GamebaseCall: Hashable {
+        var api: String
+        var result: String
+    }
+    private let gamebaseTallies = Mutex<[GamebaseCall: Int]>([:])
+    private let gamebaseCounters = Mutex<[GamebaseCall: Counter]>([:])
     private let gamebaseHistograms = Mutex<[String: DurationHistogram]>([:])
     private let lagGauges = Mutex<[String: Gauge]>([:])
     private let purchaseDuration: DurationHistogram
@@ -280,7 +285,10 @@ public final class WorkerMetrics: Sendable {
     public var purchaseCounts: [String: Int] { purchaseTallies.withLock { $0 } }
 
     /// Gamebase calls counted so far, by `api` and `result` (keys `api/result`).
-    public var gamebaseCounts: [String: Int] { gamebaseTallies.withLock { $0 } }
+    public var gamebaseCounts: [String: Int] {
+        let tallies = gamebaseTallies.withLock { $0 }
+        return Dictionary(uniqueKeysWithValues: tallies.map { ("\($0.key.api)/\($0.key.result)", $0.value) })
+    }
 
     /// From message timestamp to outcome.
     public func recordPurchaseDuration(_ duration: Duration) {
@@ -290,7 +298,7 @@ public final class WorkerMetrics: Sendable {
     /// A `GamebaseRequestObserver` feeding `iap_gamebase_requests_total` and the duration histogram.
     public func recordGamebase(api: String, result: String, seconds: Double) {
         let counter = gamebaseCounters.withLock { counters in
-            let key = "\(api)|\(result)"
+            let key = GamebaseCall(api: api, result: result)
             if let counter = counters[key] { return counter }
             let counter = registry.makeCounter(
                 descriptor: Self.describe(Name.gamebaseRequests, "Gamebase API calls by API and result"),
@@ -299,7 +307,7 @@ public final class WorkerMetrics: Sendable {
             return counter
         }
         counter.increment()
-        gamebaseTallies.withLock { $0["\(api)/\(result)", default: 0] += 1 }
+        gamebaseTallies.withLock { $0[GamebaseCall(api: api, result: result), default: 0] += 1 }
         let histogram = gamebaseHistograms.withLock { histograms in
             if let histogram = histograms[api] { return histogram }
             let histogram = registry.makeDurationHistogram(

@@ -79,7 +79,7 @@ public struct JSONObject {
     public mutating func decimal(_ key: StaticString, _ value: Decimal?) {
         guard let value else { return }
         self.key(key)
-        text += value.description
+        text += DecimalText.description(value)
     }
 
     public mutating func bool(_ key: StaticString, _ value: Bool) {
