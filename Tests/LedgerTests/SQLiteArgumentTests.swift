@@ -29,6 +29,20 @@ struct SQLiteArgumentTests {
         }
     }
 
+    @Test func aTextWithANulIsStoredUpToItAsGRDBStoresIt() throws {
+        let queue = try DatabaseQueue()
+        try queue.write { db in
+            try db.execute(sql: "CREATE TABLE t (k INTEGER, v TEXT)")
+            try db.cachedStatement(sql: "INSERT INTO t VALUES (1, ?)").run([.text("a\u{0}b")], in: db)
+            try db.execute(sql: "INSERT INTO t VALUES (2, ?)", arguments: ["a\u{0}b"])
+            try db.cachedStatement(sql: "INSERT INTO t VALUES (3, ?)").run([.text("\u{0}b")], in: db)
+            let stored = try Row.fetchAll(
+                db, sql: "SELECT length(CAST(v AS BLOB)) AS n, typeof(v) AS t FROM t ORDER BY k")
+            #expect(stored.map { $0["n"] as Int } == [1, 1, 0], "both bindings keep what comes before the NUL")
+            #expect(stored.map { $0["t"] as String } == ["text", "text", "text"])
+        }
+    }
+
     @Test func aStatementRunsAgainWithNewValuesAndReadsItsRows() throws {
         let queue = try DatabaseQueue()
         try queue.write { db in

@@ -30,14 +30,12 @@ final class HTTP1Connection: Sendable {
     func send(_ head: HTTPRequestHead, body: ByteBuffer?, deadline: NIODeadline) async throws -> Response {
         let eventLoop = channel.eventLoop
         let handler = self.handler
-        // One hop to the event loop and one back: the answer resumes the task from the loop itself
-        // (`futureResult.get()` from off the loop would enqueue a second job on it just to register its callback).
+        // One hop to the event loop and one back: the handler resumes the task from the loop itself, with no promise
+        // or future between them (each cost allocations per request).
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 eventLoop.execute {
-                    let promise = eventLoop.makePromise(of: Response.self)
-                    promise.futureResult.whenComplete { continuation.resume(with: $0) }
-                    handler.start(head, body: body, deadline: deadline, promise: promise)
+                    handler.start(head, body: body, deadline: deadline, answer: continuation)
                 }
             }
         } onCancel: {
@@ -54,14 +52,15 @@ final class HTTP1Connection: Sendable {
 ///
 /// `@unchecked Sendable` because the connection hands it to the channel's event loop (`eventLoop.execute`); every
 /// stored property is read and written on that event loop only — by the channel pipeline's callbacks and by
-/// ``start(_:body:deadline:promise:)``, which is only ever called there.
+/// ``start(_:body:deadline:answer:)``, which is only ever called there.
 final class HTTP1ExchangeHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundOut = HTTPClientRequestPart
     typealias Failure = HTTP1ConnectionPool.Failure
 
     private struct Exchange {
-        var promise: EventLoopPromise<HTTP1Connection.Response>
+        /// Resumed once, by ``finish(_:)``.
+        var answer: CheckedContinuation<HTTP1Connection.Response, any Error>
         var timeout: Scheduled<Void>
     }
 
@@ -78,15 +77,16 @@ final class HTTP1ExchangeHandler: ChannelInboundHandler, @unchecked Sendable {
 
     /// On the channel's event loop only.
     func start(
-        _ head: HTTPRequestHead, body: ByteBuffer?, deadline: NIODeadline, promise: EventLoopPromise<HTTP1Connection.Response>
+        _ head: HTTPRequestHead, body: ByteBuffer?, deadline: NIODeadline,
+        answer: CheckedContinuation<HTTP1Connection.Response, any Error>
     ) {
         // The pool hands a connection to one call at a time; one that is closing takes none.
-        guard let context, active, exchange == nil else { return promise.fail(Failure.closed) }
+        guard let context, active, exchange == nil else { return answer.resume(throwing: Failure.closed) }
         let scheduled = context.eventLoop.scheduleTask(deadline: deadline) { [self] in
             self.finish(.failure(Failure.timeout))
             self.context?.close(promise: nil)
         }
-        exchange = Exchange(promise: promise, timeout: scheduled)
+        exchange = Exchange(answer: answer, timeout: scheduled)
         responseHead = nil
         responseBody = nil
         context.write(wrapOutboundOut(.head(head)), promise: nil)
@@ -100,7 +100,7 @@ final class HTTP1ExchangeHandler: ChannelInboundHandler, @unchecked Sendable {
         responseHead = nil
         responseBody = nil
         exchange.timeout.cancel()
-        exchange.promise.completeWith(result)
+        exchange.answer.resume(with: result)
     }
 
     // MARK: ChannelInboundHandler

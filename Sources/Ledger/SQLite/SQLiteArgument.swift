@@ -21,7 +21,10 @@ extension Statement {
     /// statements, GRDB's arguments cost a dozen allocations and more per row). `row` sees each result row.
     ///
     /// Only for statements nothing else runs: GRDB's own record of this statement's arguments is left as it was.
-    /// The statement is reset and its bindings cleared before it returns, so no pointer outlives the call.
+    /// GRDB's per-statement bookkeeping is skipped too: transaction observers and `ValueObservation` would not see
+    /// these writes (the project uses neither; a write runs inside GRDB's own transaction, which checks for an
+    /// aborted one). The statement is reset and its bindings cleared before it returns, so no pointer outlives the
+    /// call.
     func run(_ arguments: [SQLiteArgument], in db: Database, row: (SQLiteStatement) -> Void = { _ in }) throws {
         let statement = sqliteStatement
         sqlite3_reset(statement)  // the code of an earlier failed step, already reported then
@@ -55,12 +58,14 @@ extension Statement {
         case .text(var text):
             var result: CInt = SQLITE_OK
             try text.withUTF8 { bytes in
-                // An empty buffer may have no address, and a null pointer would bind NULL: bind "" itself.
+                // Up to the first NUL, as GRDB binds a string (its length -1), so both bindings store the same text.
+                let length = bytes.firstIndex(of: 0) ?? bytes.count
+                // An empty buffer may have no address, and a null pointer would bind NULL: bind "" itself, copied.
                 result =
-                    bytes.isEmpty
-                    ? sqlite3_bind_text(statement, position, "", 0, nil)
+                    length == 0
+                    ? sqlite3_bind_text(statement, position, "", 0, Self.transient)
                     : bytes.withMemoryRebound(to: CChar.self) {
-                        sqlite3_bind_text(statement, position, $0.baseAddress, CInt(bytes.count), nil)
+                        sqlite3_bind_text(statement, position, $0.baseAddress, CInt(length), nil)
                     }
                 guard result == SQLITE_OK else { return }
                 try bind(arguments, from: index + 1, in: db, row: row)
@@ -83,6 +88,9 @@ extension Statement {
         guard code == SQLITE_OK else { throw bindingFailure(code, db) }
         try bind(arguments, from: index + 1, in: db, row: row)
     }
+
+    /// SQLite copies a value bound with this destructor.
+    private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
 
     private func step(in db: Database, row: (SQLiteStatement) -> Void) throws {
         while true {

@@ -16,12 +16,12 @@ extension SQLiteLedgerStore: PurchaseHistoryReader {
                             UPDATE rejections SET duplicate_count = MIN(duplicate_count + 1, 2147483647)
                             WHERE payment_seq = ? AND user_id = ? AND token_hash = ?
                             """
-                    ).execute(arguments: [key.paymentSeq, key.userId, key.tokenHash])
+                    ).run([.text(key.paymentSeq), .text(key.userId), .text(key.tokenHash)], in: db)
                 } else {
                     try db.cachedStatement(
                         sql:
                             "UPDATE grants SET duplicate_count = MIN(duplicate_count + 1, 2147483647) WHERE payment_seq = ?"
-                    ).execute(arguments: [note.paymentSeq])
+                    ).run([.text(note.paymentSeq)], in: db)
                 }
             }
         }

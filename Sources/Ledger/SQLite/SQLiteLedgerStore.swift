@@ -97,19 +97,18 @@ public final class SQLiteLedgerStore: LedgerStore {
 
     static func insertRejection(_ rejection: RejectionRecord, _ event: OutboxEvent, _ db: Database) throws -> Bool {
         let key = rejection.key
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO rejections (\(LedgerSchema.rejectionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT DO NOTHING
-                """
-        ).execute(arguments: [
-            key.paymentSeq, key.userId, key.tokenHash, rejection.reason, rejection.resultCode, rejection.resultMessage,
-            rejection.detail, rejection.eventID, rejection.rejectedAt.epochMilliseconds, rejection.source?.topic,
-            rejection.source.map { Int64($0.partition) }, rejection.source?.offset,
-            rejection.messageTimestampMilliseconds,
-            rejection.verdict?.paymentId, rejection.verdict?.gamebaseProductId, rejection.verdict?.marketId,
-            rejection.verdict?.price, rejection.verdict?.currency,
-        ])
+        try db.cachedStatement(sql: Self.insertRejectionSQL).run(
+            [
+                .text(key.paymentSeq), .text(key.userId), .text(key.tokenHash), .text(rejection.reason),
+                SQLiteArgument(rejection.resultCode), SQLiteArgument(rejection.resultMessage),
+                SQLiteArgument(rejection.detail),
+                .text(rejection.eventID), .integer(rejection.rejectedAt.epochMilliseconds),
+                SQLiteArgument(rejection.source?.topic),
+                SQLiteArgument(rejection.source.map { Int64($0.partition) }), SQLiteArgument(rejection.source?.offset),
+                SQLiteArgument(rejection.messageTimestampMilliseconds), SQLiteArgument(rejection.verdict?.paymentId),
+                SQLiteArgument(rejection.verdict?.gamebaseProductId), SQLiteArgument(rejection.verdict?.marketId),
+                SQLiteArgument(rejection.verdict?.price), SQLiteArgument(rejection.verdict?.currency),
+            ], in: db)
         guard db.changesCount == 1 else { return false }
         try Self.insert(event, db)
         return true
@@ -375,6 +374,10 @@ public final class SQLiteLedgerStore: LedgerStore {
         INSERT INTO grants (\(LedgerSchema.grantColumns))
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '\(GrantState.granted.rawValue)', ?, NULL, 0, NULL, NULL, ?, ?, ?, ?, ?)
         ON CONFLICT (payment_seq) DO NOTHING
+        """
+    static let insertRejectionSQL = """
+        INSERT INTO rejections (\(LedgerSchema.rejectionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT DO NOTHING
         """
     static let insertEventSQL =
         "INSERT INTO outbox (\(LedgerSchema.outboxColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"

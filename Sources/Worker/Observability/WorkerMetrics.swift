@@ -287,7 +287,7 @@ public final class WorkerMetrics: Sendable {
     /// Gamebase calls counted so far, by `api` and `result` (keys `api/result`).
     public var gamebaseCounts: [String: Int] {
         let tallies = gamebaseTallies.withLock { $0 }
-        return Dictionary(uniqueKeysWithValues: tallies.map { ("\($0.key.api)/\($0.key.result)", $0.value) })
+        return Dictionary(tallies.map { ("\($0.key.api)/\($0.key.result)", $0.value) }, uniquingKeysWith: +)
     }
 
     /// From message timestamp to outcome.
