@@ -1,6 +1,6 @@
 import Foundation
-import IAPTestSupport
 import Fulfilment
+import IAPTestSupport
 import Ledger
 import Testing
 
@@ -8,7 +8,8 @@ import Testing
 struct LedgerStoreTests {
     static func grant(_ seq: String, user: String = "user-1", at date: Date = Date()) -> GrantRecord {
         GrantRecord(
-            paymentSeq: seq, userId: user, gamebaseProductId: "gem_pack_100", purchaseToken: "tok-\(seq)", productSeq: 42,
+            paymentSeq: seq, userId: user, gamebaseProductId: "gem_pack_100", purchaseToken: "tok-\(seq)",
+            productSeq: 42,
             marketId: "GG", productType: "CONSUMABLE", price: "2.29", currency: "EUR", paymentId: "GPA.\(seq)",
             isTestPurchase: false, purchaseTime: "2024-05-13T10:20:30+09:00", payload: "p", grantedAt: date,
             source: MessageSource(topic: "purchase.completed", partition: 3, offset: 77))
@@ -29,7 +30,8 @@ struct LedgerStoreTests {
         try await TestDatabases.withFreshLedger(backend) { store in
             try await store.migrate()
             try await store.migrate()
-            #expect(try await store.stats() == LedgerStats(granted: 0, consumed: 0, rejections: [:], unpublishedEvents: 0))
+            #expect(
+                try await store.stats() == LedgerStats(granted: 0, consumed: 0, rejections: [:], unpublishedEvents: 0))
         }
     }
 
@@ -51,6 +53,28 @@ struct LedgerStoreTests {
             #expect(again == .alreadyGranted(stored))
             #expect(try await store.events(paymentSeq: "100").map(\.id) == ["100:item-granted"])
             #expect(try await store.grant(paymentSeq: "missing") == nil)
+        }
+    }
+
+    /// Every column of a grant in any state (the grant insert binds them itself, in the columns' order).
+    @Test(arguments: LedgerBackend.allCases)
+    func aGrantInAnyStateReadsBackAsWritten(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            let at = Date(epochMilliseconds: 1_732_400_000_123)
+            var grant = Self.grant("150", at: at)
+            grant.state = .consumed
+            grant.consumedAt = Date(epochMilliseconds: 1_732_400_001_456)
+            grant.consumeAttempts = 3
+            grant.lastResultCode = 5018
+            grant.eventPublishedAt = Date(epochMilliseconds: 1_732_400_000_789)
+            grant.origin = .reconciliation
+            grant.messageTimestampMilliseconds = Int64.max
+            grant.isTestPurchase = true
+            grant.payload = ""
+            let result = try await store.insertGrant(grant, event: Self.event("150:item-granted", seq: "150", at: at))
+            #expect(result == .inserted)
+            let stored = try #require(try await store.grant(paymentSeq: "150"))
+            #expect(stored == grant)
         }
     }
 
@@ -79,11 +103,16 @@ struct LedgerStoreTests {
             let rejection = RejectionRecord(
                 key: forged, reason: "user_mismatch", detail: "d", eventID: "300:consume-failed:x", rejectedAt: Date())
             #expect(try await store.insertRejection(rejection, event: Self.event("300:consume-failed:x", seq: "300")))
-            #expect(try await store.insertRejection(rejection, event: Self.event("300:consume-failed:x", seq: "300")) == false)
+            #expect(
+                try await store.insertRejection(rejection, event: Self.event("300:consume-failed:x", seq: "300"))
+                    == false)
             #expect(try await store.rejection(forged)?.reason == "user_mismatch")
-            #expect(try await store.rejection(RejectionKey(paymentSeq: "300", userId: "owner", tokenHash: "bbb")) == nil)
+            #expect(
+                try await store.rejection(RejectionKey(paymentSeq: "300", userId: "owner", tokenHash: "bbb")) == nil)
             // The owner's genuine message can still be granted.
-            #expect(try await store.insertGrant(Self.grant("300", user: "owner"), event: Self.event("300:item-granted", seq: "300")) == .inserted)
+            #expect(
+                try await store.insertGrant(
+                    Self.grant("300", user: "owner"), event: Self.event("300:item-granted", seq: "300")) == .inserted)
             #expect(try await store.rejections(paymentSeq: "300").count == 1)
             let stats = try await store.stats()
             #expect(stats.rejections == ["user_mismatch": 1])
@@ -111,26 +140,36 @@ struct LedgerStoreTests {
         try await TestDatabases.withFreshLedger(backend) { store in
             let old = Date().addingTimeInterval(-120)
             for i in 0..<5 {
-                _ = try await store.insertGrant(Self.grant("50\(i)", at: old), event: Self.event("50\(i):item-granted", seq: "50\(i)", at: old))
+                _ = try await store.insertGrant(
+                    Self.grant("50\(i)", at: old), event: Self.event("50\(i):item-granted", seq: "50\(i)", at: old))
             }
             _ = try await store.insertGrant(Self.grant("fresh"), event: Self.event("fresh:item-granted", seq: "fresh"))
             _ = try await store.markConsumed(paymentSeq: "504", resultCode: 0, at: Date())
             let cutoff = Date().addingTimeInterval(-60)
             let now = Date()
-            let first = try await store.claimUnconsumedGrants(grantedBefore: cutoff, limit: 3, lease: .seconds(30), now: now)
-            let second = try await store.claimUnconsumedGrants(grantedBefore: cutoff, limit: 3, lease: .seconds(30), now: now)
+            let first = try await store.claimUnconsumedGrants(
+                grantedBefore: cutoff, limit: 3, lease: .seconds(30), now: now)
+            let second = try await store.claimUnconsumedGrants(
+                grantedBefore: cutoff, limit: 3, lease: .seconds(30), now: now)
             #expect(first.count == 3)
             #expect(second.count == 1)
             #expect(Set(first.map(\.paymentSeq)).isDisjoint(with: second.map(\.paymentSeq)))
             #expect(Set((first + second).map(\.paymentSeq)) == ["500", "501", "502", "503"])
-            #expect(try await store.claimUnconsumedGrants(grantedBefore: cutoff, limit: 10, lease: .seconds(30), now: now).isEmpty)
+            #expect(
+                try await store.claimUnconsumedGrants(grantedBefore: cutoff, limit: 10, lease: .seconds(30), now: now)
+                    .isEmpty)
             // After the lease runs out, unfinished rows come back.
             let later = now.addingTimeInterval(31)
-            #expect(try await store.claimUnconsumedGrants(grantedBefore: cutoff, limit: 10, lease: .seconds(30), now: later).count == 4)
+            #expect(
+                try await store.claimUnconsumedGrants(grantedBefore: cutoff, limit: 10, lease: .seconds(30), now: later)
+                    .count == 4)
 
-            let events = try await store.claimUnpublishedEvents(createdBefore: cutoff, limit: 10, lease: .seconds(30), now: now)
+            let events = try await store.claimUnpublishedEvents(
+                createdBefore: cutoff, limit: 10, lease: .seconds(30), now: now)
             #expect(events.count == 5)
-            #expect(try await store.claimUnpublishedEvents(createdBefore: cutoff, limit: 10, lease: .seconds(30), now: now).isEmpty)
+            #expect(
+                try await store.claimUnpublishedEvents(createdBefore: cutoff, limit: 10, lease: .seconds(30), now: now)
+                    .isEmpty)
         }
     }
 
@@ -140,7 +179,8 @@ struct LedgerStoreTests {
             let results = try await withThrowingTaskGroup(of: GrantInsertResult.self) { group in
                 for i in 0..<40 {
                     group.addTask {
-                        try await store.insertGrant(Self.grant("race", user: "u\(i)"), event: Self.event("race:item-granted", seq: "race"))
+                        try await store.insertGrant(
+                            Self.grant("race", user: "u\(i)"), event: Self.event("race:item-granted", seq: "race"))
                     }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
@@ -159,7 +199,8 @@ struct LedgerStoreTests {
                 for i in 0..<400 {
                     group.addTask {
                         let seq = "m\(i % 100)"
-                        _ = try await store.insertGrant(Self.grant(seq), event: Self.event("\(seq):item-granted", seq: seq))
+                        _ = try await store.insertGrant(
+                            Self.grant(seq), event: Self.event("\(seq):item-granted", seq: seq))
                     }
                 }
                 try await group.waitForAll()

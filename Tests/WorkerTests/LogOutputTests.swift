@@ -69,6 +69,29 @@ struct LogOutputTests {
         #expect(sink.text.count == 1_500, "flush writes what was still buffered")
     }
 
+    /// An output that takes nothing for a while (a non-blocking pipe whose reader is slow) is waited for, not
+    /// dropped: every line arrives once the reader catches up.
+    @Test func aFullNonBlockingOutputIsWaitedForAndLosesNoLine() async throws {
+        let sink = try Sink()
+        _ = fcntl(sink.write, 1031 /* F_SETPIPE_SZ */, 4_096)
+        _ = fcntl(sink.write, F_SETFL, fcntl(sink.write, F_GETFL) | O_NONBLOCK)
+        let output = LogOutput(descriptor: sink.write, flushInterval: .seconds(60), flushBytes: 1_024)
+        let lines = (0..<300).map { "line \($0) " + String(repeating: "z", count: 90) + "\n" }
+        let expected = lines.joined()
+        let reader = Task.detached {
+            var text = ""
+            let deadline = ContinuousClock.now + .seconds(20)
+            while text.utf8.count < expected.utf8.count, ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(10))
+                text = sink.text
+            }
+            return text
+        }
+        for line in lines { output.write(line, urgent: false) }
+        output.flush()
+        #expect(await reader.value == expected, "30 KB through a 4 KB pipe, every line once and in order")
+    }
+
     @Test func linesFromManyThreadsAreNeitherTornNorLostNorReorderedPerWriter() async throws {
         let sink = try Sink()
         let output = LogOutput(descriptor: sink.write, flushInterval: .milliseconds(5), flushBytes: 4_096)

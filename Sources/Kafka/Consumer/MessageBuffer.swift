@@ -36,10 +36,6 @@ final class MessageBuffer: Sendable {
     /// Bytes of the buffered messages (``KafkaMessage/byteCount``).
     var bytes: Int { state.withLock { $0.bytes } }
 
-    func append(_ message: KafkaMessage) {
-        append(contentsOf: CollectionOfOne(message))
-    }
-
     /// Appends `messages` in order under one lock; a waiting iterator gets the first at once.
     func append(contentsOf messages: some Collection<KafkaMessage>) {
         guard let first = messages.first else { return }

@@ -60,12 +60,16 @@ extension Statement {
             try text.withUTF8 { bytes in
                 // Up to the first NUL, as GRDB binds a string (its length -1), so both bindings store the same text.
                 let length = bytes.firstIndex(of: 0) ?? bytes.count
+                guard let length32 = CInt(exactly: length) else {
+                    result = SQLITE_TOOBIG
+                    return
+                }
                 // An empty buffer may have no address, and a null pointer would bind NULL: bind "" itself, copied.
                 result =
                     length == 0
                     ? sqlite3_bind_text(statement, position, "", 0, Self.transient)
                     : bytes.withMemoryRebound(to: CChar.self) {
-                        sqlite3_bind_text(statement, position, $0.baseAddress, CInt(length), nil)
+                        sqlite3_bind_text(statement, position, $0.baseAddress, length32, nil)
                     }
                 guard result == SQLITE_OK else { return }
                 try bind(arguments, from: index + 1, in: db, row: row)
@@ -75,10 +79,14 @@ extension Statement {
         case .blob(let blob):
             var result: CInt = SQLITE_OK
             try blob.withUnsafeBytes { bytes in
+                guard let count32 = CInt(exactly: bytes.count) else {
+                    result = SQLITE_TOOBIG
+                    return
+                }
                 result =
                     bytes.isEmpty
                     ? sqlite3_bind_zeroblob(statement, position, 0)
-                    : sqlite3_bind_blob(statement, position, bytes.baseAddress, CInt(bytes.count), nil)
+                    : sqlite3_bind_blob(statement, position, bytes.baseAddress, count32, nil)
                 guard result == SQLITE_OK else { return }
                 try bind(arguments, from: index + 1, in: db, row: row)
             }

@@ -71,20 +71,8 @@ public final class SQLiteLedgerStore: LedgerStore {
     }
 
     static func insertGrant(_ grant: GrantRecord, _ event: OutboxEvent, _ db: Database) throws -> GrantInsertResult {
-        if grant.state == .granted, grant.consumedAt == nil, grant.consumeAttempts == 0, grant.lastResultCode == nil,
-            grant.eventPublishedAt == nil
-        {
-            // A new grant, as the flow and the reconciler write it: its five state columns are the statement's own
-            // literals, and the rest are bound in place (GRDB's arguments copied every string of 24 first).
-            try db.cachedStatement(sql: Self.insertNewGrantSQL).run(Self.newGrantValues(of: grant), in: db)
-        } else {
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO grants (\(LedgerSchema.grantColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (payment_seq) DO NOTHING
-                    """
-            ).execute(arguments: StatementArguments(Self.values(of: grant)))
-        }
+        // Bound in place through SQLite's C API (GRDB's arguments boxed and copied every value of the 24).
+        try db.cachedStatement(sql: Self.insertGrantSQL).run(Self.values(of: grant), in: db)
         guard db.changesCount == 1 else {
             guard let existing = try fetchGrant(grant.paymentSeq, db) else {
                 throw LedgerError(code: .conflict, message: "grant \(grant.paymentSeq) conflicted but cannot be read")
@@ -357,22 +345,10 @@ public final class SQLiteLedgerStore: LedgerStore {
         return "\(type(of: error))"
     }
 
-    static func values(of grant: GrantRecord) -> [(any DatabaseValueConvertible)?] {
-        [
-            grant.paymentSeq, grant.userId, grant.gamebaseProductId, grant.purchaseToken, grant.productSeq,
-            grant.marketId,
-            grant.productType, grant.price, grant.currency, grant.paymentId, grant.isTestPurchase, grant.purchaseTime,
-            grant.payload, grant.state.rawValue, grant.grantedAt.epochMilliseconds, grant.consumedAt?.epochMilliseconds,
-            grant.consumeAttempts, grant.lastResultCode, grant.eventPublishedAt?.epochMilliseconds, grant.source?.topic,
-            grant.source.map { Int64($0.partition) }, grant.source?.offset, grant.origin.rawValue,
-            grant.messageTimestampMilliseconds,
-        ]
-    }
-
     /// Statements of the purchase path, written once (an interpolated one is built and hashed again every call).
-    static let insertNewGrantSQL = """
+    static let insertGrantSQL = """
         INSERT INTO grants (\(LedgerSchema.grantColumns))
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '\(GrantState.granted.rawValue)', ?, NULL, 0, NULL, NULL, ?, ?, ?, ?, ?)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (payment_seq) DO NOTHING
         """
     static let insertRejectionSQL = """
@@ -382,16 +358,19 @@ public final class SQLiteLedgerStore: LedgerStore {
     static let insertEventSQL =
         "INSERT INTO outbox (\(LedgerSchema.outboxColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"
 
-    /// The values of a new grant's columns but its five state columns.
-    static func newGrantValues(of grant: GrantRecord) -> [SQLiteArgument] {
+    /// A grant's values, in `LedgerSchema.grantColumns` order.
+    static func values(of grant: GrantRecord) -> [SQLiteArgument] {
         [
             .text(grant.paymentSeq), .text(grant.userId), .text(grant.gamebaseProductId), .text(grant.purchaseToken),
             SQLiteArgument(grant.productSeq), SQLiteArgument(grant.marketId), SQLiteArgument(grant.productType),
             SQLiteArgument(grant.price), SQLiteArgument(grant.currency), SQLiteArgument(grant.paymentId),
             SQLiteArgument(grant.isTestPurchase), SQLiteArgument(grant.purchaseTime), SQLiteArgument(grant.payload),
-            .integer(grant.grantedAt.epochMilliseconds), SQLiteArgument(grant.source?.topic),
-            SQLiteArgument(grant.source.map { Int64($0.partition) }), SQLiteArgument(grant.source?.offset),
-            .text(grant.origin.rawValue), SQLiteArgument(grant.messageTimestampMilliseconds),
+            .text(grant.state.rawValue), .integer(grant.grantedAt.epochMilliseconds),
+            SQLiteArgument(grant.consumedAt?.epochMilliseconds), .integer(Int64(grant.consumeAttempts)),
+            SQLiteArgument(grant.lastResultCode), SQLiteArgument(grant.eventPublishedAt?.epochMilliseconds),
+            SQLiteArgument(grant.source?.topic), SQLiteArgument(grant.source.map { Int64($0.partition) }),
+            SQLiteArgument(grant.source?.offset), .text(grant.origin.rawValue),
+            SQLiteArgument(grant.messageTimestampMilliseconds),
         ]
     }
 
