@@ -54,7 +54,8 @@ final class FixedAnswerServer: Sendable {
     ///   - answer: the whole HTTP answer, status line and headers included.
     ///   - tls: serve HTTPS with this context.
     ///   - unanswered: how many of the first requests get no answer at all.
-    init(answer: String, tls: NIOSSLContext? = nil, unanswered: Int = 0) async throws {
+    ///   - answeredUpTo: requests after this many get no answer at all.
+    init(answer: String, tls: NIOSSLContext? = nil, unanswered: Int = 0, answeredUpTo: Int = .max) async throws {
         let recorder = self.recorder
         channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { channel in
@@ -67,7 +68,7 @@ final class FixedAnswerServer: Sendable {
                         Handler(answer: answer) { request in
                             recorder.requests.withLock { requests in
                                 requests.append(request)
-                                return requests.count > unanswered
+                                return requests.count > unanswered && requests.count <= answeredUpTo
                             }
                         })
                 }

@@ -7,7 +7,8 @@ import Testing
 @Suite("HTTP/1.1 connection pool", .timeLimit(.minutes(1)))
 struct HTTP1ConnectionPoolTests {
     private func pool(
-        _ server: FixedAnswerServer, maxConnections: Int = 4, maxBodyBytes: Int = 1 << 20, idleTimeout: TimeAmount = .seconds(50)
+        _ server: FixedAnswerServer, maxConnections: Int = 4, maxBodyBytes: Int = 1 << 20,
+        idleTimeout: TimeAmount = .seconds(50)
     ) -> HTTP1ConnectionPool {
         HTTP1ConnectionPool(
             origin: .init(tls: false, host: "127.0.0.1", port: server.port), maxConnections: maxConnections,
@@ -15,7 +16,8 @@ struct HTTP1ConnectionPoolTests {
     }
 
     private func get(_ pool: HTTP1ConnectionPool) async throws -> HTTP1Connection.Response {
-        try await pool.execute(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"), body: nil, timeout: .seconds(5))
+        try await pool.execute(
+            HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"), body: nil, timeout: .seconds(5))
     }
 
     @Test func aConnectionIsKeptAliveAndReused() async throws {
@@ -87,7 +89,10 @@ struct HTTP1ConnectionPoolTests {
     @Test func shutdownRefusesACallWaitingForAConnectionAndCancellingEndsTheOneUnderWay() async throws {
         let server = try await FixedAnswerServer(answer: FixedAnswerServer.ok("{}"), unanswered: 1)
         let pool = pool(server, maxConnections: 1)
-        let underWay = Task { try await pool.execute(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"), body: nil, timeout: .seconds(50)) }
+        let underWay = Task {
+            try await pool.execute(
+                HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"), body: nil, timeout: .seconds(50))
+        }
         while server.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
         // The only connection is busy: this call waits for it.
         let waiting = Task { try await get(pool) }
@@ -103,12 +108,16 @@ struct HTTP1ConnectionPoolTests {
     @Test func aCallWaitingForABusyConnectionEndsAtItsDeadline() async throws {
         let server = try await FixedAnswerServer(answer: FixedAnswerServer.ok("{}"), unanswered: 1)
         let pool = pool(server, maxConnections: 1)
-        let underWay = Task { try await pool.execute(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"), body: nil, timeout: .seconds(50)) }
+        let underWay = Task {
+            try await pool.execute(
+                HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"), body: nil, timeout: .seconds(50))
+        }
         while server.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
         // The only connection is busy for 50 s: the second call's 300 ms cover its wait for one.
         let started = ContinuousClock.now
         await #expect(throws: HTTP1ConnectionPool.Failure.timeout) {
-            try await pool.execute(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"), body: nil, timeout: .milliseconds(300))
+            try await pool.execute(
+                HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"), body: nil, timeout: .milliseconds(300))
         }
         #expect(ContinuousClock.now - started < .seconds(5))
         underWay.cancel()
@@ -119,13 +128,60 @@ struct HTTP1ConnectionPoolTests {
         await server.close()
     }
 
+    /// One answered call with `firstTimeout`, a pause, then a call the server never answers, with `secondTimeout`:
+    /// that call must time out no earlier than its own deadline and well before `within`, on the same connection.
+    private func expectSecondCallTimesOutOnTime(
+        firstTimeout: TimeAmount, pause: Duration = .zero, secondTimeout: Duration, within: Duration
+    ) async throws {
+        let server = try await FixedAnswerServer(answer: FixedAnswerServer.ok("{}"), answeredUpTo: 1)
+        let pool = pool(server, maxConnections: 1)
+        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/")
+        #expect(try await pool.execute(head, body: nil, timeout: firstTimeout).status == .ok)
+        try await Task.sleep(for: pause)
+        let started = ContinuousClock.now
+        await #expect(throws: HTTP1ConnectionPool.Failure.timeout) {
+            try await pool.execute(head, body: nil, timeout: .nanoseconds(Int64(secondTimeout / .nanoseconds(1))))
+        }
+        let waited = ContinuousClock.now - started
+        #expect(
+            waited >= secondTimeout - .milliseconds(50), "timed out after \(waited), before its own \(secondTimeout)")
+        #expect(waited < within, "timed out after \(waited)")
+        #expect(server.connections == 1)
+        pool.shutdown()
+        await server.close()
+    }
+
+    /// The connection's timer is left armed for the first call's deadline: the second call, longer, must still get
+    /// its whole time (the timer re-arms), and end at its own deadline.
+    @Test func aCallOnAKeptAliveConnectionTimesOutAtItsOwnDeadlineNotTheLastCallsOne() async throws {
+        try await expectSecondCallTimesOutOnTime(
+            firstTimeout: .seconds(1), secondTimeout: .milliseconds(2500), within: .seconds(6))
+    }
+
+    /// A call with a shorter timeout than the one before it on the same connection ends at its own deadline.
+    @Test func aShorterTimeoutThanTheLastCallsOnTheSameConnectionIsKept() async throws {
+        try await expectSecondCallTimesOutOnTime(
+            firstTimeout: .seconds(40), secondTimeout: .milliseconds(300), within: .seconds(5))
+    }
+
+    /// The timer left armed by a call fires while the connection is idle; the next call arms one of its own.
+    @Test func aCallAfterTheLastCallsTimerFiredIdleStillTimesOut() async throws {
+        try await expectSecondCallTimesOutOnTime(
+            firstTimeout: .milliseconds(100), pause: .milliseconds(400), secondTimeout: .milliseconds(500),
+            within: .seconds(4))
+    }
+
     @Test func cancellingACallThatWaitsForAConnectionEndsItAtOnce() async throws {
         let server = try await FixedAnswerServer(answer: FixedAnswerServer.ok("{}"), unanswered: 1)
         let pool = pool(server, maxConnections: 1)
-        let underWay = Task { try await pool.execute(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"), body: nil, timeout: .seconds(50)) }
+        let underWay = Task {
+            try await pool.execute(
+                HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"), body: nil, timeout: .seconds(50))
+        }
         while server.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
         let waiting = Task {
-            try await pool.execute(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"), body: nil, timeout: .seconds(50))
+            try await pool.execute(
+                HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"), body: nil, timeout: .seconds(50))
         }
         try await Task.sleep(for: .milliseconds(100))
         let cancelled = ContinuousClock.now

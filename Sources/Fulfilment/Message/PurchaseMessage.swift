@@ -121,7 +121,7 @@ extension PurchaseMessage {
             return malformed("message is \(bytes.count) bytes, over the \(maxBytes)-byte limit")
         }
         guard !bytes.isEmpty else { return malformed("message is empty") }
-        guard String(validating: bytes, as: UTF8.self) != nil else { return malformed("message is not valid UTF-8") }
+        guard UTF8Text.isValid(bytes) else { return malformed("message is not valid UTF-8") }
 
         var values = FieldSlots<Value>()
         var duplicate: Field?

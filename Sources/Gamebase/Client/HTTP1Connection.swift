@@ -61,11 +61,20 @@ final class HTTP1ExchangeHandler: ChannelInboundHandler, @unchecked Sendable {
     private struct Exchange {
         /// Resumed once, by ``finish(_:)``.
         var answer: CheckedContinuation<HTTP1Connection.Response, any Error>
-        var timeout: Scheduled<Void>
+        var deadline: NIODeadline
     }
 
     private var context: ChannelHandlerContext?
     private var exchange: Exchange?
+    /// The connection's one timer, armed for the deadline of the exchange that armed it and left armed when that
+    /// exchange ends: exchanges follow each other with the same timeout, so a timer that fires finds the next one's
+    /// later deadline and re-arms for it, instead of each exchange scheduling and cancelling a timer of its own
+    /// (a scheduled task, its closure and a heap entry per request).
+    private var timer: Scheduled<Void>?
+    private var timerDeadline = NIODeadline.distantFuture
+    /// Counts the timers armed: a cancelled timer that NIO had already taken to run still runs once, and must
+    /// then leave the timer armed after it alone.
+    private var timerGeneration: UInt64 = 0
     private var responseHead: HTTPResponseHead?
     private var responseBody: ByteBuffer?
     private var active = true
@@ -82,11 +91,8 @@ final class HTTP1ExchangeHandler: ChannelInboundHandler, @unchecked Sendable {
     ) {
         // The pool hands a connection to one call at a time; one that is closing takes none.
         guard let context, active, exchange == nil else { return answer.resume(throwing: Failure.closed) }
-        let scheduled = context.eventLoop.scheduleTask(deadline: deadline) { [self] in
-            self.finish(.failure(Failure.timeout))
-            self.context?.close(promise: nil)
-        }
-        exchange = Exchange(answer: answer, timeout: scheduled)
+        exchange = Exchange(answer: answer, deadline: deadline)
+        armTimer(for: deadline, on: context.eventLoop)
         responseHead = nil
         responseBody = nil
         context.write(wrapOutboundOut(.head(head)), promise: nil)
@@ -99,8 +105,37 @@ final class HTTP1ExchangeHandler: ChannelInboundHandler, @unchecked Sendable {
         self.exchange = nil
         responseHead = nil
         responseBody = nil
-        exchange.timeout.cancel()
         exchange.answer.resume(with: result)
+    }
+
+    /// Makes sure the timer fires no later than `deadline`.
+    private func armTimer(for deadline: NIODeadline, on eventLoop: any EventLoop) {
+        if timer != nil, timerDeadline <= deadline { return }
+        timer?.cancel()
+        timerDeadline = deadline
+        timerGeneration &+= 1
+        let generation = timerGeneration
+        timer = eventLoop.scheduleTask(deadline: deadline) { [self] in self.timerFired(generation) }
+    }
+
+    private func timerFired(_ generation: UInt64) {
+        guard generation == timerGeneration else { return }
+        timer = nil
+        timerDeadline = .distantFuture
+        guard let exchange, let context else { return }
+        if exchange.deadline <= .now() {
+            finish(.failure(Failure.timeout))
+            context.close(promise: nil)
+        } else {
+            armTimer(for: exchange.deadline, on: context.eventLoop)
+        }
+    }
+
+    private func disarmTimer() {
+        timerGeneration &+= 1
+        timer?.cancel()
+        timer = nil
+        timerDeadline = .distantFuture
     }
 
     // MARK: ChannelInboundHandler
@@ -113,6 +148,7 @@ final class HTTP1ExchangeHandler: ChannelInboundHandler, @unchecked Sendable {
         self.context = nil
         active = false
         finish(.failure(Failure.closed))
+        disarmTimer()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -143,6 +179,7 @@ final class HTTP1ExchangeHandler: ChannelInboundHandler, @unchecked Sendable {
     func channelInactive(context: ChannelHandlerContext) {
         active = false
         finish(.failure(Failure.closed))
+        disarmTimer()
         context.fireChannelInactive()
     }
 

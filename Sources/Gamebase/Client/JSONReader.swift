@@ -331,7 +331,7 @@ package struct JSONReader {
     }
 
     private func validated(_ content: ArraySlice<UInt8>, at offset: Int) throws(Failure) -> String {
-        guard let string = String(validating: content, as: UTF8.self) else {
+        guard let string = UTF8Text.string(validating: content) else {
             throw failure("invalid UTF-8 in a string", at: offset)
         }
         return string
