@@ -2,6 +2,10 @@ import ArgumentParser
 import Logging
 import Worker
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
@@ -16,6 +20,9 @@ struct RunCommand: AsyncParsableCommand {
     var configFile: String?
 
     func run() async throws {
+        // A closed standard output (its reader gone) costs log lines, not the daemon: write(2) then fails with
+        // EPIPE, which LogOutput drops, instead of SIGPIPE ending the process mid-purchase.
+        signal(SIGPIPE, SIG_IGN)
         let configuration = try await WorkerConfiguration.load(configFile: configFile)
         LoggingSetup.bootstrap(format: configuration.logFormat, level: configuration.logLevel)
         let logger = Logger(label: "iap-worker")

@@ -59,6 +59,27 @@ struct SQLiteArgumentTests {
         }
     }
 
+    /// A write whose transaction was rolled back under it (SQLITE_FULL, an I/O error) must not commit on its own,
+    /// without the rest of its transaction; a read still runs.
+    @Test func aWriteOutsideATransactionIsRefusedAndCommitsNothing() throws {
+        let queue = try DatabaseQueue()
+        try queue.write { db in try db.execute(sql: "CREATE TABLE t (v TEXT)") }
+        try queue.writeWithoutTransaction { db in
+            #expect(throws: DatabaseError.self) {
+                try db.cachedStatement(sql: "INSERT INTO t VALUES (?)").run([.text("alone")], in: db)
+            }
+            var count = -1
+            try db.cachedStatement(sql: "SELECT count(*) FROM t").run([], in: db) {
+                count = Int(sqlite3_column_int64($0, 0))
+            }
+            #expect(count == 0)
+        }
+        try queue.write { db in
+            try db.cachedStatement(sql: "INSERT INTO t VALUES (?)").run([.text("in a transaction")], in: db)
+            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM t") == 1)
+        }
+    }
+
     @Test func aFailingStepAndAWrongArgumentCountAreErrorsAndTheStatementStaysUsable() throws {
         let queue = try DatabaseQueue()
         try queue.write { db in

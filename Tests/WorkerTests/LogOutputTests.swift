@@ -92,6 +92,86 @@ struct LogOutputTests {
         #expect(await reader.value == expected, "30 KB through a 4 KB pipe, every line once and in order")
     }
 
+    /// A pipe of 4 KB whose writer never blocks, with nobody reading yet.
+    private func fullableSink() throws -> Sink {
+        let sink = try Sink()
+        _ = fcntl(sink.write, 1031 /* F_SETPIPE_SZ */, 4_096)
+        _ = fcntl(sink.write, F_SETFL, fcntl(sink.write, F_GETFL) | O_NONBLOCK)
+        return sink
+    }
+
+    /// Reads the sink until `done` says so or 20 s pass.
+    private func readUntil(_ sink: Sink, _ done: @escaping @Sendable (String) -> Bool) async -> String {
+        var text = ""
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !done(text), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+            text = sink.text
+        }
+        return text
+    }
+
+    /// The threads that log (the engine, NIO's event loops, the Kafka poll thread) never wait for an output that
+    /// takes nothing: the wait is the background writer's.
+    @Test func loggingWhileTheOutputTakesNothingNeverHoldsUpTheLoggingThread() async throws {
+        let sink = try fullableSink()
+        let output = LogOutput(descriptor: sink.write, flushInterval: .seconds(60), flushBytes: 1_024)
+        let lines = (0..<100).map { "line \($0) " + String(repeating: "z", count: 90) + "\n" } + ["warning\n"]
+        let started = ContinuousClock.now
+        for line in lines.dropLast() { output.write(line, urgent: false) }
+        output.write(lines.last!, urgent: true)
+        let took = ContinuousClock.now - started
+        #expect(took < .seconds(1), "10 KB logged into a full 4 KB pipe took \(took)")
+        let expected = lines.joined()
+        #expect(
+            await readUntil(sink) { $0.utf8.count >= expected.utf8.count } == expected, "every line, whole, in order")
+    }
+
+    /// A reader that stalls longer than the writer waits: what could not be written stays buffered, the line cut
+    /// by the full pipe is finished first, and everything arrives once the reader resumes.
+    @Test func aReaderStalledPastTheWaitGetsEveryLineWholeWhenItResumes() async throws {
+        let sink = try fullableSink()
+        let output = LogOutput(
+            descriptor: sink.write, flushInterval: .seconds(60), flushBytes: 1_024, stallLimit: .milliseconds(300))
+        let lines = (0..<300).map { "line \($0) " + String(repeating: "z", count: 90) + "\n" }
+        for line in lines { output.write(line, urgent: false) }
+        output.flush()  // gives up after 300 ms with most of it unwritten
+        try await Task.sleep(for: .milliseconds(500))
+        let expected = lines.joined()
+        #expect(await readUntil(sink) { $0.utf8.count >= expected.utf8.count } == expected)
+    }
+
+    /// While the buffer is at its bound, new lines are dropped, and a line of its own says how many: every line
+    /// is either written whole, in order, or counted.
+    @Test func linesRefusedByAFullBufferAreCountedInALineOfTheirOwn() async throws {
+        let sink = try fullableSink()
+        let output = LogOutput(
+            descriptor: sink.write, flushInterval: .seconds(60), flushBytes: 1_024, maxBufferedBytes: 4_096,
+            stallLimit: .milliseconds(100))
+        let lines = (0..<200).map { "line \($0) " + String(repeating: "z", count: 90) }
+        for line in lines { output.write(line + "\n", urgent: false) }
+        output.flush()
+        let received = await readUntil(sink) { text in
+            let counted = text.split(separator: "\n").reduce(0) { sum, line in
+                sum + (line.hasPrefix("line ") ? 1 : Self.droppedCount(line) ?? 0)
+            }
+            return counted >= 200 && text.hasSuffix("\n")
+        }.split(separator: "\n")
+        let written = received.filter { $0.hasPrefix("line ") }
+        let notices = received.filter { !$0.hasPrefix("line ") }
+        #expect(written.count > 40 && written.count < 200, "\(written.count) written")
+        let indexes = written.compactMap { Int($0.split(separator: " ")[1]) }
+        #expect(written.allSatisfy { lines[Int($0.split(separator: " ")[1])!] == $0 }, "every written line whole")
+        #expect(indexes == indexes.sorted() && Set(indexes).count == indexes.count, "in order, each once")
+        #expect(!notices.isEmpty && notices.allSatisfy { $0.contains(#""level":"warning""#) })
+        #expect(written.count + notices.compactMap { Self.droppedCount($0) }.reduce(0, +) == 200, "\(notices)")
+    }
+
+    private static func droppedCount(_ line: Substring) -> Int? {
+        guard let range = line.range(of: #""log.dropped_lines":""#) else { return nil }
+        return Int(line[range.upperBound...].prefix { $0.isNumber })
+    }
+
     @Test func linesFromManyThreadsAreNeitherTornNorLostNorReorderedPerWriter() async throws {
         let sink = try Sink()
         let output = LogOutput(descriptor: sink.write, flushInterval: .milliseconds(5), flushBytes: 4_096)

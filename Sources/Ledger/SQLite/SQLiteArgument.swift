@@ -33,6 +33,13 @@ extension Statement {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
         }
+        // GRDB refuses to run a write when an error has rolled the transaction back under it (SQLITE_FULL, an I/O
+        // error) and the caller went on; so does this, instead of committing the write on its own, without the
+        // rest of its transaction.
+        if !isReadonly, sqlite3_get_autocommit(db.sqliteConnection) != 0 {
+            throw DatabaseError(
+                resultCode: .SQLITE_ABORT, message: "a write outside a transaction (was it rolled back?)", sql: sql)
+        }
         guard arguments.count == Int(sqlite3_bind_parameter_count(statement)) else {
             throw DatabaseError(
                 resultCode: .SQLITE_MISUSE,
