@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import Worker
 
@@ -35,10 +36,9 @@ struct LogOutputTests {
             return String(decoding: received, as: UTF8.self)
         }
 
-        deinit {
-            close(read)
-            close(write)
-        }
+        // The descriptors are never closed: a LogOutput's background writer may still write after its test has
+        // ended (a retry after a stall), and a closed pipe would end the test process with SIGPIPE, or its number,
+        // reused by another test's pipe, would take stray lines.
     }
 
     @Test func infoLinesWaitForTheFlushIntervalAndThenGoOutTogetherInOrder() async throws {
@@ -50,23 +50,89 @@ struct LogOutputTests {
         #expect(sink.text == (0..<100).map { "line \($0)\n" }.joined(), "all of them, in order, after the interval")
     }
 
-    @Test func aWarningIsWrittenAtOnceWithEverythingBeforeIt() throws {
+    /// At once: by the thread that logs it on a non-blocking output, by the background writer on a blocking one
+    /// (where a thread that logs must never be the one to wait) — in both, long before the 60 s interval.
+    @Test(arguments: [true, false])
+    func aWarningIsWrittenAtOnceWithEverythingBeforeIt(nonBlocking: Bool) async throws {
         let sink = try Sink()
+        if nonBlocking { _ = fcntl(sink.write, F_SETFL, fcntl(sink.write, F_GETFL) | O_NONBLOCK) }
         let output = LogOutput(descriptor: sink.write, flushInterval: .seconds(60))
         output.write("info 1\n", urgent: false)
         output.write("info 2\n", urgent: false)
+        let started = ContinuousClock.now
         output.write("warning\n", urgent: true)
-        #expect(sink.text == "info 1\ninfo 2\nwarning\n")
+        if nonBlocking { #expect(sink.text == "info 1\ninfo 2\nwarning\n", "written by the thread that logged it") }
+        #expect(await readUntil(sink) { $0.hasSuffix("warning\n") } == "info 1\ninfo 2\nwarning\n")
+        #expect(ContinuousClock.now - started < .seconds(5))
     }
 
-    @Test func aFullBufferIsWrittenWithoutWaitingAndFlushWritesTheRest() throws {
+    @Test(arguments: [true, false])
+    func aFullBufferIsWrittenWithoutWaitingAndFlushWritesTheRest(nonBlocking: Bool) async throws {
         let sink = try Sink()
+        if nonBlocking { _ = fcntl(sink.write, F_SETFL, fcntl(sink.write, F_GETFL) | O_NONBLOCK) }
         let output = LogOutput(descriptor: sink.write, flushInterval: .seconds(60), flushBytes: 1_000)
         let line = String(repeating: "x", count: 99) + "\n"
         for _ in 0..<15 { output.write(line, urgent: false) }
-        #expect(sink.text.count == 1_000, "the first 1,000 bytes went out when the buffer filled")
+        if nonBlocking { #expect(sink.text.count == 1_000, "the first 1,000 bytes went out when the buffer filled") }
+        // On a blocking output the background writer takes what is buffered when it runs: 1,000 bytes or more.
+        #expect(
+            await readUntil(sink) { $0.count >= 1_000 }.count >= 1_000, "the first 1,000 bytes, without the interval")
         output.flush()
         #expect(sink.text.count == 1_500, "flush writes what was still buffered")
+    }
+
+    /// A blocking output whose reader stalls (a log collector that stops reading): the threads that log go on, the
+    /// background writer waits, and every line arrives when the reader resumes.
+    @Test func aStalledBlockingOutputHoldsUpNoThreadThatLogs() async throws {
+        let sink = try Sink()
+        _ = fcntl(sink.write, 1031 /* F_SETPIPE_SZ */, 4_096)
+        let output = LogOutput(descriptor: sink.write, flushInterval: .milliseconds(20), flushBytes: 1_024)
+        let lines = (0..<100).map { "line \($0) " + String(repeating: "z", count: 90) + "\n" } + ["warning\n"]
+        let finished = Mutex(false)
+        let logging = Thread {
+            for line in lines.dropLast() { output.write(line, urgent: false) }
+            output.write(lines.last!, urgent: true)
+            finished.withLock { $0 = true }
+        }
+        logging.start()
+        try await Task.sleep(for: .milliseconds(1_500))
+        #expect(finished.withLock { $0 }, "10 KB logged into a 4 KB pipe nobody reads held up the thread that logged")
+        let expected = lines.joined()
+        #expect(
+            await readUntil(sink) { $0.utf8.count >= expected.utf8.count } == expected, "every line, whole, in order")
+    }
+
+    /// A line longer than the pipe holds is cut by the full output: its rest is written before the next line.
+    @Test func aLineCutByAFullOutputIsFinishedBeforeTheNextOne() async throws {
+        let sink = try fullableSink()
+        let output = LogOutput(
+            descriptor: sink.write, flushInterval: .seconds(60), flushBytes: 1_024, stallLimit: .milliseconds(100))
+        let long = "long " + String(repeating: "q", count: 6_000) + "\n"
+        output.write(long, urgent: true)
+        output.write("next\n", urgent: true)
+        #expect(await readUntil(sink) { $0.hasSuffix("next\n") } == long + "next\n")
+    }
+
+    /// While the output takes nothing, what is buffered and what the writer holds stay within the bound together.
+    @Test func theBufferAndWhatTheWriterHoldsStayWithinTheBound() async throws {
+        let sink = try fullableSink()
+        let bound = 8_192
+        let output = LogOutput(
+            descriptor: sink.write, flushInterval: .milliseconds(10), flushBytes: 1_024, maxBufferedBytes: bound,
+            stallLimit: .milliseconds(200))
+        var most = 0
+        for i in 0..<3_000 {
+            output.write("line \(i) " + String(repeating: "z", count: 90) + "\n", urgent: i % 50 == 0)
+            most = max(most, output.bufferedBytes)
+            if i % 10 == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        // The bound, and at most one line that reports the lines dropped (put back when it was cut).
+        #expect(most <= bound + 300, "\(most) bytes held with a bound of \(bound)")
+        // The reader resumes and takes everything, the report of the dropped lines last.
+        _ = await readUntil(sink) { _ in output.bufferedBytes == 0 }
+        #expect(output.bufferedBytes == 0)
+        let text = sink.text  // what the writer wrote after the last read, too
+        #expect(text.hasSuffix("\n") && text.contains("log.dropped_lines"))
     }
 
     /// An output that takes nothing for a while (a non-blocking pipe whose reader is slow) is waited for, not
