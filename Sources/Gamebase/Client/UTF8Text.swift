@@ -11,17 +11,24 @@ package enum UTF8Text {
         bytes.withUnsafeBufferPointer { string(validating: $0) }
     }
 
-    /// `true` when `bytes` are valid UTF-8.
+    /// `true` when `bytes` are valid UTF-8; ASCII is answered without building a string.
     package static func isValid(_ bytes: [UInt8]) -> Bool {
-        bytes.withUnsafeBufferPointer { string(validating: $0) != nil }
+        bytes.withUnsafeBufferPointer { isASCII($0) || repairedUnchanged($0) != nil }
     }
 
     private static func string(validating buffer: UnsafeBufferPointer<UInt8>) -> String? {
+        isASCII(buffer) ? String(decoding: buffer, as: UTF8.self) : repairedUnchanged(buffer)
+    }
+
+    private static func isASCII(_ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
         var bits: UInt8 = 0
         for byte in buffer { bits |= byte }
+        return bits < 0x80
+    }
+
+    /// Repair replaces each invalid sequence with U+FFFD, so valid input is the only input it returns unchanged.
+    private static func repairedUnchanged(_ buffer: UnsafeBufferPointer<UInt8>) -> String? {
         let decoded = String(decoding: buffer, as: UTF8.self)
-        if bits < 0x80 { return decoded }
-        // Repair replaces each invalid sequence with U+FFFD, so valid input is the only input it returns unchanged.
         return decoded.utf8.elementsEqual(buffer) ? decoded : nil
     }
 }

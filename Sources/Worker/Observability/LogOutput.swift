@@ -20,8 +20,9 @@ import Synchronization
 /// that may wait are a background writer's, on its own queue. A thread that logs writes itself only to a
 /// non-blocking output that is free and was taking data; what cannot be written is put back at the front of the
 /// buffer, so a line half written is finished first, never cut. The buffer, with what the writer holds, stays
-/// within ``maxBufferedBytes``: while it is full, new lines are dropped, and a warning line says how many once the
-/// output takes data again. At exit the flush waits for the output as long as it takes.
+/// within ``maxBufferedBytes`` (and one line reporting drops): while it is full, new lines are dropped, and a warning
+/// line says how many once everything before them is out. At exit the flush waits for a blocking output as long as
+/// it takes, for a non-blocking one up to ``stallLimit``.
 public final class LogOutput: Sendable {
     /// Standard output, flushed within 50 ms.
     public static let standardOutput = LogOutput(descriptor: STDOUT_FILENO)
