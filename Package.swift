@@ -6,14 +6,21 @@ let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
+// The module graph (docs/architecture.md): the core (Fulfilment) owns every port and links no NIO, no SQL driver and
+// no librdkafka; adapters (Ledger, GamebaseHTTP, Kafka) and the engine depend on it; the composition root (App) and
+// the surfaces (Lookup, Console, EventTail) sit outside; the development tools (simulators, the mock cluster, demo,
+// bench) are linked by `iap-dev` and the tests only. `scripts/check-imports.py` keeps the arrows pointing this way.
 let package = Package(
     name: "iap-worker",
     platforms: [.macOS(.v15)],
     products: [
+        /// What an operator deploys: run, reprocess, reconcile, ledger, find, events, check-config.
         .executable(name: "iap-worker", targets: ["iap-worker"]),
+        /// The development tooling: demo, bench, dev-kafka, gamebase-sim. Not in the image.
+        .executable(name: "iap-dev", targets: ["iap-dev"]),
         // For the fuzz targets, a package of their own in FuzzTesting/ that depends on this one by path (so that a
         // build of this package never links them). Not an API for other packages.
-        .library(name: "IAPFuzzable", targets: ["Fulfilment", "Gamebase", "Ledger"]),
+        .library(name: "IAPFuzzable", targets: ["Wire", "Fulfilment", "Gamebase", "Ledger"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
@@ -37,11 +44,46 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
     ],
     targets: [
+        // MARK: The core and its ports
+
+        /// The hand-written JSON, UTF-8, decimal and RFC 3339 readers and writers (Foundation only).
+        .target(name: "Wire", swiftSettings: strictSettings),
+        /// The Gamebase port: the API protocol, its models, result codes, errors and retry policy (Foundation only).
+        .target(name: "Gamebase", dependencies: ["Wire"], swiftSettings: strictSettings),
+        /// The core: purchase messages, the consume flow, events, and every port it sees (ledger roles, event
+        /// publisher, purchase and dead-letter sources, clock, status).
+        .target(
+            name: "Fulfilment",
+            dependencies: [
+                "Gamebase",
+                "Wire",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        /// The engine and the background services (sweeper, reconciler, retention, reprocess) over the core's ports
+        /// and an injected clock.
+        .target(
+            name: "Engine",
+            dependencies: [
+                "Fulfilment",
+                "Gamebase",
+                "Wire",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+
+        // MARK: Adapters
+
         .systemLibrary(
             name: "CRdKafka",
             pkgConfig: "rdkafka",
             providers: [.apt(["librdkafka-dev"]), .brew(["librdkafka"])]
         ),
+        /// Swift over librdkafka: consumer, producer, configuration, errors, statistics.
         .target(
             name: "Kafka",
             dependencies: [
@@ -51,9 +93,12 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        /// The Gamebase port's HTTP/1 client over SwiftNIO.
         .target(
-            name: "Gamebase",
+            name: "GamebaseHTTP",
             dependencies: [
+                "Gamebase",
+                "Wire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -63,46 +108,12 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        .target(
-            name: "GamebaseSimulator",
-            dependencies: [
-                "Gamebase",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOFoundationCompat", package: "swift-nio"),
-            ],
-            swiftSettings: strictSettings
-        ),
-        .target(
-            name: "Lookup",
-            dependencies: [
-                "Fulfilment",
-                "Gamebase",
-            ],
-            swiftSettings: strictSettings
-        ),
-        .target(
-            name: "Console",
-            dependencies: [
-                "Fulfilment",
-                "Gamebase",
-                "Lookup",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: strictSettings
-        ),
+        /// The ledger's SQL stores (SQLite through GRDB, PostgreSQL through postgres-nio): each plays every role.
         .target(
             name: "Ledger",
             dependencies: [
                 "Fulfilment",
-                "Lookup",
+                "Wire",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -113,24 +124,47 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+
+        // MARK: Surfaces for people
+
+        /// `find`: which id is which, purchase timelines, the read-only Gamebase comparison (over the history role).
+        .target(name: "Lookup", dependencies: ["Fulfilment", "Gamebase", "Wire"], swiftSettings: strictSettings),
+        /// The operator console: pages over the history role and the worker's status.
         .target(
-            name: "Fulfilment",
+            name: "Console",
             dependencies: [
+                "Fulfilment",
                 "Gamebase",
+                "Lookup",
+                "Wire",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),
+        /// `events tail`: the worker's own topics, read without a group.
         .target(
-            name: "Worker",
+            name: "EventTail", dependencies: ["Kafka", "Fulfilment", "Gamebase", "Wire"], swiftSettings: strictSettings),
+
+        // MARK: The composition root and the executables
+
+        /// Configuration, the Kafka adapters of the ports, metrics, logs, the admin server and the composition root.
+        .target(
+            name: "App",
             dependencies: [
+                "Engine",
+                "Fulfilment",
+                "Gamebase",
+                "GamebaseHTTP",
+                "Ledger",
+                "Kafka",
                 "Console",
                 "Lookup",
-                "Kafka",
-                "Gamebase",
-                "Ledger",
-                "Fulfilment",
+                "Wire",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -139,24 +173,65 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "DequeModule", package: "swift-collections"),
             ],
             swiftSettings: strictSettings
         ),
-        .target(
-            name: "EventTail",
-            dependencies: ["Kafka", "Fulfilment", "Gamebase"],
+        .executableTarget(
+            name: "iap-worker",
+            dependencies: [
+                "App",
+                "Engine",
+                "EventTail",
+                "Fulfilment",
+                "Gamebase",
+                "GamebaseHTTP",
+                "Kafka",
+                "Ledger",
+                "Lookup",
+                "Wire",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSettings
         ),
+
+        // MARK: Development tools (iap-dev and the tests; never the image)
+
+        /// librdkafka's mock cluster (`rdkafka_mock.h`).
+        .target(
+            name: "KafkaTesting",
+            dependencies: ["Kafka", "CRdKafka", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings
+        ),
+        /// The Gamebase API simulator: a Hummingbird server with seeding, latency and fault injection.
+        .target(
+            name: "GamebaseSimulator",
+            dependencies: [
+                "Gamebase",
+                "Wire",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        /// The in-process sandbox (mock cluster, simulator, a worker), the demo and the benchmarks.
         .target(
             name: "Sandbox",
             dependencies: [
+                "App",
                 "Console",
-                "Kafka",
+                "Engine",
+                "Fulfilment",
                 "Gamebase",
+                "GamebaseHTTP",
                 "GamebaseSimulator",
+                "Kafka",
+                "KafkaTesting",
                 "Ledger",
-                "Worker",
+                "Wire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -169,17 +244,18 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .executableTarget(
-            name: "iap-worker",
+            name: "iap-dev",
             dependencies: [
-                "Sandbox",
-                "EventTail",
-                "Kafka",
-                "Gamebase",
-                "GamebaseSimulator",
-                "Ledger",
+                "App",
                 "Fulfilment",
-                "Lookup",
-                "Worker",
+                "Gamebase",
+                "GamebaseHTTP",
+                "GamebaseSimulator",
+                "Kafka",
+                "KafkaTesting",
+                "Ledger",
+                "Sandbox",
+                "Wire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -187,16 +263,33 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        .testTarget(
-            name: "KafkaTests",
-            dependencies: ["Kafka", "CRdKafka", .product(name: "Logging", package: "swift-log")],
+
+        // MARK: Tests. Fast tiers (unit and conformance, run in parallel by `make check`): WireTests, GamebaseTests,
+        // FulfilmentTests, LedgerTests, EngineTests, LookupTests, ConsoleTests, AppTests, EventTailTests.
+        // System and process tiers: KafkaTests, EndToEndTests.
+
+        .target(
+            name: "IAPTestSupport",
+            dependencies: [
+                "Engine",
+                "Fulfilment",
+                "Gamebase",
+                "Ledger",
+                "Wire",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/IAPTestSupport",
             swiftSettings: strictSettings
         ),
+        .testTarget(name: "WireTests", dependencies: ["Wire"], swiftSettings: strictSettings),
         .testTarget(
             name: "GamebaseTests",
             dependencies: [
                 "Gamebase",
+                "GamebaseHTTP",
                 "GamebaseSimulator",
+                "Wire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -207,24 +300,26 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        .target(
-            name: "IAPTestSupport",
+        .testTarget(
+            name: "FulfilmentTests",
             dependencies: [
                 "Fulfilment",
-                "Ledger",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                "Gamebase",
+                "IAPTestSupport",
+                "Wire",
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Tests/IAPTestSupport",
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "LedgerTests",
             dependencies: [
+                "Engine",
                 "Fulfilment",
+                "IAPTestSupport",
                 "Ledger",
                 "Lookup",
-                "IAPTestSupport",
+                "Wire",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -235,27 +330,35 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "FulfilmentTests",
+            name: "EngineTests",
             dependencies: [
+                "Engine",
                 "Fulfilment",
-                "IAPTestSupport",
-                "Ledger",
-                "Lookup",
                 "Gamebase",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                "IAPTestSupport",
+                "Wire",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "WorkerTests",
+            name: "KafkaTests",
+            dependencies: ["Kafka", "KafkaTesting", "CRdKafka", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "AppTests",
             dependencies: [
-                "Worker",
+                "App",
                 "Console",
+                "Engine",
+                "Fulfilment",
+                "Gamebase",
+                "GamebaseHTTP",
+                "IAPTestSupport",
                 "Kafka",
                 "Ledger",
-                "Gamebase",
-                "IAPTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
@@ -265,10 +368,11 @@ let package = Package(
             name: "ConsoleTests",
             dependencies: [
                 "Console",
-                "Sandbox",
                 "Fulfilment",
-                "Lookup",
                 "Gamebase",
+                "IAPTestSupport",
+                "Lookup",
+                "Sandbox",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -279,21 +383,25 @@ let package = Package(
         ),
         .testTarget(
             name: "EventTailTests",
-            dependencies: ["EventTail", "Kafka", "Fulfilment"],
+            dependencies: ["EventTail", "Kafka", "KafkaTesting", "Fulfilment"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "Worker",
-                "Sandbox",
-                "Kafka",
-                "Gamebase",
-                "GamebaseSimulator",
-                "Ledger",
+                "App",
+                "Engine",
                 "Fulfilment",
-                "Lookup",
+                "Gamebase",
+                "GamebaseHTTP",
+                "GamebaseSimulator",
                 "IAPTestSupport",
+                "Kafka",
+                "KafkaTesting",
+                "Ledger",
+                "Lookup",
+                "Sandbox",
+                "Wire",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -2,7 +2,6 @@
 #define IAP_WORKER_CRDKAFKA_SHIM_H
 
 #include <librdkafka/rdkafka.h>
-#include <librdkafka/rdkafka_mock.h>
 
 /// Swift cannot call the variadic rd_kafka_producev(); this fixed-arity wrapper is the only shim.
 /// The payload and key are copied (RD_KAFKA_MSG_F_COPY). On success librdkafka owns `headers`;

@@ -7,15 +7,15 @@ import Synchronization
 /// that stops answering makes a page say so, never hang), and at most ``maxConcurrentReads`` run at once — counted until
 /// each read ends, past its deadline too — so however often the console is asked, the purchase path keeps the ledger's
 /// connections.
-struct BoundedHistoryReader: PurchaseHistoryReader {
-    let base: any PurchaseHistoryReader
+struct BoundedHistoryReader: HistoryLedger {
+    let base: any HistoryLedger
     let timeout: Duration
     let watchdog: DeadlineWatchdog
     private let gate: ConsoleGate
 
     static let maxConcurrentReads = 4
 
-    init(_ base: any PurchaseHistoryReader, timeout: Duration) {
+    init(_ base: any HistoryLedger, timeout: Duration) {
         self.base = base
         self.timeout = timeout
         watchdog = DeadlineWatchdog()

@@ -1,5 +1,6 @@
 import Foundation
 import Fulfilment
+import Wire
 
 /// The frame of every page: the environment's banner, the navigation with the search box, the footer. Server-rendered,
 /// no script at all (the overview reloads itself with a `<meta http-equiv="refresh">`), one stylesheet from this

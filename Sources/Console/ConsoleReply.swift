@@ -1,5 +1,6 @@
 import Foundation
 import Fulfilment
+import Wire
 
 /// A page in both of its forms: HTML for people, JSON for `Accept: application/json`.
 struct ConsoleReply: Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import Fulfilment
 import Gamebase
 import HTTPTypes
 import Hummingbird
@@ -28,12 +29,12 @@ public final class ConsoleServer: Service {
     ///   - reconcileGrace: to say when a sighting will be taken, as `find` does.
     ///   - records: the dead-letter topic, for a record's value when `console.show_payloads` is on.
     public init(
-        configuration: ConsoleConfiguration, reader: any PurchaseHistoryReader, gamebase: (any GamebaseAPI)?,
-        status: any ConsoleStatusSource, reconcileGrace: Duration? = nil, records: (any DeadLetterRecordSource)? = nil,
+        configuration: ConsoleConfiguration, reader: any HistoryLedger, gamebase: (any GamebaseAPI)?,
+        status: any WorkerStatusSource, reconcileGrace: Duration? = nil, records: (any DeadLetterRecordSource)? = nil,
         logger: Logger
     ) {
         self.configuration = configuration
-        let history = OutcomeHistory(start: ConsoleSite.counts(status.consoleStatus()))
+        let history = OutcomeHistory(start: ConsoleSite.counts(status.workerStatus()))
         site = ConsoleSite(
             configuration: configuration, reader: reader, gamebase: gamebase, status: status,
             reconcileGrace: reconcileGrace, history: history, records: records)
@@ -51,7 +52,7 @@ public final class ConsoleServer: Service {
                 // The windows' samples: counts the metrics keep anyway, read every interval.
                 while !Task.isCancelled {
                     do { try await Task.sleep(for: site.history.interval) } catch { return }
-                    site.history.record(ConsoleSite.counts(site.status.consoleStatus()))
+                    site.history.record(ConsoleSite.counts(site.status.workerStatus()))
                 }
             }
             tasks.addTask { [self] in try await serve() }

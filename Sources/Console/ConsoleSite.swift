@@ -3,6 +3,7 @@ import Fulfilment
 import Gamebase
 import Lookup
 import Synchronization
+import Wire
 
 /// What the console's pages are made of: the ledger's read port (every read under a deadline), the worker's status,
 /// and Gamebase for "ask Gamebase now". Knows nothing of HTTP; ``ConsoleServer`` serves it.
@@ -12,7 +13,7 @@ final class ConsoleSite: Sendable {
     let finder: PurchaseFinder
     let reader: BoundedHistoryReader
     let comparer: GamebaseComparer?
-    let status: any ConsoleStatusSource
+    let status: any WorkerStatusSource
     let history: OutcomeHistory
     let records: (any DeadLetterRecordSource)?
     /// One record read from the dead-letter topic at a time, at most four a second (each opens a Kafka reader).
@@ -33,12 +34,12 @@ final class ConsoleSite: Sendable {
     static let pageTimeout: Duration = .seconds(10)
 
     init(
-        configuration: ConsoleConfiguration, reader: any PurchaseHistoryReader, gamebase: (any GamebaseAPI)?,
-        status: any ConsoleStatusSource, reconcileGrace: Duration?, history: OutcomeHistory,
+        configuration: ConsoleConfiguration, reader: any HistoryLedger, gamebase: (any GamebaseAPI)?,
+        status: any WorkerStatusSource, reconcileGrace: Duration?, history: OutcomeHistory,
         records: (any DeadLetterRecordSource)? = nil
     ) {
         self.configuration = configuration
-        let first = status.consoleStatus()
+        let first = status.workerStatus()
         layout = ConsoleLayout(environment: configuration.environment, instance: first.instance, version: first.version)
         self.reader = BoundedHistoryReader(reader, timeout: configuration.ledgerReadTimeout)
         finder = PurchaseFinder(reader: self.reader, reconcileGrace: reconcileGrace)
@@ -49,14 +50,14 @@ final class ConsoleSite: Sendable {
         asking = ConsoleGate(limit: 1, interval: configuration.gamebaseAskInterval)
     }
 
-    static func counts(_ status: ConsoleStatus) -> OutcomeHistory.Counts {
+    static func counts(_ status: WorkerStatus) -> OutcomeHistory.Counts {
         OutcomeHistory.Counts(outcomes: status.outcomes, rejections: status.rejections, deadLetters: status.deadLetters)
     }
 
     // MARK: Overview
 
     func overview() async -> ConsoleReply {
-        let status = status.consoleStatus()
+        let status = status.workerStatus()
         let now = ContinuousClock.now
         let windows = [5, 60].map { history.window(minutes: $0, current: Self.counts(status), at: now) }
         let page = OverviewPage(

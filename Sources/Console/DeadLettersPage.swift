@@ -1,6 +1,7 @@
 import Foundation
 import Fulfilment
 import Lookup
+import Wire
 
 /// The dead letters the ledger recorded, newest first, of one reason or all, each linked to its purchase's timeline,
 /// with the `iap-worker reprocess` commands that re-drive them.

@@ -1,6 +1,7 @@
 import Foundation
 import Fulfilment
 import Lookup
+import Wire
 
 /// The search, purchase-timeline and user's-purchases pages: what `iap-worker find` finds (the same
 /// ``PurchaseFinder``), as HTML; the JSON is `find --json`'s (docs/schemas/find-output.schema.json).

@@ -1,5 +1,6 @@
 import Foundation
 import Fulfilment
+import Wire
 
 /// The overview: throughput and outcomes over the last 5 and 60 minutes, what is in flight and behind, the circuit,
 /// the ledger and the configuration as `/readyz` sees them, unconsumed grants, dead letters, the last reconciliation.
@@ -17,7 +18,7 @@ struct OverviewPage: Encodable, Sendable {
 
     var generatedAt: Date
     var environment: String
-    var status: ConsoleStatus
+    var status: WorkerStatus
     var windows: [OutcomeHistory.Window]
     var recordedDeadLetters: RecordedDeadLetters
 

@@ -3,6 +3,7 @@ import Foundation
 import Fulfilment
 import Gamebase
 import Lookup
+import Wire
 
 /// A dead-lettered record's value as the console shows it, failing closed: a JSON value (at most ``maxJSONBytes``,
 /// nested at most ``maxDepth``) pretty-printed with the value of every key naming a token, secret, password or

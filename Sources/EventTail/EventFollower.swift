@@ -1,5 +1,6 @@
 import Fulfilment
 import Kafka
+import Wire
 
 /// Follows the worker's three output topics without a consumer group: every partition is assigned directly
 /// (``KafkaConsumer/assign(_:)``), nothing is committed, so the workers' group never sees it.

@@ -1,6 +1,7 @@
 import Fulfilment
 import Gamebase
 import Kafka
+import Wire
 
 extension TailEvent {
     /// Reads a record of one of the worker's topics; `nil` for a record of another topic.

@@ -1,4 +1,5 @@
 import Fulfilment
+import Wire
 
 /// The lines `events tail` prints: one readable line, or one JSON object, per event.
 ///

@@ -19,6 +19,15 @@ public protocol GamebaseAPI: Sendable {
     func probe(transactionID: GamebaseTransactionID) async -> GamebaseProbeVerdict
 }
 
+/// The names of the API's calls, as metrics and logs label them (`iap_gamebase_requests_total{api}`).
+public enum GamebaseAPIName {
+    public static let paymentTransaction = "payment_transaction"
+    public static let consume = "consume"
+    public static let consumable = "consumable"
+    /// Health probes: a Get Payment Transaction call for a token that cannot exist.
+    public static let healthProbe = "health_probe"
+}
+
 /// The `X-TCGB-Transaction-Id` of one logical operation, reused across its retries.
 public struct GamebaseTransactionID: Hashable, Sendable, CustomStringConvertible {
     public let value: String

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import NIOCore
 import NIOFoundationCompat
+import Wire
 
 /// The simulator's own endpoints (not part of Gamebase):
 /// - `POST /admin/payments`: a JSON array of payments to add;

@@ -3,6 +3,7 @@ import Gamebase
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import Wire
 
 /// Answers requests as Gamebase does: HTTP 200 with the JSON envelope for every outcome (contract §3.2).
 struct SimulatorResponder: Sendable {
@@ -32,9 +33,9 @@ struct SimulatorResponder: Sendable {
         let route = parts[4...].joined(separator: "/")
         let api: String
         switch (request.method, route) {
-        case (.get, "payment/transaction"): api = GamebaseClient.paymentTransactionAPI
-        case (.post, "consume"): api = GamebaseClient.consumeAPI
-        case (.post, "consumable"): api = GamebaseClient.consumableAPI
+        case (.get, "payment/transaction"): api = GamebaseAPIName.paymentTransaction
+        case (.post, "consume"): api = GamebaseAPIName.consume
+        case (.post, "consumable"): api = GamebaseAPIName.consumable
         default: return reply.failure(.undefinedAPI, "undefined API")
         }
         state.countCall(api)
@@ -48,7 +49,7 @@ struct SimulatorResponder: Sendable {
         if let fault = injectedFault(faults, reply: reply) { return fault }
 
         switch api {
-        case GamebaseClient.paymentTransactionAPI:
+        case GamebaseAPIName.paymentTransaction:
             guard let token = request.uri.queryParameters["accessToken"].map(String.init), !token.isEmpty else {
                 return reply.failure(.missingParameter, "accessToken is required")
             }
@@ -60,7 +61,7 @@ struct SimulatorResponder: Sendable {
             }
             return reply.success(json: transaction)
 
-        case GamebaseClient.consumeAPI:
+        case GamebaseAPIName.consume:
             guard let body: ConsumeBody = try await decodeBody(request, reply: &reply) else { return reply.response! }
             guard let seq = body.paymentSeq, !seq.isEmpty, let token = body.accessToken, !token.isEmpty else {
                 return reply.failure(.missingParameter, "paymentSeq and accessToken are required")

@@ -89,7 +89,7 @@ public struct KafkaError: Error, CustomStringConvertible, Sendable {
         )
     }
 
-    static func from(
+    package static func from(
         _ err: rd_kafka_resp_err_t, code: Code, context: String? = nil, file: String = #fileID, line: UInt = #line
     ) -> KafkaError {
         let rd = RDKafkaErrorCode(err)
@@ -104,7 +104,7 @@ public struct RDKafkaErrorCode: RawRepresentable, Hashable, Sendable, CustomStri
     public init(rawValue: Int32) { self.rawValue = rawValue }
     init(_ err: rd_kafka_resp_err_t) { self.rawValue = err.rawValue }
 
-    var cValue: rd_kafka_resp_err_t { rd_kafka_resp_err_t(rawValue: rawValue) }
+    package var cValue: rd_kafka_resp_err_t { rd_kafka_resp_err_t(rawValue: rawValue) }
 
     public static let noError = RDKafkaErrorCode(RD_KAFKA_RESP_ERR_NO_ERROR)
     public static let partitionEOF = RDKafkaErrorCode(RD_KAFKA_RESP_ERR__PARTITION_EOF)

@@ -1,6 +1,6 @@
 import Foundation
 import Fulfilment
-import Gamebase
+import Wire
 
 /// Encodings shared by both stores.
 enum LedgerCoding {

@@ -21,7 +21,7 @@ public enum LedgerStores {
     public static func withStore<T: Sendable>(
         url: String, logger: Logger, migrate: Bool = true, maxConnections: Int = 20,
         connectRetry: LedgerConnectRetry = .once, convertsToIncrementalVacuum: Bool = false,
-        _ body: @Sendable (any LedgerStore) async throws -> T
+        _ body: @Sendable (any SQLLedgerStore) async throws -> T
     ) async throws -> T {
         switch try LedgerURL(url) {
         case .sqlite(let path):

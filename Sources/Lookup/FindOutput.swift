@@ -1,5 +1,6 @@
 import Foundation
 import Fulfilment
+import Wire
 
 /// `iap-worker find --json`: the documented shape (docs/schemas/find-output.schema.json). Times are RFC 3339 in UTC
 /// with milliseconds; no token, key or payload ever appears.

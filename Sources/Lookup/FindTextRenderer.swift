@@ -1,5 +1,6 @@
 import Foundation
 import Fulfilment
+import Wire
 
 /// `iap-worker find`'s text: a heading per purchase, then its timeline, one line per fact.
 public enum FindTextRenderer {

@@ -1,6 +1,7 @@
 import Foundation
 import Fulfilment
 import Gamebase
+import Wire
 
 /// Asks Gamebase, read-only, what it says of purchases: Get Payment Transaction with the grant's token, and List
 /// Consumables for the user when the ledger holds no token (never Consume).

@@ -8,11 +8,11 @@ import Fulfilment
 /// `<topic>/<partition>/<offset>:consume-failed` for a malformed message); otherwise the first of paymentSeq, store
 /// payment id and userId under which the ledger holds anything. A caller that knows says so.
 public struct PurchaseFinder: Sendable {
-    public let reader: any PurchaseHistoryReader
+    public let reader: any HistoryLedger
     /// The reconciler's grace, to say when a sighting will be taken.
     public var reconcileGrace: Duration?
 
-    public init(reader: any PurchaseHistoryReader, reconcileGrace: Duration? = nil) {
+    public init(reader: any HistoryLedger, reconcileGrace: Duration? = nil) {
         self.reader = reader
         self.reconcileGrace = reconcileGrace
     }

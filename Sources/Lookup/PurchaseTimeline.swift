@@ -1,5 +1,6 @@
 import Foundation
 import Fulfilment
+import Wire
 
 /// One line of a purchase's story: when, where it came from, what happened.
 public struct TimelineEntry: Sendable, Hashable, Codable {

@@ -1,14 +1,17 @@
 import Console
 import Foundation
 import Gamebase
+import GamebaseHTTP
 import GamebaseSimulator
 import Kafka
+import KafkaTesting
+import Engine
 import Fulfilment
 import Ledger
 import Logging
 import ServiceLifecycle
 import UnixSignals
-import Worker
+import App
 
 /// `iap-worker demo`: the real worker engine on a mixed batch in a sandbox, then a summary.
 public enum Demo {
@@ -58,7 +61,8 @@ public enum Demo {
                     interval: .seconds(2), grace: .seconds(3), lookback: .seconds(3_600), maxCallsPerSecond: 50)
                 return configuration
             }()
-            return try await LedgerStores.withStore(url: configuration.ledgerURL, logger: logger) { ledger in
+            return try await LedgerStores.withStore(url: configuration.ledgerURL, logger: logger) { store in
+                let ledger = store.roles
                 let metrics = WorkerMetrics()
                 let gamebase = GamebaseClient(
                     configuration: configuration.gamebaseConfiguration, logger: logger,
@@ -102,7 +106,7 @@ public enum Demo {
     /// Injects the fault burst, waits until every message has an outcome and every grant is consumed, then
     /// reads the output topics and the ledger.
     static func observe(
-        batch: DemoBatch, sandbox: Sandbox, parts: WorkerApplication.Parts, ledger: any LedgerStore, options: Options,
+        batch: DemoBatch, sandbox: Sandbox, parts: WorkerApplication.Parts, ledger: LedgerRoles, options: Options,
         started: ContinuousClock.Instant, logger: Logger
     ) async throws -> DemoReport {
         let fed = batch.records.count
@@ -135,11 +139,11 @@ public enum Demo {
             try await Task.sleep(for: .milliseconds(100))
         }
         // Consumes that failed after their grant are finished by the sweeper.
-        var stats = try await ledger.stats()
+        var stats = try await ledger.admin.stats()
         let sweepDeadline = ContinuousClock.now + .seconds(30)
         while stats.granted > 0 || stats.unpublishedEvents > 0, ContinuousClock.now < sweepDeadline {
             try await Task.sleep(for: .milliseconds(200))
-            stats = try await ledger.stats()
+            stats = try await ledger.admin.stats()
         }
         let elapsed = ContinuousClock.now - started
         let records = try await TopicReader.readAll(

@@ -2,6 +2,7 @@ import Foundation
 import Kafka
 import Fulfilment
 import Ledger
+import Wire
 
 /// What the demo saw, and its readable summary.
 public struct DemoReport: Sendable {

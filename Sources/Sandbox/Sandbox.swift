@@ -1,10 +1,12 @@
 import Foundation
 import Gamebase
+import GamebaseHTTP
 import GamebaseSimulator
 import Kafka
+import KafkaTesting
 import Logging
 import ServiceLifecycle
-import Worker
+import App
 
 /// Everything a worker needs, inside one process and without configuration: librdkafka's mock cluster, the
 /// Gamebase simulator on a loopback port and a temporary folder for a SQLite ledger. The demo and the

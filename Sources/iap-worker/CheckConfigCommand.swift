@@ -1,11 +1,12 @@
 import ArgumentParser
 import Foundation
 import Gamebase
+import GamebaseHTTP
 import Kafka
 import Fulfilment
 import Ledger
 import Logging
-import Worker
+import App
 
 struct CheckConfigCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -6,7 +6,7 @@ import Kafka
 import Logging
 import ServiceLifecycle
 import UnixSignals
-import Worker
+import App
 
 struct EventsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -2,10 +2,13 @@ import ArgumentParser
 import Foundation
 import Fulfilment
 import Gamebase
+import GamebaseHTTP
 import Ledger
 import Logging
 import Lookup
-import Worker
+import App
+import Engine
+import Wire
 
 struct FindCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -75,9 +78,7 @@ struct FindCommand: AsyncParsableCommand {
                 url: ledgerURL, logger: logger, migrate: false, maxConnections: 2
             ) {
                 store -> [FindResult] in
-                guard let reader = store as? any PurchaseHistoryReader else {
-                    throw LedgerError(code: .configuration, message: "this ledger cannot be searched")
-                }
+                let reader = store.roles.history
                 let finder = PurchaseFinder(reader: reader, reconcileGrace: grace)
                 var results: [FindResult] = []
                 for (id, kind) in queries {

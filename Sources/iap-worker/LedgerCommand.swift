@@ -3,7 +3,7 @@ import Foundation
 import Fulfilment
 import Ledger
 import Logging
-import Worker
+import App
 
 struct LedgerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -2,9 +2,12 @@ import ArgumentParser
 import Foundation
 import Fulfilment
 import Gamebase
+import GamebaseHTTP
 import Ledger
 import Logging
-import Worker
+import App
+import Engine
+import Wire
 
 struct ReconcileCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -46,8 +49,8 @@ struct ReconcileCommand: AsyncParsableCommand {
             let gamebase = GamebaseClient(configuration: configuration.gamebaseConfiguration, logger: logger)
             do {
                 // Every ledger call under the daemon's deadline: a ledger that does not answer ends the pass (exit 2).
-                let report = try await Reconciler.runOnce(
-                    configuration: configuration, ledger: DeadlineLedgerStore(ledger), gamebase: gamebase, users: users,
+                let report = try await WorkerApplication.reconcileOnce(
+                    configuration: configuration, ledger: ledger.roles, gamebase: gamebase, users: users,
                     dryRun: dryRun, logger: logger)
                 try? await gamebase.shutdown()
                 return report

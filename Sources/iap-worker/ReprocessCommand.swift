@@ -2,9 +2,11 @@ import ArgumentParser
 import Foundation
 import Fulfilment
 import Gamebase
+import GamebaseHTTP
 import Ledger
 import Logging
-import Worker
+import App
+import Engine
 
 struct ReprocessCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -44,14 +46,20 @@ struct ReprocessCommand: AsyncParsableCommand {
         let configuration = try await WorkerConfiguration.load(configFile: configFile)
         LoggingSetup.bootstrap(format: .text, level: .warning)
         let logger = Logger(label: "iap-worker.reprocess")
-        let options = Reprocessor.Options(reason: reason, limit: limit, dryRun: dryRun, idle: .seconds(idleSeconds))
-        let report = try await LedgerStores.withStore(url: configuration.ledgerURL, logger: logger) { ledger in
+        let options = Reprocessor.Options(
+            reason: reason, limit: limit, dryRun: dryRun,
+            announce: { line in
+                print(line)
+                fflushStandardOutput()
+            })
+        let idle = Duration.seconds(idleSeconds)
+        let report = try await LedgerStores.withStore(url: configuration.ledgerURL, logger: logger) { store in
             let gamebase = GamebaseClient(configuration: configuration.gamebaseConfiguration, logger: logger)
             // Every ledger call under the same deadline as the daemon's: a ledger that does not answer ends the run.
-            let reprocessor = Reprocessor(
-                configuration: configuration, ledger: DeadlineLedgerStore(ledger), gamebase: gamebase, logger: logger)
             do {
-                let report = try await reprocessor.run(options)
+                let report = try await WorkerApplication.reprocess(
+                    configuration: configuration, ledger: store.roles, gamebase: gamebase, options: options, idle: idle,
+                    logger: logger)
                 try? await gamebase.shutdown()
                 return report
             } catch {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Logging
-import Worker
+import App
 
 #if canImport(Glibc)
     import Glibc

@@ -14,7 +14,7 @@ import Synchronization
 import Testing
 
 /// A ledger read port holding one user's purchase, or one that never answers (a database that stopped talking).
-struct FakeReader: PurchaseHistoryReader {
+struct FakeReader: HistoryLedger {
     static let seq = "seq-<b>1</b>"
     static let user = "user-\u{202E}evil"
     static let token = "tok-SECRET-purchase-token-1"
@@ -71,11 +71,11 @@ struct FakeReader: PurchaseHistoryReader {
     }
 }
 
-struct FakeStatus: ConsoleStatusSource {
+struct FakeStatus: WorkerStatusSource {
     var outcomes: [String: Int] = ["granted": 3]
 
-    func consoleStatus() -> ConsoleStatus {
-        ConsoleStatus(
+    func workerStatus() -> WorkerStatus {
+        WorkerStatus(
             version: "test", instance: "test-instance", ready: true, readiness: "ok", live: true, liveness: "ok",
             circuitOpen: false, ledgerReachable: true, stoppedBy: nil, inFlight: 2,
             consumerLag: [.init(topic: "purchase.completed", partition: 0, lag: 5)], unconsumedGrants: 1,

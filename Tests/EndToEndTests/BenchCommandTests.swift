@@ -1,4 +1,5 @@
 import Foundation
+import GamebaseHTTP
 import Testing
 
 /// The benchmark commands measure; these tests only check that they run and report what they promise.

@@ -3,7 +3,7 @@ import Gamebase
 import GamebaseSimulator
 import Kafka
 import Testing
-import Worker
+import App
 
 /// The worker's real events, from a mixed run on the mock cluster, read by a consumer no one here wrote: the
 /// official CloudEvents Python SDK (PyPI `cloudevents`), with every `data` validated against docs/schemas.

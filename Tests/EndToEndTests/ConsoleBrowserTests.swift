@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Console
+import Engine
 import Foundation
 import Gamebase
 import GamebaseSimulator
@@ -9,7 +10,7 @@ import NIOHTTP1
 import PostgresNIO
 import Sandbox
 import Testing
-import Worker
+import App
 
 /// The operator console as an on-call engineer uses it: the real worker (mock cluster, the simulator over HTTP, a
 /// PostgreSQL ledger) over a mixed workload, its console driven by a real headless Chromium (Debian's, through

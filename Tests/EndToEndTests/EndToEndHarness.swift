@@ -1,14 +1,16 @@
 import Foundation
 import Fulfilment
 import Gamebase
+import GamebaseHTTP
 import GamebaseSimulator
 import IAPTestSupport
 import Kafka
+import KafkaTesting
 import Ledger
 import Logging
 import ServiceLifecycle
 import Synchronization
-import Worker
+import App
 
 /// A whole system in one process: librdkafka's mock cluster, the Gamebase simulator over HTTP, a real ledger,
 /// and workers built by the same composition root as `iap-worker run`.
@@ -73,7 +75,8 @@ struct EndToEndSystem: Sendable {
     func withWorker<T: Sendable>(
         _ configuration: WorkerConfiguration, _ body: @Sendable (WorkerApplication.Parts) async throws -> T
     ) async throws -> T {
-        try await LedgerStores.withStore(url: configuration.ledgerURL, logger: Self.logger) { ledger in
+        try await LedgerStores.withStore(url: configuration.ledgerURL, logger: Self.logger) { store in
+            let ledger = store.roles
             let metrics = WorkerMetrics()
             let gamebase = GamebaseClient(
                 configuration: configuration.gamebaseConfiguration, logger: Self.logger,

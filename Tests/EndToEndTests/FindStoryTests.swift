@@ -1,13 +1,16 @@
+import Engine
 import Foundation
 import Fulfilment
 import Gamebase
+import GamebaseHTTP
 import GamebaseSimulator
 import IAPTestSupport
 import Kafka
+import KafkaTesting
 import Ledger
 import Lookup
 import Testing
-import Worker
+import App
 
 /// Every kind of purchase story, made by the real worker (mock cluster, the simulator over HTTP, a real ledger), then
 /// found by every id it has — as `iap-worker find` (the executable, text and `--json`) and through the finder the
@@ -146,7 +149,7 @@ struct FindStoryTests {
     static func kinds(_ purchase: PurchaseTimeline) -> [String] { purchase.entries.map(\.kind.rawValue) }
 
     struct OpenReader: Sendable {
-        let reader: any PurchaseHistoryReader
+        let reader: any HistoryLedger
         let close: @Sendable () -> Void
     }
 
@@ -171,7 +174,7 @@ struct FindStoryTests {
                 let g1 = try await ledger.grant(paymentSeq: "g1")
                 let st3 = try await ledger.grant(paymentSeq: "st3")
                 let cf5 = try await ledger.grant(paymentSeq: "cf5")
-                let reader = try #require(ledger as? any PurchaseHistoryReader)
+                let reader = try #require(ledger as? any HistoryLedger)
                 let dl4 = try await reader.history(paymentSeq: "dl4").deadLetters
                 let m6 = try await reader.history(paymentSeq: "m6").deadLetters
                 let c8 = try await ledger.rejections(paymentSeq: "c8")
@@ -181,7 +184,7 @@ struct FindStoryTests {
             }
             try await system.produce([(key: "u1", value: EndToEndSystem.message("g1", user: "u1"))])
             try await Self.until(system, "the duplicate is counted") {
-                try await ($0 as? any PurchaseHistoryReader)?.history(paymentSeq: "g1").grantDuplicates == 1
+                try await ($0 as? any HistoryLedger)?.history(paymentSeq: "g1").grantDuplicates == 1
             }
         }
         // Reconciliation finds r2, which no message reported; reprocess re-drives dl4 once Gamebase takes its token.
@@ -196,18 +199,18 @@ struct FindStoryTests {
         try await LedgerStores.withStore(url: configuration.ledgerURL, logger: EndToEndSystem.logger) { ledger in
             let client = GamebaseClient(
                 configuration: configuration.gamebaseConfiguration, logger: EndToEndSystem.logger)
-            let report = try await Reconciler.runOnce(
-                configuration: reconciling, ledger: ledger, gamebase: client, users: ["u2"], dryRun: false,
+            let report = try await WorkerApplication.reconcileOnce(
+                configuration: reconciling, ledger: ledger.roles, gamebase: client, users: ["u2"], dryRun: false,
                 logger: EndToEndSystem.logger)
             #expect(report.outcomes[.granted] == 1)
-            let reprocessed = try await Reprocessor(
-                configuration: configuration, ledger: ledger, gamebase: client, logger: EndToEndSystem.logger
-            ).run(.init(reason: "gamebase_unavailable", idle: .seconds(10)))
+            let reprocessed = try await WorkerApplication.reprocess(
+                configuration: configuration, ledger: ledger.roles, gamebase: client,
+                options: .init(reason: "gamebase_unavailable"), idle: .seconds(10), logger: EndToEndSystem.logger)
             #expect(reprocessed.outcomes["gamebase_unavailable"]?["granted"] == 1)
             try? await client.shutdown()
         }
         let url = configuration.ledgerURL
-        let opened = Shared<(any LedgerStore)?>(nil)
+        let opened = Shared<(any SQLLedgerStore)?>(nil)
         let task = Task {
             try await LedgerStores.withStore(url: url, logger: EndToEndSystem.logger, migrate: false) { store in
                 opened.withLock { $0 = store }
@@ -215,13 +218,13 @@ struct FindStoryTests {
             }
         }
         while opened.value == nil { try await Task.sleep(for: .milliseconds(20)) }
-        let reader = try #require(opened.value as? any PurchaseHistoryReader)
+        let reader: any HistoryLedger = try #require(opened.value)
         return OpenReader(reader: reader, close: { task.cancel() })
     }
 
     static func until(
         _ system: EndToEndSystem, _ what: String,
-        _ condition: @escaping @Sendable (any LedgerStore) async throws -> Bool
+        _ condition: @escaping @Sendable (any SQLLedgerStore) async throws -> Bool
     ) async throws {
         try await LedgerStores.withStore(url: system.ledgerURL, logger: EndToEndSystem.logger, migrate: false) {
             ledger in

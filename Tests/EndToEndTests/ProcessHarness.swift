@@ -9,7 +9,8 @@ import NIOHTTP1
 import Glibc
 #endif
 
-/// Runs the built `iap-worker` executable as separate processes, as a user would.
+/// Runs the built executables as separate processes, as a user would: `iap-worker` for the operator's commands,
+/// `iap-dev` for the development tools (`dev-kafka`, `gamebase-sim`, `demo`, `bench`).
 final class ChildProcess: @unchecked Sendable {
     // @unchecked: `process` is only touched through Foundation's thread-safe Process API after start.
     let process: Process
@@ -19,12 +20,23 @@ final class ChildProcess: @unchecked Sendable {
 
     static var executable: String {
         if let path = ProcessInfo.processInfo.environment["IAP_WORKER_BIN"] { return path }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         return root.appendingPathComponent(".build/debug/iap-worker").path
     }
 
-    /// Starts `iap-worker arguments…` (`executable`: another build's, say the previous version's); stdout and stderr
-    /// go to two files in `folder`.
+    /// The development tools' executable.
+    static var devExecutable: String {
+        if let path = ProcessInfo.processInfo.environment["IAP_DEV_BIN"] { return path }
+        return root.appendingPathComponent(".build/debug/iap-dev").path
+    }
+
+    static let devCommands: Set<String> = ["dev-kafka", "gamebase-sim", "demo", "bench"]
+
+    private static var root: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+
+    /// Starts `iap-worker arguments…`, or `iap-dev arguments…` for a development tool (`executable`: another build's,
+    /// say the previous version's); stdout and stderr go to two files in `folder`.
     init(
         _ name: String, _ arguments: [String], environment: [String: String] = [:], folder: URL, executable: String? = nil
     ) throws {
@@ -37,8 +49,10 @@ final class ChildProcess: @unchecked Sendable {
         process = Process()
         // IAP_WORKER_RUN_BIN runs the worker (and reprocess) from another build, say the code before a fix, against
         // this build's dev-kafka and gamebase-sim: how a new test is seen failing on the old code.
-        let underTest = ["run", "reprocess"].contains(arguments.first ?? "")
-        let chosen = underTest ? ProcessInfo.processInfo.environment["IAP_WORKER_RUN_BIN"] ?? Self.executable : Self.executable
+        let command = arguments.first ?? ""
+        let underTest = ["run", "reprocess"].contains(command)
+        let built = Self.devCommands.contains(command) ? Self.devExecutable : Self.executable
+        let chosen = underTest ? ProcessInfo.processInfo.environment["IAP_WORKER_RUN_BIN"] ?? built : built
         process.executableURL = URL(fileURLWithPath: executable ?? chosen)
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment

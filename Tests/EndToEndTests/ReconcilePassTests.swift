@@ -7,7 +7,9 @@ import Ledger
 import Logging
 import Synchronization
 import Testing
-import Worker
+import App
+import Engine
+import GamebaseHTTP
 
 /// One reconciliation pass against the simulator over HTTP and a real ledger: what it takes, when, and what it
 /// leaves alone.
@@ -40,7 +42,7 @@ struct ReconcilePassTests {
 
     struct Harness: Sendable {
         let simulator: GamebaseSimulator
-        let ledger: any LedgerStore
+        let ledger: any SQLLedgerStore
         let processor: PurchaseProcessor
         let publisher: Publisher
         let gamebase: ListFailingGamebase
@@ -48,10 +50,10 @@ struct ReconcilePassTests {
 
         func pass(grace: Duration = .zero, rate: Int = 1_000, interval: Duration = .seconds(60)) -> ReconcilePass {
             ReconcilePass(
-                processor: processor,
+                processor: processor, ledger: ledger,
                 configuration: Reconciler.Configuration(
                     interval: interval, grace: grace, lookback: .seconds(3_600), maxCallsPerSecond: rate),
-                health: health, metrics: WorkerMetrics(), logger: EndToEndSystem.logger)
+                health: health, metrics: RecordingMetrics(), logger: EndToEndSystem.logger)
         }
 
         /// A purchase message processed the usual way: its user is now one the reconciler knows.
@@ -297,10 +299,10 @@ struct ReconcilePassTests {
                 gamebase: h.processor.gamebase, ledger: ledger, publisher: h.publisher,
                 configuration: h.processor.configuration, logger: EndToEndSystem.logger)
             let pass = ReconcilePass(
-                processor: processor,
+                processor: processor, ledger: h.ledger,
                 configuration: Reconciler.Configuration(
                     interval: .seconds(60), grace: .zero, lookback: .seconds(3_600), maxCallsPerSecond: 1_000),
-                health: h.health, metrics: WorkerMetrics(), logger: EndToEndSystem.logger)
+                health: h.health, metrics: RecordingMetrics(), logger: EndToEndSystem.logger)
 
             ledger.refusedUsers.withLock { $0 = ["led-a"] }
             let one = await pass.run(.init())

@@ -2,18 +2,33 @@ import Foundation
 import Fulfilment
 import Synchronization
 
-/// A ledger whose lookups fail for some users: what one user's payments the database refuses look like to a pass.
-final class RefusingLedger: LedgerPassThrough {
-    let base: any LedgerStore
-    /// Users whose rejection lookups fail, as a statement the database refuses would.
+/// A ledger's purchases role whose lookups fail for some users: what one user's payments the database refuses look
+/// like to a pass.
+final class RefusingLedger: PurchaseLedger {
+    let base: any PurchaseLedger
+    /// Users whose lookups fail, as a statement the database refuses would.
     let refusedUsers = Mutex<Set<String>>([])
 
-    init(_ base: any LedgerStore) { self.base = base }
+    init(_ base: any PurchaseLedger) { self.base = base }
 
-    func rejection(_ key: RejectionKey) async throws -> RejectionRecord? {
-        if refusedUsers.withLock({ $0.contains(key.userId) }) {
+    func lookup(_ keys: [RejectionKey]) async throws -> [LedgerLookup] {
+        let refused = refusedUsers.withLock { $0 }
+        if keys.contains(where: { refused.contains($0.userId) }) {
             throw LedgerError(code: .query, message: "refused for the test")
         }
-        return try await base.rejection(key)
+        return try await base.lookup(keys)
     }
+
+    func grant(paymentSeq: String) async throws -> GrantRecord? { try await base.grant(paymentSeq: paymentSeq) }
+    func event(id: String) async throws -> OutboxEvent? { try await base.event(id: id) }
+    func insertGrants(_ writes: [GrantWrite]) async throws -> [GrantInsertResult] {
+        try await base.insertGrants(writes)
+    }
+    func insertRejections(_ writes: [RejectionWrite]) async throws -> [Bool] {
+        try await base.insertRejections(writes)
+    }
+    func recordConsumes(_ records: [ConsumeRecord]) async throws -> [Bool] { try await base.recordConsumes(records) }
+    func markPublished(_ events: [PublishedEvent]) async throws { try await base.markPublished(events) }
+    func recordDuplicates(_ notes: [DuplicateNote]) async throws { try await base.recordDuplicates(notes) }
+    func recordDeadLetter(_ entry: DeadLetterEntry) async throws { try await base.recordDeadLetter(entry) }
 }

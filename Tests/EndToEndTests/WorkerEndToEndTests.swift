@@ -1,3 +1,4 @@
+import Engine
 import Foundation
 import Gamebase
 import GamebaseSimulator
@@ -6,7 +7,7 @@ import Kafka
 import Fulfilment
 import Ledger
 import Testing
-import Worker
+import App
 
 @Suite("The worker end to end, in process", .serialized, .timeLimit(.minutes(4)))
 struct WorkerEndToEndTests {

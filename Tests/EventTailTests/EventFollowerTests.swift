@@ -1,6 +1,7 @@
 import EventTail
 import Foundation
 import Kafka
+import KafkaTesting
 import Logging
 import Synchronization
 import Testing

@@ -2,7 +2,6 @@ import Foundation
 import Fulfilment
 import Gamebase
 import IAPTestSupport
-import Ledger
 import Synchronization
 import Testing
 

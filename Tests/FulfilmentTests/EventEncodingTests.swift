@@ -1,6 +1,5 @@
 import Foundation
 import Fulfilment
-import Ledger
 import Testing
 
 /// The events are written by hand for speed; their `Codable` form is the reference they must match.

@@ -1,7 +1,7 @@
 import Foundation
 import Fulfilment
 import Gamebase
-import Ledger
+import IAPTestSupport
 import Synchronization
 
 /// An in-memory Gamebase for the flow's tests: payments by token, scripted failures, and counts.
@@ -124,8 +124,9 @@ final class RecordingPublisher: EventPublisher {
     }
 }
 
-/// A real ledger that crashes (throws) at a chosen step, once.
-final class CrashingLedger: LedgerPassThrough {
+/// A real ledger's purchases role that crashes (throws) at a chosen step, once. Its other roles are read through
+/// ``base``.
+final class CrashingLedger: PurchaseLedger {
     enum Step: String, CaseIterable, Sendable {
         case insertGrant, markPublished, markConsumed, recordConsumeFailure
     }
@@ -135,11 +136,11 @@ final class CrashingLedger: LedgerPassThrough {
     }
     struct Crash: Error {}
 
-    let base: any LedgerStore
+    let base: any TestLedger
     let crashAt = Mutex<Step?>(nil)
     let refuseAt = Mutex<SupportWrite?>(nil)
 
-    init(_ base: any LedgerStore) { self.base = base }
+    init(_ base: any TestLedger) { self.base = base }
 
     private func maybeCrash(_ step: Step) throws {
         try crashAt.withLock { crash in
@@ -150,24 +151,6 @@ final class CrashingLedger: LedgerPassThrough {
         }
     }
 
-    func insertGrant(_ grant: GrantRecord, event: OutboxEvent) async throws -> GrantInsertResult {
-        // A crash right after the commit: the grant is durable, nothing after it ran.
-        let result = try await base.insertGrant(grant, event: event)
-        try maybeCrash(.insertGrant)
-        return result
-    }
-    func markPublished(eventID: String, at date: Date) async throws {
-        try maybeCrash(.markPublished)
-        try await base.markPublished(eventID: eventID, at: date)
-    }
-    func markConsumed(paymentSeq: String, resultCode: Int, at date: Date) async throws -> Bool {
-        try maybeCrash(.markConsumed)
-        return try await base.markConsumed(paymentSeq: paymentSeq, resultCode: resultCode, at: date)
-    }
-    func recordConsumeFailure(paymentSeq: String, resultCode: Int?) async throws {
-        try maybeCrash(.recordConsumeFailure)
-        try await base.recordConsumeFailure(paymentSeq: paymentSeq, resultCode: resultCode)
-    }
     private func maybeRefuse(_ write: SupportWrite) throws {
         try refuseAt.withLock { refuse in
             if refuse == write {
@@ -176,12 +159,47 @@ final class CrashingLedger: LedgerPassThrough {
             }
         }
     }
+
+    func insertGrants(_ writes: [GrantWrite]) async throws -> [GrantInsertResult] {
+        // A crash right after the commit: the grant is durable, nothing after it ran.
+        let results = try await base.insertGrants(writes)
+        try maybeCrash(.insertGrant)
+        return results
+    }
+
+    func markPublished(_ events: [PublishedEvent]) async throws {
+        try maybeCrash(.markPublished)
+        try await base.markPublished(events)
+    }
+
+    func recordConsumes(_ records: [ConsumeRecord]) async throws -> [Bool] {
+        // A Consume outcome marks its event published in the same transaction: a crash before it is one before both.
+        if records.contains(where: \.consumed) { try maybeCrash(.markConsumed) }
+        if records.contains(where: { !$0.consumed }) { try maybeCrash(.recordConsumeFailure) }
+        if records.contains(where: { $0.publishedEventID != nil }) { try maybeCrash(.markPublished) }
+        return try await base.recordConsumes(records)
+    }
+
     func recordDuplicates(_ notes: [DuplicateNote]) async throws {
         try maybeRefuse(.recordDuplicates)
         try await base.recordDuplicates(notes)
     }
+
     func recordDeadLetter(_ entry: DeadLetterEntry) async throws {
         try maybeRefuse(.recordDeadLetter)
         try await base.recordDeadLetter(entry)
+    }
+
+    func lookup(_ keys: [RejectionKey]) async throws -> [LedgerLookup] { try await base.lookup(keys) }
+    func grant(paymentSeq: String) async throws -> GrantRecord? { try await base.grant(paymentSeq: paymentSeq) }
+    func event(id: String) async throws -> OutboxEvent? { try await base.event(id: id) }
+    func insertRejections(_ writes: [RejectionWrite]) async throws -> [Bool] {
+        try await base.insertRejections(writes)
+    }
+
+    // What the tests read of the other roles.
+    func stats() async throws -> LedgerStats { try await base.stats() }
+    func rejections(paymentSeq: String) async throws -> [RejectionRecord] {
+        try await base.rejections(paymentSeq: paymentSeq)
     }
 }

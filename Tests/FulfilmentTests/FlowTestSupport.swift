@@ -2,7 +2,6 @@ import Foundation
 import Fulfilment
 import Gamebase
 import IAPTestSupport
-import Ledger
 import Logging
 
 /// One flow under test: a fake Gamebase, a recording publisher and a real ledger.
@@ -13,7 +12,7 @@ struct FlowHarness: Sendable {
     let processor: PurchaseProcessor
     var topics: (granted: String, failed: String, dlq: String) { ("iap.item-granted", "iap.consume-failed", "purchase.completed.dlq") }
 
-    init(ledger base: any LedgerStore, rejectTestPurchases: Bool = false) {
+    init(ledger base: any TestLedger, rejectTestPurchases: Bool = false) {
         ledger = CrashingLedger(base)
         var logger = Logger(label: "flow.test")
         logger.logLevel = .critical

@@ -1,6 +1,5 @@
 import Foundation
 import Fulfilment
-import Ledger
 import Synchronization
 import Testing
 

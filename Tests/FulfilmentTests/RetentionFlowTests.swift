@@ -9,7 +9,7 @@ import Testing
 struct RetentionFlowTests {
     /// Prunes every row of `rows`, whatever its age.
     static func pruneAll(_ rows: PrunableRows, _ h: FlowHarness) async throws -> Int {
-        let store = try #require(h.ledger.base as? any LedgerRetention)
+        let store = h.ledger.base
         var total = 0
         while let deleted = try await store.prune(rows, before: Date().addingTimeInterval(3_600), limit: 1_000),
             deleted > 0
@@ -34,7 +34,7 @@ struct RetentionFlowTests {
             #expect(try await Self.pruneAll(.unconfirmedRejections, h) == 1)
             #expect(try await h.ledger.rejections(paymentSeq: "7001").isEmpty)
             // Its published consume-failed event went with it.
-            #expect(try await h.ledger.events(paymentSeq: "7001").isEmpty)
+            #expect(try await h.ledger.base.events(paymentSeq: "7001").isEmpty)
 
             #expect(try await h.process("7001", user: "thief") == .rejected(paymentSeq: "7001", reason: .userMismatch))
             let ids = Self.eventIDs(h)
@@ -52,7 +52,7 @@ struct RetentionFlowTests {
             #expect(try await h.process("7002", user: "thief") == .rejected(paymentSeq: "7002", reason: .userMismatch))
             #expect(try await Self.pruneAll(.publishedOutbox, h) == 2)
             #expect(try await Self.pruneAll(.unconfirmedRejections, h) == 1)
-            #expect(try await h.ledger.events(paymentSeq: "7002").isEmpty)
+            #expect(try await h.ledger.base.events(paymentSeq: "7002").isEmpty)
             #expect(try await h.ledger.grant(paymentSeq: "7002")?.eventPublishedAt != nil)
 
             #expect(try await h.process("7002") == .duplicate(paymentSeq: "7002"))

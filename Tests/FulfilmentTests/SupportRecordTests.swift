@@ -1,8 +1,6 @@
 import Foundation
 import Fulfilment
 import IAPTestSupport
-import Ledger
-import Lookup
 import Synchronization
 import Testing
 
@@ -11,7 +9,7 @@ import Testing
 @Suite("Records for find, written by the flow")
 struct SupportRecordTests {
     static func history(_ h: FlowHarness, _ seq: String) async throws -> PurchaseHistory {
-        try await #require(h.ledger.base as? any PurchaseHistoryReader).history(paymentSeq: seq)
+        try await h.ledger.base.history(paymentSeq: seq)
     }
 
     @Test func duplicatesAreCountedWithTheGrantAndWithTheRejectedMessage() async throws {

@@ -1,7 +1,9 @@
 import Foundation
 import Testing
+import Wire
 
 @testable import Gamebase
+@testable import GamebaseHTTP
 
 /// The client reads Gamebase answers with its own `JSONReader`; these tests hold it to what `JSONDecoder`
 /// reads (and refuses) for the same types, on generated answers and on damaged copies of them.

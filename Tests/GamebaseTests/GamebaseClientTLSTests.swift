@@ -1,4 +1,5 @@
 import Gamebase
+import GamebaseHTTP
 import NIOSSL
 import Testing
 

@@ -1,4 +1,5 @@
 import Gamebase
+import Wire
 import Testing
 
 @Suite struct GamebaseResultCodeTests {

@@ -1,5 +1,6 @@
 import Foundation
 import Gamebase
+import GamebaseHTTP
 import GamebaseSimulator
 import Logging
 import Synchronization

@@ -3,6 +3,7 @@ import NIOHTTP1
 import Testing
 
 @testable import Gamebase
+@testable import GamebaseHTTP
 
 @Suite("HTTP/1.1 connection pool", .timeLimit(.minutes(1)))
 struct HTTP1ConnectionPoolTests {

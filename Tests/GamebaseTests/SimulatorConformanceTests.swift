@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import Gamebase
+import Wire
 import GamebaseSimulator
 import NIOCore
 import NIOFoundationCompat

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import Gamebase
+import GamebaseHTTP
 import GamebaseSimulator
 import NIOHTTP1
 import Testing

@@ -9,8 +9,11 @@ import PostgresNIO
 public enum LedgerBackend: String, CaseIterable, Sendable {
     case sqlite
     case postgres
-
 }
+
+/// A ledger that plays every role: what the conformance tests run against.
+public typealias TestLedger =
+    PurchaseLedger & SweepLedger & ReconciliationLedger & RetentionLedger & HistoryLedger & AdminLedger
 
 
 public enum TestDatabases {
@@ -46,12 +49,21 @@ public enum TestDatabases {
         return server.url(database: try await server.createDatabase())
     }
 
-    /// Runs `body` with a fresh, migrated ledger.
-    public static func withFreshLedger<T: Sendable>(
-        _ backend: LedgerBackend, maxConnections: Int = 20, _ body: @Sendable (any LedgerStore) async throws -> T
+    /// Runs `body` with a fresh, migrated SQL store.
+    public static func withFreshStore<T: Sendable>(
+        _ backend: LedgerBackend, maxConnections: Int = 20, _ body: @Sendable (any SQLLedgerStore) async throws -> T
     ) async throws -> T {
         let url = try await freshLedgerURL(backend)
-        return try await LedgerStores.withStore(url: url, logger: quietLogger, maxConnections: maxConnections, body)
+        return try await LedgerStores.withStore(url: url, logger: quietLogger, maxConnections: maxConnections) {
+            try await body($0)
+        }
+    }
+
+    /// Runs `body` with a fresh, migrated ledger.
+    public static func withFreshLedger<T: Sendable>(
+        _ backend: LedgerBackend, maxConnections: Int = 20, _ body: @Sendable (any TestLedger) async throws -> T
+    ) async throws -> T {
+        try await withFreshStore(backend, maxConnections: maxConnections) { try await body($0) }
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Kafka
+import KafkaTesting
 import Testing
 
 @testable import Kafka

@@ -1,4 +1,5 @@
 import Kafka
+import KafkaTesting
 import Testing
 
 @Suite("Kafka errors", .timeLimit(.minutes(1)))

@@ -1,4 +1,5 @@
 import Kafka
+import KafkaTesting
 import Synchronization
 import Testing
 

@@ -1,4 +1,5 @@
 import Kafka
+import KafkaTesting
 import Testing
 
 @Suite("Kafka round trip on the mock cluster", .timeLimit(.minutes(2)))

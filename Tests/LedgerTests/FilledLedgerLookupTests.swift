@@ -79,7 +79,7 @@ struct FilledLedgerLookupTests {
         }
 
         try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger, migrate: false) { store in
-            let reader = try #require(store as? any PurchaseHistoryReader)
+            let reader = store.roles.history
             let finder = PurchaseFinder(reader: reader)
             // Warm once, then time: what a support agent's second lookup costs.
             _ = try await finder.find("GPA.fill777777")

@@ -109,7 +109,7 @@ struct LedgerBatchTests {
     func theBatcherCoalescesConcurrentCallsAndAnswersEachItsOwn(backend: LedgerBackend) async throws {
         try await TestDatabases.withFreshLedger(backend) { base in
             let counting = CountingLedger(base)
-            let store = LedgerBatcher(counting)
+            let store = FlowLedger(counting)
             let results = try await withThrowingTaskGroup(of: (Int, GrantInsertResult).self) { group in
                 for i in 0..<200 {
                     group.addTask {
@@ -159,7 +159,7 @@ struct LedgerBatchTests {
     func aRowTheDatabaseRefusesFailsOnlyItsOwnCallInABatch(backend: LedgerBackend) async throws {
         try await TestDatabases.withFreshLedger(backend) { base in
             let counting = CountingLedger(base)
-            let store = LedgerBatcher(counting)
+            let store = FlowLedger(counting)
             let results = await withTaskGroup(of: (Int, Result<GrantInsertResult, any Error>).self) { group in
                 for i in 0..<40 {
                     group.addTask {

@@ -27,7 +27,7 @@ struct LedgerStoreTests {
 
     @Test(arguments: LedgerBackend.allCases)
     func migrationsRunOnceAndAgainSafely(backend: LedgerBackend) async throws {
-        try await TestDatabases.withFreshLedger(backend) { store in
+        try await TestDatabases.withFreshStore(backend) { store in
             try await store.migrate()
             try await store.migrate()
             #expect(

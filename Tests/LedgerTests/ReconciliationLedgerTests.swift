@@ -247,7 +247,7 @@ struct ReconciliationLedgerTests {
     }
 
     /// `count` grants of as many users (`<name><i>`, `<name>-user-<i>`), all stamped at one millisecond.
-    static func insertGrants(_ count: Int, stampedAt at: Date, named name: String, into store: any LedgerStore)
+    static func insertGrants(_ count: Int, stampedAt at: Date, named name: String, into store: any TestLedger)
         async throws
     {
         for start in stride(from: 0, to: count, by: 1_000) {

@@ -1,5 +1,6 @@
 import Foundation
 import Gamebase
+import Wire
 
 /// A CloudEvents 1.0 event in structured mode (`content-type: application/cloudevents+json`).
 struct CloudEvent<Payload: EventData> {

@@ -1,4 +1,5 @@
 import Foundation
+import Wire
 
 /// Builds dead-letter records: the original key, value and headers, plus the provenance headers of DESIGN §2.
 public struct DeadLetterFactory: Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import Wire
 
 extension DeadLetterFactory {
     /// The ledger's row for a dead-letter record built by ``record(for:reason:error:attempts:at:)``: who and what it

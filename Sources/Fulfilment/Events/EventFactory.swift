@@ -1,5 +1,6 @@
 import Foundation
 import Gamebase
+import Wire
 
 /// Builds the worker's events with their deterministic ids (DESIGN §2).
 public struct EventFactory: Sendable {

@@ -1,6 +1,7 @@
 import Foundation
 import Gamebase
 import Logging
+import Wire
 
 /// The consume flow for one purchase message (DESIGN §1), idempotent at every step: whatever crashed before,
 /// running a message again resumes from the ledger's state.
@@ -9,23 +10,30 @@ import Logging
 /// not finished and its offset is not stored.
 public struct PurchaseProcessor: Sendable {
     public let gamebase: any GamebaseAPI
-    public let ledger: any LedgerStore
+    /// The purchases role, batched across the purchases in flight and bounded by the ledger's deadline.
+    public let ledger: FlowLedger
     public let publisher: any EventPublisher
     public let configuration: FulfilmentConfiguration
     public let logger: Logger
-    let now: @Sendable () -> Date
+    public let clock: any WorkerClock
 
+    /// - Parameters:
+    ///   - ledger: the ledger's purchases role; the flow's calls to it are batched (``FlowLedger``).
+    ///   - ledgerDeadline: the deadline of every ledger call of the flow.
     public init(
-        gamebase: any GamebaseAPI, ledger: any LedgerStore, publisher: any EventPublisher,
-        configuration: FulfilmentConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
+        gamebase: any GamebaseAPI, ledger: any PurchaseLedger, ledgerDeadline: LedgerDeadline = LedgerDeadline(),
+        publisher: any EventPublisher, configuration: FulfilmentConfiguration, logger: Logger,
+        clock: any WorkerClock = .system
     ) {
         self.gamebase = gamebase
-        self.ledger = ledger
+        self.ledger = FlowLedger(ledger, deadline: ledgerDeadline)
         self.publisher = publisher
         self.configuration = configuration
         self.logger = logger
-        self.now = now
+        self.clock = clock
     }
+
+    func now() -> Date { clock.now }
 
     /// Parses a record's value with this flow's size limit.
     public func parse(_ input: PurchaseInput) -> Result<PurchaseMessage, MalformedMessage> {
@@ -56,7 +64,7 @@ public struct PurchaseProcessor: Sendable {
         }
 
         let key = RejectionKey(paymentSeq: message.paymentSeq, userId: message.userId, tokenHash: message.tokenHash)
-        let known = try await ledger.lookup(paymentSeq: message.paymentSeq, rejection: key)
+        let known = try await ledger.lookup(key)
         if let grant = known.grant, known.rejection == nil || claimMatches(grant, message) {
             return try await settle(message, input, against: grant, attempts: 0, gate: gate)
         }
@@ -212,7 +220,7 @@ public struct PurchaseProcessor: Sendable {
     /// never the purchase (whose outcome is already durable).
     func noteDuplicate(_ note: DuplicateNote) async {
         do {
-            try await ledger.recordDuplicates([note])
+            try await ledger.recordDuplicate(note)
         } catch {
             logger.warning(
                 "duplicate not counted in the ledger",

@@ -1,4 +1,5 @@
 import Foundation
+import Wire
 
 /// A record to run through the flow: a purchase message as consumed, or a dead-letter record re-driven.
 public struct PurchaseInput: Sendable, Hashable {

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Gamebase
+import Wire
 
 /// A purchase-completed message (DESIGN §2): what a game server publishes for one purchase.
 ///

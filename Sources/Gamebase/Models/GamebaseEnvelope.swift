@@ -1,18 +1,19 @@
+import Wire
 /// The response envelope every Gamebase API answers with (contract §3.3).
-struct GamebaseEnvelope<Result> {
-    struct Header {
-        var transactionId: String?
-        var isSuccessful: Bool
-        var resultCode: Int
-        var resultMessage: String?
+package struct GamebaseEnvelope<Result> {
+    package struct Header {
+        package var transactionId: String?
+        package var isSuccessful: Bool
+        package var resultCode: Int
+        package var resultMessage: String?
     }
 
-    var header: Header
-    var result: Result?
+    package var header: Header
+    package var result: Result?
 
     /// Reads an envelope; `result` reads its `result` member, and only when the header says the call succeeded
     /// (a failed call's `result` is not looked at beyond being valid JSON).
-    static func read(
+    package static func read(
         _ bytes: [UInt8], result readResult: (inout JSONReader) throws(JSONReader.Failure) -> Result
     ) throws(JSONReader.Failure) -> Self {
         var reader = JSONReader(bytes)
@@ -37,7 +38,7 @@ struct GamebaseEnvelope<Result> {
 }
 
 extension GamebaseEnvelope.Header {
-    static func read(_ reader: inout JSONReader) throws(JSONReader.Failure) -> Self {
+    package static func read(_ reader: inout JSONReader) throws(JSONReader.Failure) -> Self {
         var transactionId: String?
         var isSuccessful: Bool?
         var resultCode: Int?

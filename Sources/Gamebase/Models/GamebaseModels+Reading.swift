@@ -1,10 +1,11 @@
 import Foundation
+import Wire
 
 // Reading Gamebase results with `JSONReader`: the same fields, types and optionality as their `Codable`
 // conformances (which the simulator keeps using to write them). Unknown fields are skipped (contract §3.4).
 
 extension PaymentTransaction {
-    static func read(_ reader: inout JSONReader) throws(JSONReader.Failure) -> Self {
+    package static func read(_ reader: inout JSONReader) throws(JSONReader.Failure) -> Self {
         var paymentSeq: String?
         var userId: String?
         var transaction = PaymentTransaction(paymentSeq: "", userId: "")
@@ -56,7 +57,7 @@ extension PaymentTransaction {
 }
 
 extension ConsumeResult {
-    static func read(_ reader: inout JSONReader) throws(JSONReader.Failure) -> Self {
+    package static func read(_ reader: inout JSONReader) throws(JSONReader.Failure) -> Self {
         var result = ConsumeResult()
         try reader.readObject { reader, key throws(JSONReader.Failure) in
             switch key {
@@ -74,7 +75,7 @@ extension ConsumeResult {
 }
 
 extension ConsumableItem {
-    static func read(_ reader: inout JSONReader) throws(JSONReader.Failure) -> Self {
+    package static func read(_ reader: inout JSONReader) throws(JSONReader.Failure) -> Self {
         var paymentSeq: String?
         var item = ConsumableItem(paymentSeq: "")
         try reader.readObject { reader, key throws(JSONReader.Failure) in
@@ -98,7 +99,7 @@ extension ConsumableItem {
         return item
     }
 
-    static func readList(_ reader: inout JSONReader) throws(JSONReader.Failure) -> [Self] {
+    package static func readList(_ reader: inout JSONReader) throws(JSONReader.Failure) -> [Self] {
         var items: [Self] = []
         try reader.readArray { reader throws(JSONReader.Failure) in items.append(try read(&reader)) }
         return items

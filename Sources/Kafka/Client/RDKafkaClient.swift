@@ -7,12 +7,12 @@ import Synchronization
 /// - Important: The context is retained for as long as the handle lives: it is released in `deinit`, after
 ///   `rd_kafka_destroy` has returned, so no callback can run against a freed context.
 ///   Thread-safe: librdkafka handles may be used from any thread; the context's mutable parts are behind mutexes.
-final class RDKafkaClient: @unchecked Sendable {
-    let handle: OpaquePointer
+package final class RDKafkaClient: @unchecked Sendable {
+    package let handle: OpaquePointer
     let context: RDKafkaClientContext
     private let contextPointer: UnsafeMutableRawPointer
 
-    init(
+    package init(
         type: rd_kafka_type_t,
         configuration: KafkaConfiguration,
         context: RDKafkaClientContext,
@@ -116,14 +116,14 @@ enum KeptHandles {
 }
 
 /// What librdkafka's callbacks reach: logging, error and statistics sinks.
-final class RDKafkaClientContext: Sendable {
+package final class RDKafkaClientContext: Sendable {
     let logger: Logger
     private let latestStatistics = Mutex<KafkaStatistics?>(nil)
     /// Set by a consumer once it exists; rebalances before that use librdkafka's default handling.
     let rebalanceTarget = Mutex<RebalanceTarget?>(nil)
     private let onStatistics: (@Sendable (KafkaStatistics) -> Void)?
 
-    init(logger: Logger, onStatistics: (@Sendable (KafkaStatistics) -> Void)? = nil) {
+    package init(logger: Logger, onStatistics: (@Sendable (KafkaStatistics) -> Void)? = nil) {
         self.logger = logger
         self.onStatistics = onStatistics
     }

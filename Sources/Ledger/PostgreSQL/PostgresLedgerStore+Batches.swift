@@ -1,6 +1,6 @@
 import Foundation
 import Fulfilment
-import Gamebase
+import Wire
 import Logging
 import PostgresNIO
 

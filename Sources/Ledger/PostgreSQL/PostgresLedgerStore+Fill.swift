@@ -1,8 +1,9 @@
 import Foundation
 import Fulfilment
 import PostgresNIO
+import Wire
 
-extension PostgresLedgerStore: LedgerFilling {
+extension PostgresLedgerStore {
     public func fill(_ fill: LedgerFill, purchases range: Range<Int>) async throws {
         let now = fill.now.epochMilliseconds
         let spacing = fill.spacingMilliseconds

@@ -1,11 +1,11 @@
 import Foundation
 import Fulfilment
-import Lookup
 import PostgresNIO
+import Wire
 
 /// What a support agent reads on PostgreSQL: duplicates counted with what they repeat, dead letters, and the read
 /// port behind `iap-worker find` (every lookup by an index: paymentSeq, payment id, userId and time).
-extension PostgresLedgerStore: PurchaseHistoryReader {
+extension PostgresLedgerStore {
     public func recordDuplicates(_ notes: [DuplicateNote]) async throws {
         guard !notes.isEmpty else { return }
         // Counts per row first: one statement must not update a row twice.

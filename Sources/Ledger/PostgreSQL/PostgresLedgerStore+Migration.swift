@@ -2,6 +2,7 @@ import Foundation
 import Fulfilment
 import Logging
 import PostgresNIO
+import Wire
 
 /// Migrations that other instances can run beside: instances of this version and older ones share the ledger during a
 /// rolling upgrade (docs/deployment.md).

@@ -1,6 +1,7 @@
 import Foundation
 import Fulfilment
 import PostgresNIO
+import Wire
 
 /// The reconciler's tables on PostgreSQL, shared by every instance. A user is claimed for a check with
 /// `FOR UPDATE SKIP LOCKED`: instances claiming at the same moment split the users between them, never both take

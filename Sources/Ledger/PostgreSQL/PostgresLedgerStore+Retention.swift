@@ -1,13 +1,14 @@
 import Foundation
 import Fulfilment
 import PostgresNIO
+import Wire
 
 /// Retention on the shared PostgreSQL ledger: each batch is one short transaction that first takes a
 /// transaction-scoped advisory lock without waiting, so one instance prunes at a time and a crashed one holds
 /// nothing (the lock ends with its transaction). Deleted rows' space is reused by autovacuum; nothing is rewritten.
 /// Each delete repeats its conditions outside the subquery that picks the rows: a row updated between the pick and the
 /// delete (a user active again, a duplicate counted) is judged again as it now is.
-extension PostgresLedgerStore: LedgerRetention {
+extension PostgresLedgerStore {
     /// The advisory lock of a pruning batch.
     static let pruneLockID: Int64 = 0x1A9_0003
 

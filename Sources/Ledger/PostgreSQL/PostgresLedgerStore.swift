@@ -3,6 +3,7 @@ import Logging
 import PostgresNIO
 import ServiceLifecycle
 import Fulfilment
+import Wire
 
 /// The shared ledger: PostgreSQL through postgres-nio, for many worker instances.
 ///
@@ -10,7 +11,7 @@ import Fulfilment
 /// falls back to an unencrypted connection.
 ///
 /// - Important: Its connection pool runs in ``run()``: run the store as a `Service` (or in a task) before use.
-public final class PostgresLedgerStore: LedgerStore, Service {
+public final class PostgresLedgerStore: SQLLedgerStore, Service {
     let client: PostgresClient
     let logger: Logger
     let url: PostgresLedgerURL
@@ -60,123 +61,12 @@ public final class PostgresLedgerStore: LedgerStore, Service {
         }
     }
 
-    public func rejection(_ key: RejectionKey) async throws -> RejectionRecord? {
-        try await wrap {
-            let rows = try await client.query(
-                """
-                SELECT \(unescaped: LedgerSchema.rejectionColumns) FROM rejections
-                WHERE payment_seq = \(key.paymentSeq) AND user_id = \(key.userId) AND token_hash = \(key.tokenHash)
-                """, logger: logger)
-            for try await row in rows { return try Self.rejection(from: row) }
-            return nil
-        }
-    }
-
-    public func insertGrant(_ grant: GrantRecord, event: OutboxEvent) async throws -> GrantInsertResult {
-        // One statement, so one round trip and one implicit transaction: the outbox row is written only when
-        // the grant row was.
-        try await wrap {
-            let g = grant
-            let e = event
-            let rows = try await client.query(
-                """
-                WITH granted AS (
-                    INSERT INTO grants (\(unescaped: LedgerSchema.grantColumns)) VALUES (
-                        \(g.paymentSeq), \(g.userId), \(g.gamebaseProductId), \(g.purchaseToken), \(g.productSeq),
-                        \(g.marketId), \(g.productType), \(g.price), \(g.currency), \(g.paymentId), \(g.isTestPurchase),
-                        \(g.purchaseTime), \(g.payload), \(g.state.rawValue), \(g.grantedAt.epochMilliseconds),
-                        \(g.consumedAt?.epochMilliseconds), \(Int32(clamping: g.consumeAttempts)), \(g.lastResultCode.map { Int32(clamping: $0) }),
-                        \(g.eventPublishedAt?.epochMilliseconds), \(g.source?.topic), \(g.source?.partition),
-                        \(g.source?.offset), \(g.origin.rawValue), \(g.messageTimestampMilliseconds))
-                    ON CONFLICT (payment_seq) DO NOTHING RETURNING payment_seq
-                )
-                INSERT INTO outbox (\(unescaped: LedgerSchema.outboxColumns))
-                SELECT \(e.id), \(e.paymentSeq), \(e.topic), \(e.key.map { Data($0) }), \(LedgerCoding.encodeHeaders(e.headers)),
-                    \(Data(e.payload)), \(e.createdAt.epochMilliseconds), \(e.publishedAt?.epochMilliseconds)
-                FROM granted
-                ON CONFLICT (id) DO NOTHING
-                RETURNING id
-                """, logger: logger)
-            var inserted = false
-            for try await _ in rows { inserted = true }
-            if inserted { return .inserted }
-            guard let existing = try await self.grant(paymentSeq: g.paymentSeq) else {
-                throw LedgerError(code: .conflict, message: "grant \(g.paymentSeq) conflicted but cannot be read")
-            }
-            return .alreadyGranted(existing)
-        }
-    }
-
-    public func insertRejection(_ rejection: RejectionRecord, event: OutboxEvent) async throws -> Bool {
-        try await wrap {
-            try await client.withTransaction(logger: logger) { connection -> Bool in
-                let r = rejection
-                let inserted = try await connection.query(
-                    """
-                    INSERT INTO rejections (\(unescaped: LedgerSchema.rejectionColumns)) VALUES (
-                        \(r.key.paymentSeq), \(r.key.userId), \(r.key.tokenHash), \(r.reason), \(r.resultCode.map { Int32(clamping: $0) }),
-                        \(r.resultMessage), \(r.detail), \(r.eventID), \(r.rejectedAt.epochMilliseconds), \(r.source?.topic),
-                        \(r.source?.partition), \(r.source?.offset), \(r.messageTimestampMilliseconds), \(r.verdict?.paymentId),
-                        \(r.verdict?.gamebaseProductId), \(r.verdict?.marketId), \(r.verdict?.price), \(r.verdict?.currency))
-                    ON CONFLICT DO NOTHING RETURNING payment_seq
-                    """, logger: logger)
-                var wasInserted = false
-                for try await _ in inserted { wasInserted = true }
-                guard wasInserted else { return false }
-                try await Self.insert(event, connection, logger)
-                return true
-            }
-        }
-    }
-
     public func event(id: String) async throws -> OutboxEvent? {
         try await wrap {
             let rows = try await client.query(
                 "SELECT \(unescaped: LedgerSchema.outboxColumns) FROM outbox WHERE id = \(id)", logger: logger)
             for try await row in rows { return try Self.event(from: row) }
             return nil
-        }
-    }
-
-    public func markPublished(eventID: String, at date: Date) async throws {
-        let ms = date.epochMilliseconds
-        try await wrap {
-            try await client.withTransaction(logger: logger) { connection in
-                try await connection.query(
-                    "UPDATE outbox SET published_at_ms = \(ms), claimed_until_ms = NULL WHERE id = \(eventID) AND published_at_ms IS NULL",
-                    logger: logger)
-                if eventID.hasSuffix(":item-granted") {
-                    try await connection.query(
-                        """
-                        UPDATE grants SET event_published_at_ms = \(ms)
-                        WHERE event_published_at_ms IS NULL AND payment_seq = (SELECT payment_seq FROM outbox WHERE id = \(eventID))
-                        """, logger: logger)
-                }
-            }
-        }
-    }
-
-    public func markConsumed(paymentSeq: String, resultCode: Int, at date: Date) async throws -> Bool {
-        try await wrap {
-            let rows = try await client.query(
-                """
-                UPDATE grants SET state = 'consumed', consumed_at_ms = \(date.epochMilliseconds),
-                    last_result_code = \(Int32(clamping: resultCode)), consume_attempts = consume_attempts + 1, sweep_claimed_until_ms = NULL
-                WHERE payment_seq = \(paymentSeq) AND state = 'granted' RETURNING payment_seq
-                """, logger: logger)
-            var updated = false
-            for try await _ in rows { updated = true }
-            return updated
-        }
-    }
-
-    public func recordConsumeFailure(paymentSeq: String, resultCode: Int?) async throws {
-        try await wrap {
-            try await client.query(
-                """
-                UPDATE grants SET consume_attempts = consume_attempts + 1, last_result_code = \(resultCode.map { Int32(clamping: $0) })
-                WHERE payment_seq = \(paymentSeq) AND state = 'granted'
-                """, logger: logger)
         }
     }
 

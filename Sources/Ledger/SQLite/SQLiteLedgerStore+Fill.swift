@@ -1,8 +1,9 @@
 import Foundation
 import Fulfilment
 import GRDB
+import Wire
 
-extension SQLiteLedgerStore: LedgerFilling {
+extension SQLiteLedgerStore {
     public func fill(_ fill: LedgerFill, purchases range: Range<Int>) async throws {
         let now = fill.now.epochMilliseconds
         let spacing = fill.spacingMilliseconds

@@ -1,11 +1,11 @@
 import Foundation
 import Fulfilment
 import GRDB
-import Lookup
+import Wire
 
 /// What a support agent reads on SQLite: duplicates counted with what they repeat, dead letters, and the read port
 /// behind `iap-worker find` (every lookup by an index: paymentSeq, payment id, userId and time).
-extension SQLiteLedgerStore: PurchaseHistoryReader {
+extension SQLiteLedgerStore {
     public func recordDuplicates(_ notes: [DuplicateNote]) async throws {
         guard !notes.isEmpty else { return }
         try await write { db in

@@ -1,6 +1,7 @@
 import Foundation
 import Fulfilment
 import GRDB
+import Wire
 
 /// The reconciler's tables on SQLite. One instance uses the file, so claims never compete; they still record when
 /// each user is next due, so a restart does not check everyone again at once.

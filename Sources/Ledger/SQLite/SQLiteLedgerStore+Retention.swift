@@ -2,12 +2,13 @@ import Foundation
 import Fulfilment
 import GRDB
 import Logging
+import Wire
 
 /// Retention on SQLite: each batch goes through the write batcher like the purchases' writes (a savepoint in their
 /// group commit: a batch of writes never waits behind a stream of others), and the pages the deletes free are given
 /// back to the file system by incremental vacuum, a few hundred pages a step (``prepareIncrementalVacuum()`` converts
 /// a ledger file made before it, once, at the daemon's start).
-extension SQLiteLedgerStore: LedgerRetention {
+extension SQLiteLedgerStore {
     public func prune(_ rows: PrunableRows, before: Date, limit: Int) async throws -> Int? {
         let cutoff = before.epochMilliseconds
         let limit = Int64(max(1, limit))

@@ -3,9 +3,10 @@ import Fulfilment
 import GRDB
 import GRDBSQLite
 import Logging
+import Wire
 
 /// The embedded ledger: one SQLite file in WAL mode, for one worker instance.
-public final class SQLiteLedgerStore: LedgerStore {
+public final class SQLiteLedgerStore: SQLLedgerStore {
     let pool: DatabasePool
     private let batcher: SQLiteWriteBatcher
     let logger: Logger
@@ -56,18 +57,6 @@ public final class SQLiteLedgerStore: LedgerStore {
 
     public func grant(paymentSeq: String) async throws -> GrantRecord? {
         try await read { db in try Self.fetchGrant(paymentSeq, db) }
-    }
-
-    public func rejection(_ key: RejectionKey) async throws -> RejectionRecord? {
-        try await read { db in try Self.fetchRejection(key, db) }
-    }
-
-    public func insertGrant(_ grant: GrantRecord, event: OutboxEvent) async throws -> GrantInsertResult {
-        try await write { db in try Self.insertGrant(grant, event, db) }
-    }
-
-    public func insertRejection(_ rejection: RejectionRecord, event: OutboxEvent) async throws -> Bool {
-        try await write { db in try Self.insertRejection(rejection, event, db) }
     }
 
     static func insertGrant(_ grant: GrantRecord, _ event: OutboxEvent, _ db: Database) throws -> GrantInsertResult {
@@ -142,18 +131,6 @@ public final class SQLiteLedgerStore: LedgerStore {
             )
             .map(Self.event(from:))
         }
-    }
-
-    public func markPublished(eventID: String, at date: Date) async throws {
-        try await write { db in try Self.markPublished(eventID, at: date, db) }
-    }
-
-    public func markConsumed(paymentSeq: String, resultCode: Int, at date: Date) async throws -> Bool {
-        try await write { db in try Self.markConsumed(paymentSeq, resultCode: resultCode, at: date, db) }
-    }
-
-    public func recordConsumeFailure(paymentSeq: String, resultCode: Int?) async throws {
-        try await write { db in try Self.recordConsumeFailure(paymentSeq, resultCode: resultCode, db) }
     }
 
     static func markPublished(_ eventID: String, at date: Date, _ db: Database) throws {
@@ -256,30 +233,6 @@ public final class SQLiteLedgerStore: LedgerStore {
                 ),
                 arguments: [paymentSeq]
             ).map(Self.event(from:))
-        }
-    }
-
-    public func lookup(paymentSeq: String, rejection key: RejectionKey) async throws -> (
-        grant: GrantRecord?, rejection: RejectionRecord?
-    ) {
-        try await read { db in (try Self.fetchGrant(paymentSeq, db), try Self.fetchRejection(key, db)) }
-    }
-
-    public func markConsumed(paymentSeq: String, resultCode: Int, at date: Date, publishedEventID: String?) async throws
-        -> Bool
-    {
-        try await write { db in
-            if let publishedEventID { try Self.markPublished(publishedEventID, at: date, db) }
-            return try Self.markConsumed(paymentSeq, resultCode: resultCode, at: date, db)
-        }
-    }
-
-    public func recordConsumeFailure(paymentSeq: String, resultCode: Int?, at date: Date, publishedEventID: String?)
-        async throws
-    {
-        try await write { db in
-            if let publishedEventID { try Self.markPublished(publishedEventID, at: date, db) }
-            try Self.recordConsumeFailure(paymentSeq, resultCode: resultCode, db)
         }
     }
 

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import Gamebase
+import GamebaseHTTP
 import Logging
 import NIOCore
 import NIOHTTP1

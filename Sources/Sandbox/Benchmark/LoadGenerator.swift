@@ -1,5 +1,6 @@
 import Foundation
 import Kafka
+import KafkaTesting
 import Logging
 
 /// Produces purchase messages to the sandbox's purchases topic, all at once or at a steady rate, and remembers

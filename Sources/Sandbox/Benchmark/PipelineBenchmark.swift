@@ -4,10 +4,12 @@ import Gamebase
 import GamebaseSimulator
 import Histogram
 import Kafka
+import KafkaTesting
 import Logging
 import NIOCore
 import NIOHTTP1
 import Synchronization
+import Wire
 
 /// `iap-worker bench`: the whole pipeline under load — producer, librdkafka's mock broker, the worker as a
 /// separate `iap-worker run` process, the Gamebase simulator with a set latency, and a ledger.

@@ -1,0 +1,196 @@
+import Console
+import Engine
+import Foundation
+import Fulfilment
+import Gamebase
+import GamebaseHTTP
+import Kafka
+import Ledger
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// The composition root: builds the daemon's services from the configuration. `iap-worker run`, the demo,
+/// the benchmark and the tests all go through it.
+public enum WorkerApplication {
+    /// The running parts, for callers that want to look inside (tests, the demo, the benchmark).
+    public struct Parts: Sendable {
+        /// The engine and its background services.
+        public let services: WorkerServices
+        public let admin: AdminServer
+        /// `nil` when `console.port` is 0.
+        public let console: ConsoleServer?
+        public let metrics: WorkerMetrics
+        public let consumer: KafkaConsumer
+        public let producer: KafkaProducer
+
+        public var engine: PurchaseEngine { services.engine }
+        public var processor: PurchaseProcessor { services.processor }
+        public var health: WorkerHealth { services.health }
+    }
+
+    /// Runs the daemon until SIGTERM/SIGINT: opens (and migrates) the ledger, then runs the service group.
+    ///
+    /// The signals are trapped before anything else starts, so a SIGTERM that arrives while the ledger is
+    /// still migrating or the consumer is being created still ends in a graceful shutdown and exit 0 — not in
+    /// the default action (killed by the signal), which orchestrators would report as a crash. A PostgreSQL ledger
+    /// that cannot be reached yet is waited for (`LedgerConnectRetry.untilConnected`); a signal during that wait
+    /// cancels the start-up, and `run` returns.
+    ///
+    /// - Throws: `LedgerError` with code `configuration` when the ledger refuses this configuration (certificate,
+    ///   credentials, database): restarting cannot help, so the process should exit non-zero.
+    public static func run(configuration: WorkerConfiguration, logger: Logger) async throws {
+        let shutdown = ShutdownRequest()
+        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+        let listener = Task {
+            for await signal in signals {
+                logger.info("signal received, shutting down gracefully", metadata: ["signal": "\(signal)"])
+                await shutdown.request()
+            }
+        }
+        defer { listener.cancel() }
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask {
+                try await LedgerStores.withStore(
+                    url: configuration.ledgerURL, logger: logger, connectRetry: .untilConnected,
+                    convertsToIncrementalVacuum: true
+                ) { store in
+                    let ledger = store.roles
+                    let metrics = WorkerMetrics()
+                    let gamebase = GamebaseClient(
+                        configuration: configuration.gamebaseConfiguration, logger: logger,
+                        observer: { api, result, seconds in metrics.recordGamebase(api: api, result: result, seconds: seconds) })
+                    let (group, _) = try buildServiceGroup(
+                        configuration: configuration, ledger: ledger, gamebase: gamebase, signals: false, metrics: metrics,
+                        logger: logger)
+                    await shutdown.attach(group)
+                    try await group.run()
+                }
+            }
+            // A signal before the service group exists (waiting for the ledger) cancels the start-up instead.
+            tasks.addTask {
+                for await _ in shutdown.requestedBeforeStart { return }
+            }
+            // Whichever ends first ends the run: the worker (or its error), or a signal during the start-up; the
+            // other is cancelled, and the start-up's CancellationError is discarded.
+            try await tasks.next()
+            tasks.cancelAll()
+        }
+    }
+
+    /// Builds the services in dependency order (the engine last, so it shuts down first): the Kafka adapters of the
+    /// purchase source and the event publisher, the engine and its background services over them
+    /// (``WorkerServices``), the admin server and the console.
+    ///
+    /// - Parameters:
+    ///   - ledger: the ledger's roles.
+    ///   - gamebase: the Gamebase API; a ``GamebaseClient`` is shut down with the group.
+    ///   - signals: install SIGTERM/SIGINT handlers (off in tests that run several workers in one process).
+    public static func buildServiceGroup(
+        configuration: WorkerConfiguration, ledger: LedgerRoles, gamebase: any GamebaseAPI, signals: Bool,
+        metrics: WorkerMetrics = WorkerMetrics(), health: WorkerHealth = WorkerHealth(), adminHost: String = "0.0.0.0",
+        logger: Logger
+    ) throws -> (ServiceGroup, Parts) {
+        let consumer = try KafkaConsumer(
+            configuration: configuration.consumerConfiguration, logger: logger,
+            onStatistics: { statistics in
+                for (partition, lag) in statistics.consumerLag {
+                    metrics.setConsumerLag(topic: partition.topic, partition: partition.partition, lag: lag)
+                }
+            })
+        let producer = try KafkaProducer(configuration: configuration.producerConfiguration, logger: logger)
+        health.setPollAgeSource { consumer.timeSinceLastPoll }
+        let workerName = configuration.workerName
+        let services = WorkerServices(
+            source: KafkaPurchaseSource(consumer: consumer), ledger: ledger, gamebase: gamebase,
+            publisher: KafkaEventPublisher(producer: producer),
+            configuration: configuration.engineConfiguration(workerName: workerName), metrics: metrics,
+            health: health, reloadSecretKey: secretKeyReloader(configuration: configuration, gamebase: gamebase, logger: logger),
+            logger: logger)
+        let admin = AdminServer(host: adminHost, port: configuration.serverPort, metrics: metrics, health: health, logger: logger)
+        var console: ConsoleServer?
+        if configuration.console.isEnabled {
+            console = ConsoleServer(
+                configuration: configuration.console, reader: ledger.history, gamebase: gamebase,
+                status: WorkerStatusReport(configuration: configuration, metrics: metrics, health: health, instance: workerName),
+                reconcileGrace: configuration.reconcile.isEnabled ? configuration.reconcile.grace : nil,
+                records: configuration.console.showPayloads
+                    ? KafkaDeadLetterRecords(configuration: configuration, logger: logger) : nil,
+                logger: logger)
+        }
+
+        var group: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let client = gamebase as? GamebaseClient {
+            group.append(.init(service: OnShutdown { try? await client.shutdown() }))
+        }
+        group.append(.init(service: OnShutdown { await producer.close() }))
+        group.append(.init(service: admin))
+        if let console { group.append(.init(service: console)) }
+        for service in services.services { group.append(.init(service: service)) }
+        let serviceGroup = ServiceGroup(
+            configuration: .init(
+                services: group, gracefulShutdownSignals: signals ? [.sigterm, .sigint] : [],
+                cancellationSignals: [], logger: logger))
+        return (
+            serviceGroup,
+            Parts(
+                services: services, admin: admin, console: console, metrics: metrics, consumer: consumer,
+                producer: producer)
+        )
+    }
+}
+
+/// While Gamebase refuses the worker's configuration, the monitor calls this before each probe: a secret key file
+/// that now holds another key gives the client that key (a key rotated at the console, then in the mounted secret).
+func secretKeyReloader(configuration: WorkerConfiguration, gamebase: any GamebaseAPI, logger: Logger) -> @Sendable () -> Void {
+    guard let path = configuration.gamebaseSecretKeyFile, let client = gamebase as? GamebaseClient else { return {} }
+    let file = SecretKeyFile(path: path)
+    _ = try? file.read()
+    return {
+        guard let key = file.changedKey() else { return }
+        logger.notice("the secret key file holds a new key; trying it", metadata: ["gamebase.secret_key_file": "\(path)"])
+        client.updateSecretKey(key)
+    }
+}
+
+/// Runs an action when the service group shuts down (after the services listed after it have stopped).
+struct OnShutdown: Service {
+    let action: @Sendable () async -> Void
+
+    init(_ action: @escaping @Sendable () async -> Void) {
+        self.action = action
+    }
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await action()
+    }
+}
+
+/// A graceful-shutdown request that may arrive before the service group exists; it is passed on once the
+/// group is attached, and meanwhile announced on ``requestedBeforeStart`` so the start-up can be abandoned.
+actor ShutdownRequest {
+    private var requested = false
+    private var group: ServiceGroup?
+    /// Yields when shutdown is requested while no service group is attached yet.
+    nonisolated let requestedBeforeStart: AsyncStream<Void>
+    private nonisolated let announceBeforeStart: AsyncStream<Void>.Continuation
+
+    init() {
+        (requestedBeforeStart, announceBeforeStart) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
+    }
+
+    func request() async {
+        requested = true
+        if let group {
+            await group.triggerGracefulShutdown()
+        } else {
+            announceBeforeStart.yield()
+        }
+    }
+
+    func attach(_ group: ServiceGroup) async {
+        self.group = group
+        if requested { await group.triggerGracefulShutdown() }
+    }
+}

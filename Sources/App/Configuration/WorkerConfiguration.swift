@@ -1,0 +1,147 @@
+import Console
+import Engine
+import Foundation
+import GamebaseHTTP
+import Gamebase
+import Kafka
+import Logging
+
+/// The worker's effective configuration (DESIGN §5), validated.
+public struct WorkerConfiguration: Sendable {
+    public struct Topics: Sendable, Hashable {
+        public var purchases = "purchase.completed"
+        public var itemGranted = "iap.item-granted"
+        public var consumeFailed = "iap.consume-failed"
+        public var deadLetter = "purchase.completed.dlq"
+        public init() {}
+    }
+
+    public var bootstrapServers = "localhost:9092"
+    public var groupID = "iap-worker"
+    public var clientID = "iap-worker"
+    public var groupInstanceID: String?
+    public var topics = Topics()
+    /// `kafka.librdkafka.*`, by librdkafka property name.
+    public var librdkafka: [String: String] = [:]
+    /// What loading noticed but did not refuse (environment variables that look like ours and name no key): `run`
+    /// logs them at start, `check-config` prints them.
+    public var warnings: [String] = []
+
+    public var gamebaseBaseURL = GamebaseConfiguration.defaultBaseURL
+    public var gamebaseAppID = ""
+    public var gamebaseSecretKey = Secret("")
+    /// `gamebase.secret_key_file`, when the key came from a file: re-read while Gamebase refuses the key, so a
+    /// fixed (rotated) secret is picked up without a restart.
+    public var gamebaseSecretKeyFile: String?
+    public var gamebaseTimeoutMilliseconds = 10_000
+    /// Defaults to `worker.max_in_flight`, at most `defaultMaxConnectionsLimit`.
+    public var gamebaseMaxConnections = 512
+    static let defaultMaxConnectionsLimit = 1_024
+
+    public var ledgerURL = "sqlite:///var/lib/iap-worker/ledger.sqlite"
+
+    public var maxInFlight = 512
+    public var maxMessageBytes = 65_536
+    /// `worker.max_buffered_bytes`: bytes of fetched records held at most — a quarter for librdkafka's prefetch
+    /// queue, a quarter for records fetched and not yet started, half for records in flight.
+    public var maxBufferedBytes = 64 << 20
+    public var retry = RetryPolicy(maxAttempts: 4, initialBackoff: .milliseconds(200), maxBackoff: .milliseconds(5_000))
+    public var rejectTestPurchases = false
+    public var shutdownTimeoutMilliseconds = 30_000
+    /// `reconcile.*`.
+    public var reconcile = Reconciler.Configuration()
+    /// `ledger.retention.*`.
+    public var retention = RetentionPolicy()
+
+    public var serverPort = 8080
+    /// `console.*`. Off in a configuration made in code (tests run many workers in one process); loading a
+    /// configuration turns it on at 127.0.0.1:8081 unless it says otherwise.
+    public var console = ConsoleConfiguration.off
+    /// `console.token_file`, for `check-config` (the token itself is only in ``console``'s access).
+    public var consoleTokenFile: String?
+    public var logLevel = Logger.Level.info
+    public var logFormat = LogFormat.json
+
+    /// Sweeper cadence and grace period: grants and events younger than the grace period belong to the flow
+    /// still running them.
+    public var sweepInterval: Duration = .seconds(10)
+    public var sweepGrace: Duration = .seconds(30)
+    /// The deadline of every ledger call.
+    public var ledgerCallTimeout: Duration = .seconds(10)
+    /// When the Gamebase circuit opens, and how often it is probed while open or stopped.
+    public var breaker = CircuitBreaker.Configuration()
+
+    public enum LogFormat: String, Sendable, Hashable {
+        case json, text
+    }
+
+    public init() {}
+
+    /// librdkafka's session timeout unless `kafka.librdkafka.session.timeout.ms` says otherwise: 6 s, the
+    /// lowest a real broker accepts by default. A Swift process has no garbage-collection pauses, so a short
+    /// session costs nothing and a crashed instance's partitions move on quickly.
+    public static let defaultSessionTimeoutMilliseconds = 6_000
+
+    public var consumerConfiguration: KafkaConsumerConfiguration {
+        var properties = [
+            "client.id": clientID,
+            "session.timeout.ms": String(Self.defaultSessionTimeoutMilliseconds),
+            "heartbeat.interval.ms": "1500",
+            "statistics.interval.ms": "5000",
+            // A purchase waits on the broker for at most this long when its partition was idle (librdkafka's
+            // 500 ms default is tuned for throughput, not for a player waiting for an item).
+            "fetch.wait.max.ms": "100",
+        ]
+        // librdkafka's prefetch queue (64 MiB by default, per consumer) gets its quarter of the byte budget; it also
+        // caps fetch.max.bytes, which librdkafka lowers to it unless set.
+        properties["queued.max.messages.kbytes"] = String(max(1_024, maxBufferedBytes / 4 / 1_024))
+        properties.merge(librdkafka) { $1 }
+        return KafkaConsumerConfiguration(
+            bootstrapServers: bootstrapServers, groupID: groupID, groupInstanceID: groupInstanceID,
+            maxBufferedMessages: max(1_000, maxInFlight * 4), maxBufferedBytes: max(1, maxBufferedBytes / 4),
+            properties: properties)
+    }
+
+    /// Bytes of records in flight at most (half of `worker.max_buffered_bytes`).
+    public var maxInFlightBytes: Int { max(1, maxBufferedBytes / 2) }
+
+    /// The largest record the consumer reads: librdkafka's `receive.message.max.bytes` (100,000,000 unless set).
+    var largestReadableRecord: Int {
+        librdkafka["receive.message.max.bytes"].flatMap { Int($0) } ?? 100_000_000
+    }
+
+    public var producerConfiguration: KafkaProducerConfiguration {
+        // Consumer-only properties would make librdkafka warn on a producer.
+        let consumerOnly: Set<String> = [
+            "session.timeout.ms", "heartbeat.interval.ms", "auto.offset.reset", "enable.auto.commit", "max.poll.interval.ms",
+            "partition.assignment.strategy", "group.instance.id", "auto.commit.interval.ms", "fetch.max.bytes",
+            "max.partition.fetch.bytes", "fetch.wait.max.ms", "fetch.min.bytes", "queued.max.messages.kbytes",
+        ]
+        // A dead-letter record is the record read plus the worker's headers: the producer must accept whatever the
+        // consumer can read, with room for them (librdkafka's own default, 1,000,000, is below a real broker's
+        // 1,048,588, so a record near the size limit could not be dead-lettered whole).
+        var properties = [
+            "client.id": "\(clientID)-producer", "message.max.bytes": String(min(1_000_000_000, largestReadableRecord + 65_536)),
+        ]
+        properties.merge(librdkafka.filter { !consumerOnly.contains($0.key) }) { $1 }
+        return KafkaProducerConfiguration(bootstrapServers: bootstrapServers, properties: properties)
+    }
+
+    public var gamebaseConfiguration: GamebaseConfiguration {
+        GamebaseConfiguration(
+            baseURL: gamebaseBaseURL, appID: gamebaseAppID, secretKey: gamebaseSecretKey,
+            timeoutMilliseconds: gamebaseTimeoutMilliseconds, consumeTimeoutMilliseconds: max(10_000, gamebaseTimeoutMilliseconds),
+            maxConnections: gamebaseMaxConnections)
+    }
+}
+
+/// A configuration value that cannot be used; names the key, never a secret value.
+public struct ConfigurationError: Error, CustomStringConvertible, Sendable {
+    public var key: String
+    public var problem: String
+    public init(key: String, problem: String) {
+        self.key = key
+        self.problem = problem
+    }
+    public var description: String { "configuration key \(key): \(problem)" }
+}

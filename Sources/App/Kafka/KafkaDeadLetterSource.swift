@@ -1,0 +1,105 @@
+import Fulfilment
+import Kafka
+import Synchronization
+
+/// The dead-letter topic as `reprocess` reads it, over a Kafka group consumer of the run's own
+/// (``Reprocessor/groupID(base:reason:)``): from the group's committed offsets up to the end offsets taken when the
+/// run opens.
+///
+/// A partition is done when its record at `end - 1` was read, when a record at or past its end arrives (written after
+/// the run opened: left for the next run, the partition paused), or, after `idle` without a record, when the
+/// consumer's position already stands at its end (its last offsets are gaps). Records that stop coming otherwise
+/// (another run owns the partition) end the run with ``DeadLetterSourceStopped``.
+final class KafkaDeadLetterSource: DeadLetterSource {
+    private let consumer: KafkaConsumer
+    private let topic: String
+    private let idle: Duration
+    private struct State {
+        var endOffsets: [Int32: Int64] = [:]
+        var remaining: Set<Int32> = []
+    }
+    private let state = Mutex(State())
+
+    init(consumer: KafkaConsumer, topic: String, idle: Duration) {
+        self.consumer = consumer
+        self.topic = topic
+        self.idle = idle
+    }
+
+    func open() async throws -> [Int32: Int64] {
+        let marks = try await consumer.watermarks(topic: topic)
+        let endOffsets = marks.mapValues(\.high)
+        let partitions = marks.keys.map { TopicPartition(topic, $0) }
+        let committed = try await consumer.committedOffsets(for: partitions)
+        let remaining = Set(
+            marks.compactMap { partition, mark -> Int32? in
+                let start = max((committed[TopicPartition(topic, partition)] ?? nil) ?? mark.low, mark.low)
+                return start < mark.high ? partition : nil
+            })
+        state.withLock { $0 = State(endOffsets: endOffsets, remaining: remaining) }
+        if !remaining.isEmpty { try consumer.subscribe(topics: [topic]) }
+        return endOffsets
+    }
+
+    var hasMore: Bool { state.withLock { !$0.remaining.isEmpty } }
+
+    func next() async throws -> SourcedRecord? {
+        var iterator = consumer.messages.makeAsyncIterator()
+        while hasMore {
+            let message: KafkaMessage
+            switch try await iterator.next(within: idle) {
+            case .message(let next):
+                message = next
+            case .ended:
+                throw DeadLetterSourceStopped(reason: "the consumer closed")
+            case .timedOut:
+                // A partition whose last offsets are gaps (or that another run owns) never shows its last record.
+                let remaining = state.withLock { $0.remaining }
+                let positions = consumer.positions(for: remaining.map { TopicPartition(topic, $0) })
+                let left = state.withLock { state -> Set<Int32> in
+                    for (partition, position) in positions {
+                        if let position, let end = state.endOffsets[partition.partition], position >= end {
+                            state.remaining.remove(partition.partition)
+                        }
+                    }
+                    return state.remaining
+                }
+                if !left.isEmpty {
+                    throw DeadLetterSourceStopped(
+                        reason:
+                            "no record for \(idle) before the end offsets of partitions \(left.sorted()) (owned by another run?)"
+                    )
+                }
+                continue
+            }
+            let take = state.withLock { state -> Bool in
+                let end = state.endOffsets[message.partition] ?? 0
+                guard message.offset < end else {
+                    // Written after the run started (possibly by this run): left for the next one.
+                    state.remaining.remove(message.partition)
+                    return false
+                }
+                if message.offset == end - 1 { state.remaining.remove(message.partition) }
+                return true
+            }
+            guard take else {
+                consumer.pause([message.topicPartition])
+                continue
+            }
+            return SourcedRecord(
+                input: message.purchaseInput(provenanceTrusted: true), assignmentEpoch: message.assignmentEpoch,
+                byteCount: message.byteCount)
+        }
+        return nil
+    }
+
+    func markDone(_ record: SourcedRecord) throws {
+        let source = record.input.source
+        try consumer.storeOffsets([TopicPartition(source.topic, source.partition): source.offset + 1])
+    }
+
+    func close(commit: Bool) async {
+        if commit { try? await consumer.commit() }
+        await consumer.close()
+    }
+}

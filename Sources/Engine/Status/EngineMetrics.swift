@@ -1,0 +1,46 @@
+import Fulfilment
+
+/// What the engine and its services count and measure (DESIGN §7). The composition root gives the Prometheus registry
+/// behind `/metrics`; tests give a recorder. Label values are the low-cardinality ones the names below document.
+public protocol EngineMetrics: Sendable {
+    /// A purchase message's outcome (`iap_purchases_total{outcome}`, ``PurchaseOutcome/countedLabels``).
+    func countPurchase(_ outcome: String)
+    /// From the message's timestamp to its outcome (`iap_purchase_duration_seconds`).
+    func recordPurchaseDuration(_ duration: Duration)
+    /// A rejection (`iap_rejections_total{reason}`) or a dead letter (`iap_dead_letters_total{reason}`).
+    func countReason(_ reason: String, deadLettered: Bool)
+    /// Purchases being processed (`iap_in_flight`).
+    func setInFlight(_ count: Int)
+
+    /// Grants waiting for Consume (`iap_unconsumed_grants`).
+    func setUnconsumedGrants(_ count: Int)
+    /// The age of the oldest of them, 0 when none (`iap_oldest_unconsumed_grant_age_seconds`).
+    func setOldestUnconsumedGrantAge(_ seconds: Double)
+
+    /// `iap_circuit_open`.
+    func setCircuitOpen(_ open: Bool)
+    /// `iap_stopped`: consumption stopped by a configuration failure.
+    func setStopped(_ stopped: Bool)
+    /// `iap_ledger_unavailable`.
+    func setLedgerUnavailable(_ unavailable: Bool)
+
+    /// Reports lag for these partitions from now on (an assignment).
+    func trackLag(of partitions: [SourcePartition])
+    /// Stops reporting lag for these partitions (a revoke or a loss).
+    func untrackLag(of partitions: [SourcePartition])
+
+    /// Payments a reconciliation pass handled (`iap_reconciled_total{outcome}`).
+    func countReconciled(_ outcome: String, by count: Int)
+    /// A reconciliation pass ended before checking every due user (`iap_reconcile_overruns_total`).
+    func countReconcileOverrun()
+    /// A reconciliation pass ended: its duration (`iap_reconcile_duration_seconds`) and, for the status, its summary.
+    func recordReconcilePass(_ duration: Duration, summary: WorkerStatus.ReconcilePass)
+
+    /// Rows by ledger table (`iap_ledger_rows{table}`).
+    func setLedgerRows(_ counts: [String: Int])
+    /// Rows retention deleted (`iap_ledger_pruned_rows_total{table}`).
+    func countPruned(table: String, by count: Int)
+    /// When pruning last caught up, seconds since the epoch; 0 while pruning is off
+    /// (`iap_ledger_prune_caught_up_timestamp_seconds`).
+    func setLedgerPruneCaughtUp(_ secondsSinceEpoch: Double)
+}

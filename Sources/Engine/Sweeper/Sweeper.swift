@@ -1,0 +1,125 @@
+import Foundation
+import Fulfilment
+import Logging
+import ServiceLifecycle
+import Wire
+
+/// Finishes what the flow left: retries Consume for grants still unconsumed and publishes outbox events a crash
+/// left unpublished. Safe with many instances: rows are claimed with a lease (`FOR UPDATE SKIP LOCKED` on
+/// PostgreSQL), and every step is idempotent.
+public struct Sweeper: Service {
+    /// When and how much the sweeper takes.
+    public struct Configuration: Sendable, Hashable {
+        /// Between two passes.
+        public var interval: Duration
+        /// Rows younger than this still belong to the flow that is running them.
+        public var grace: Duration
+        /// How long a claimed row is left to the instance that claimed it before another may take it.
+        public var lease: Duration
+        /// Rows of each kind claimed per pass.
+        public var batchSize: Int
+
+        public init(
+            interval: Duration = .seconds(10), grace: Duration = .seconds(30), lease: Duration = .seconds(60),
+            batchSize: Int = 100
+        ) {
+            self.interval = interval
+            self.grace = grace
+            self.lease = lease
+            self.batchSize = batchSize
+        }
+    }
+
+    let processor: PurchaseProcessor
+    let ledger: any SweepLedger
+    let configuration: Configuration
+    let metrics: any EngineMetrics
+    let gamebaseMonitor: GamebaseMonitor
+    let ledgerMonitor: LedgerMonitor
+    let clock: any WorkerClock
+    let logger: Logger
+
+    init(
+        processor: PurchaseProcessor, ledger: any SweepLedger, configuration: Configuration,
+        metrics: any EngineMetrics, gamebaseMonitor: GamebaseMonitor, ledgerMonitor: LedgerMonitor,
+        clock: any WorkerClock, logger: Logger
+    ) {
+        self.processor = processor
+        self.ledger = ledger
+        self.configuration = configuration
+        self.metrics = metrics
+        self.gamebaseMonitor = gamebaseMonitor
+        self.ledgerMonitor = ledgerMonitor
+        self.clock = clock
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                _ = await sweepOnce()
+                do { try await clock.sleep(for: configuration.interval) } catch { return }
+            }
+        }
+    }
+
+    public struct Result: Sendable, Hashable {
+        public var published = 0
+        public var consumed = 0
+        public var stillPending = 0
+    }
+
+    /// One pass; never throws (a failing ledger is reported to the ledger monitor, which pauses intake if it is down).
+    /// Grants are left alone while the Gamebase circuit is open or stopped: their Consume would only fail.
+    public func sweepOnce() async -> Result {
+        var result = Result()
+        let now = clock.now
+        let cutoff = now.addingTimeInterval(-configuration.grace.seconds)
+        let deadline = processor.ledger.deadline
+        let (ledger, limit, lease) = (ledger, configuration.batchSize, configuration.lease)
+        guard ledgerMonitor.isAvailable else { return result }
+        do {
+            let events = try await deadline.run("claim unpublished events") {
+                try await ledger.claimUnpublishedEvents(createdBefore: cutoff, limit: limit, lease: lease, now: now)
+            }
+            for event in events {
+                try await processor.publish(event)
+                result.published += 1
+            }
+            if gamebaseMonitor.allowsCalls {
+                let grants = try await deadline.run("claim unconsumed grants") {
+                    try await ledger.claimUnconsumedGrants(grantedBefore: cutoff, limit: limit, lease: lease, now: now)
+                }
+                for grant in grants {
+                    try await processor.publishGrantEventIfNeeded(grant)
+                    switch try await processor.consume(grant) {
+                    case .done: result.consumed += 1
+                    case .pending: result.stillPending += 1
+                    case .stop(let error):
+                        gamebaseMonitor.configurationRejected(error)
+                        result.stillPending += 1
+                    }
+                }
+            }
+            metrics.setUnconsumedGrants(try await deadline.run("count unconsumed") { try await ledger.countUnconsumed() })
+            let oldest = try await deadline.run("oldest unconsumed grant") {
+                try await ledger.oldestUnconsumedGrantedAt()
+            }
+            metrics.setOldestUnconsumedGrantAge(oldest.map { max(0, now.timeIntervalSince($0)) } ?? 0)
+            if result.published + result.consumed + result.stillPending > 0 {
+                logger.info(
+                    "sweep finished leftovers",
+                    metadata: [
+                        "sweep.published": "\(result.published)", "sweep.consumed": "\(result.consumed)",
+                        "sweep.pending": "\(result.stillPending)",
+                    ])
+            }
+        } catch is CancellationError {
+            return result
+        } catch {
+            logger.error("sweep failed", metadata: ["iap.error": "\(error)"])
+            await ledgerMonitor.reportFailure(error)
+        }
+        return result
+    }
+}

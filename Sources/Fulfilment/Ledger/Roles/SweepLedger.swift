@@ -1,0 +1,22 @@
+import Foundation
+
+/// The ledger's role in the sweep: what the flow left unfinished (grants still waiting for Consume, events a crash left
+/// unpublished), claimed with a lease so several instances share the work, and the counts the sweeper reports.
+///
+/// Every method throws ``LedgerError``.
+public protocol SweepLedger: Sendable {
+    /// Claims up to `limit` grants still `granted` since before `grantedBefore`, leasing them until `now + lease` so
+    /// other workers' sweepers skip them.
+    func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [GrantRecord]
+
+    /// Claims up to `limit` events unpublished since before `createdBefore`, leased the same way.
+    func claimUnpublishedEvents(createdBefore: Date, limit: Int, lease: Duration, now: Date) async throws
+        -> [OutboxEvent]
+
+    /// Grants still waiting for Consume (cheap: a partial index); also the readiness probe of the ledger, so it fails
+    /// when the ledger cannot take writes (PostgreSQL read-only) even though it answers.
+    func countUnconsumed() async throws -> Int
+
+    /// When the oldest grant still waiting for Consume was granted; `nil` when none waits.
+    func oldestUnconsumedGrantedAt() async throws -> Date?
+}

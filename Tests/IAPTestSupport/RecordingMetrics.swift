@@ -1,0 +1,61 @@
+import Engine
+import Fulfilment
+import Synchronization
+
+/// The engine's metrics kept in memory, for tests that look at what was counted.
+public final class RecordingMetrics: EngineMetrics {
+    public struct Values: Sendable {
+        public var purchases: [String: Int] = [:]
+        public var rejections: [String: Int] = [:]
+        public var deadLetters: [String: Int] = [:]
+        public var inFlight = 0
+        public var unconsumedGrants: Int?
+        public var oldestUnconsumedGrantAge: Double?
+        public var circuitOpen = false
+        public var stopped = false
+        public var ledgerUnavailable = false
+        public var lagPartitions: Set<SourcePartition> = []
+        public var reconciled: [String: Int] = [:]
+        public var reconcileOverruns = 0
+        public var reconcilePasses: [WorkerStatus.ReconcilePass] = []
+        public var ledgerRows: [String: Int] = [:]
+        public var pruned: [String: Int] = [:]
+        public var pruneCaughtUp: Double?
+        public var purchaseDurations = 0
+    }
+    private let state = Mutex(Values())
+
+    public init() {}
+
+    public var values: Values { state.withLock { $0 } }
+
+    public func countPurchase(_ outcome: String) { state.withLock { $0.purchases[outcome, default: 0] += 1 } }
+    public func recordPurchaseDuration(_ duration: Duration) { state.withLock { $0.purchaseDurations += 1 } }
+    public func countReason(_ reason: String, deadLettered: Bool) {
+        state.withLock {
+            if deadLettered { $0.deadLetters[reason, default: 0] += 1 } else { $0.rejections[reason, default: 0] += 1 }
+        }
+    }
+    public func setInFlight(_ count: Int) { state.withLock { $0.inFlight = count } }
+    public func setUnconsumedGrants(_ count: Int) { state.withLock { $0.unconsumedGrants = count } }
+    public func setOldestUnconsumedGrantAge(_ seconds: Double) { state.withLock { $0.oldestUnconsumedGrantAge = seconds } }
+    public func setCircuitOpen(_ open: Bool) { state.withLock { $0.circuitOpen = open } }
+    public func setStopped(_ stopped: Bool) { state.withLock { $0.stopped = stopped } }
+    public func setLedgerUnavailable(_ unavailable: Bool) { state.withLock { $0.ledgerUnavailable = unavailable } }
+    public func trackLag(of partitions: [SourcePartition]) { state.withLock { $0.lagPartitions.formUnion(partitions) } }
+    public func untrackLag(of partitions: [SourcePartition]) {
+        state.withLock { $0.lagPartitions.subtract(partitions) }
+    }
+    public func countReconciled(_ outcome: String, by count: Int) {
+        state.withLock { $0.reconciled[outcome, default: 0] += count }
+    }
+    public func countReconcileOverrun() { state.withLock { $0.reconcileOverruns += 1 } }
+    public func recordReconcilePass(_ duration: Duration, summary: WorkerStatus.ReconcilePass) {
+        state.withLock { $0.reconcilePasses.append(summary) }
+    }
+    public func setLedgerRows(_ counts: [String: Int]) { state.withLock { $0.ledgerRows = counts } }
+    public func countPruned(table: String, by count: Int) { state.withLock { $0.pruned[table, default: 0] += count } }
+    public func setLedgerPruneCaughtUp(_ secondsSinceEpoch: Double) {
+        state.withLock { $0.pruneCaughtUp = secondsSinceEpoch }
+    }
+}
