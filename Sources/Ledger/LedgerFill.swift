@@ -1,6 +1,6 @@
 import Foundation
 
-/// Synthetic earlier purchases for `iap-worker bench scale`: a ledger as a studio's would look after N purchases at a
+/// Synthetic earlier purchases for `iap-dev bench scale`: a ledger as a studio's would look after N purchases at a
 /// million a day, with retention keeping it in its steady state.
 ///
 /// Purchase `i` (0 is the newest) was granted `(i + 1) × spacing` before `now`, by user `fill-user-(i mod users)`,
@@ -32,4 +32,7 @@ public protocol LedgerFilling: Sendable {
     func fill(_ fill: LedgerFill, purchases range: Range<Int>) async throws
     /// Refreshes the planner's statistics (after a fill).
     func analyze() async throws
+    /// Whether the database holds no table at all, so filling it can touch nobody's purchases. Read before any
+    /// migration: a ledger a daemon uses (even one migrated and still empty) answers `false`.
+    func holdsNoTables() async throws -> Bool
 }

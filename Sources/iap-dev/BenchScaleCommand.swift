@@ -18,8 +18,9 @@ struct BenchScaleCommand: AsyncParsableCommand {
         abstract: "Measures per-purchase cost, lookups, the sweeper's and reconciler's queries as the ledger grows.",
         discussion: """
             Purchases are synthetic (LedgerFill: a million a day, four per user, one rejection in twenty, the outbox \
-            and unconfirmed rejections as retention keeps them); the ledger is filled up to each --sizes in turn, so \
-            give a fresh database. Lookups, sweeper, reconciler and pruning figures are medians of --samples calls \
+            and unconfirmed rejections as retention keeps them); the ledger is filled up to each --sizes in turn. \
+            --url must name a fresh, empty database: one holding any table (a ledger in use) is refused before \
+            anything is written. Lookups, sweeper, reconciler and pruning figures are medians of --samples calls \
             (milliseconds); the per-purchase figures are the pipeline benchmark's (worker CPU per purchase, at \
             --latency-ms) against the filled ledger.
             """
@@ -78,6 +79,17 @@ struct BenchScaleCommand: AsyncParsableCommand {
         let fill = LedgerFill(now: now, users: 250_000)
         let executable = try Executables.worker(given: nil)
         let options = self
+        if self.url != nil {
+            // Looked at before anything migrates or converts it: a ledger in use must never get synthetic purchases.
+            let fresh = try await LedgerStores.withStore(url: url, logger: logger, migrate: false) {
+                try await $0.holdsNoTables()
+            }
+            guard fresh else {
+                throw ValidationError(
+                    "--url names a database that already holds tables: bench scale fills a ledger with synthetic "
+                        + "purchases and prunes it, so it only takes a fresh, empty database (never a ledger in use)")
+            }
+        }
         let rows = try await LedgerStores.withStore(
             url: url, logger: logger, maxConnections: 8, convertsToIncrementalVacuum: true
         ) { store -> [Row] in

@@ -76,4 +76,20 @@ struct KafkaRoundTripTests {
         await second.close()
         await producer.close()
     }
+
+    /// A pause belongs to an assignment: one asked for a partition this member does not own (the engine read its
+    /// assignment while the poll thread revoked it) must not be applied when the partition is assigned later.
+    @Test func aPauseOfAPartitionNotAssignedIsNotAppliedWhenItIsAssignedLater() async throws {
+        let cluster = try MockCluster(brokers: 1, logger: KafkaTestSupport.logger)
+        try cluster.createTopic("late-pause", partitions: 1)
+        let producer = try KafkaTestSupport.producer(cluster)
+        try await KafkaTestSupport.produce(producer, topic: "late-pause", range: 0..<3)
+        let consumer = try KafkaTestSupport.consumer(cluster, group: KafkaTestSupport.uniqueGroup())
+        consumer.pause([TopicPartition("late-pause", 0)])
+        try consumer.subscribe(topics: ["late-pause"])
+        let taken = try await KafkaTestSupport.take(3, from: consumer, within: 15)
+        #expect(taken.count == 3, "the partition stayed paused after it was assigned")
+        await consumer.close()
+        await producer.close()
+    }
 }

@@ -113,6 +113,11 @@ enum KeptHandles {
     static func keep(handle: OpaquePointer, context: UnsafeMutableRawPointer) {
         kept.withLock { $0.append(Kept(handle: handle, context: context)) }
     }
+
+    /// Whether `handle` was kept rather than destroyed.
+    static func holds(handle: OpaquePointer) -> Bool {
+        kept.withLock { $0.contains { $0.handle == handle } }
+    }
 }
 
 /// What librdkafka's callbacks reach: logging, error and statistics sinks.

@@ -120,7 +120,8 @@ public final class KafkaConsumer: Sendable {
         return positions
     }
 
-    /// Stops fetching from `partitions` until they are resumed. Messages already buffered are still delivered.
+    /// Stops fetching from `partitions` until they are resumed, or revoked: a pause belongs to an assignment, and
+    /// partitions this member does not own now are ignored. Messages already buffered are still delivered.
     public func pause(_ partitions: [TopicPartition]) {
         core.setPaused(partitions, paused: true)
     }
@@ -313,13 +314,14 @@ final class ConsumerCore: Sendable {
             logger.warning(
                 "consumer close reported an error", metadata: ["kafka.error": "\(RDKafkaErrorCode(err).message)"])
         }
-        if Self.assignorStateBugApplies, cooperative, !control.withLock({ $0.assignedOnce }) {
+        if Self.assignorStateBugApplies, cooperative, !isReader, !control.withLock({ $0.assignedOnce }) {
             // librdkafka before 2.3.0 (Debian ships 2.0.2) aborts in rd_kafka_destroy when the cooperative-sticky
             // assignor was chosen by a JoinGroup but no assignment has arrived yet: its state is still NULL and
             // rd_kafka_sticky_assignor_state_destroy asserts it is not (librdkafka #4312, fixed by #4381). That
             // window is exactly "stopped during start-up". The consumer has closed (left the group, committed):
             // only the handle's memory is left, so it is kept until the process exits instead of destroyed.
-            // Versions with the fix never take this branch.
+            // Versions with the fix never take this branch, nor does a group-less reader: it never joins a group, so
+            // no assignor ever runs for it (and the console opens one per record page).
             client.keepHandleAtDeinit()
             logger.debug("consumer closed before its first assignment; its handle is kept (librdkafka #4312)")
         }
@@ -390,7 +392,9 @@ final class ConsumerCore: Sendable {
     func setPaused(_ partitions: [TopicPartition], paused: Bool) {
         control.withLock { control in
             if paused {
-                control.applicationPaused.formUnion(partitions)
+                // A pause belongs to the current assignment: one asked for a partition this member does not own (read
+                // from an assignment the poll thread has revoked since) would otherwise be applied at its next assign.
+                control.applicationPaused.formUnion(partitions.filter { control.assignment.contains($0) })
             } else {
                 control.applicationPaused.subtract(partitions)
             }

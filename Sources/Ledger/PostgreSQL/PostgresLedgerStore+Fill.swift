@@ -50,4 +50,16 @@ extension PostgresLedgerStore {
     public func analyze() async throws {
         try await wrap { try await client.query("ANALYZE", logger: logger) }
     }
+
+    public func holdsNoTables() async throws -> Bool {
+        try await wrap {
+            var tables: Int64 = 0
+            for try await count in try await client.query(
+                "SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema()", logger: logger
+            ).decode(Int64.self) {
+                tables = count
+            }
+            return tables == 0
+        }
+    }
 }

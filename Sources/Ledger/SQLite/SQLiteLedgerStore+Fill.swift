@@ -49,4 +49,10 @@ extension SQLiteLedgerStore {
     public func analyze() async throws {
         try await writeAlone { db in try db.execute(sql: "ANALYZE") }
     }
+
+    public func holdsNoTables() async throws -> Bool {
+        try await read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table'") == 0
+        }
+    }
 }
