@@ -1,4 +1,5 @@
-"""Checks that every address a compose service is configured to call is one that a service listens on.
+"""Checks that every address a compose service is configured to call is one that a service listens on, and that
+every service running the project's image runs a command its executable has.
 
     check-compose.py [deploy/compose.yaml]
 
@@ -8,10 +9,13 @@ every service, the addresses it is told to call are collected from its environme
 bind-mounted into it: `scheme://host:port` URLs and bare `host:port` pairs. Each address must name a service
 of the file that is configured to listen on that port on a non-loopback address:
 
-- a service running iap-worker (its image is iap-worker:* or it is built from deploy/Dockerfile) listens
-  where its command says: `gamebase-sim --host H --port P` (the defaults are read from
-  Sources/iap-worker/GamebaseSimCommand.swift), `run` on 0.0.0.0 at SERVER_PORT or config/iap-worker.yaml's
-  server.port; with no command, the Dockerfile's CMD applies;
+- a service built from deploy/Dockerfile (or using its image, iap-worker:* or iap-worker-dev:*) runs the executable
+  of the Dockerfile's stage it builds (`build.target`, else the last stage; the image iap-worker-dev:* is the `dev`
+  stage), read from that stage's ENTRYPOINT: `iap-worker run` listens on 0.0.0.0 at SERVER_PORT or
+  config/iap-worker.yaml's server.port; `iap-dev gamebase-sim --host H --port P` where it says (the defaults are
+  read from Sources/iap-dev/GamebaseSimCommand.swift); with no command, the stage's CMD applies. A command the
+  executable does not have (the development tools are iap-dev's since the executables were split: the image's
+  iap-worker has no gamebase-sim) is an error;
 - other images are known by the small table LISTENERS below (unless the service replaces their entrypoint).
 
 A call to localhost or 127.x from a service's environment or command is an error too: inside a container
@@ -46,12 +50,63 @@ def swift_default(source, name, kind):
     return json.loads(match.group(1).replace("_", ""))
 
 
-sim_source = (root / "Sources/iap-worker/GamebaseSimCommand.swift").read_text()
+sim_source = (root / "Sources/iap-dev/GamebaseSimCommand.swift").read_text()
 SIM_DEFAULT_HOST = swift_default(sim_source, "host", "String")
 SIM_DEFAULT_PORT = swift_default(sim_source, "port", "Int")
 CONFIG_SERVER_PORT = int(yaml.safe_load((root / "config/iap-worker.yaml").read_text())["server"]["port"])
-cmd_match = re.search(r"^CMD\s+(\[.*\])\s*$", (root / "deploy/Dockerfile").read_text(), re.M)
-DOCKERFILE_CMD = json.loads(cmd_match.group(1)) if cmd_match else ["run"]
+
+
+def commands_of(executable):
+    """The top-level command names of an executable: its @main command's `subcommands:` list, each type's
+    `commandName:`, so the table follows the code."""
+    folder = root / "Sources" / executable
+    sources = {path: path.read_text() for path in sorted(folder.glob("*.swift"))}
+    main = next((text for text in sources.values() if re.search(r"^@main", text, re.M)), "")
+    listed = re.search(r"subcommands:\s*\[([^\]]*)\]", main)
+    if not listed:
+        sys.exit(f"check-compose: no subcommands in Sources/{executable}'s @main command; update this script")
+    names = set()
+    for type_name in re.findall(r"(\w+)\.self", listed.group(1)):
+        for text in sources.values():
+            match = re.search(rf"struct {type_name}\b.*?commandName:\s*\"([^\"]+)\"", text, re.S)
+            if match:
+                names.add(match.group(1))
+                break
+        else:
+            sys.exit(f"check-compose: no commandName for {type_name} in Sources/{executable}; update this script")
+    return names
+
+
+COMMANDS = {executable: commands_of(executable) for executable in ("iap-worker", "iap-dev")}
+
+
+def dockerfile_stages(text):
+    """{stage name: (entrypoint, cmd)} of a Dockerfile, a stage inheriting what its FROM stage set; and the name
+    of the last stage (the default target). Exec-form (JSON) ENTRYPOINT and CMD only."""
+    stages, current, last, cmd_here = {}, None, None, False
+    for line in re.sub(r"\\\n", " ", text).splitlines():
+        words = line.strip().split(None, 1)
+        if not words or words[0].startswith("#"):
+            continue
+        instruction, rest = words[0].upper(), (words[1] if len(words) > 1 else "")
+        if instruction == "FROM":
+            match = re.match(r"(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?", rest, re.I)
+            base, name = match.group(1), match.group(2) or f"#{len(stages)}"
+            stages[name] = stages.get(base, (None, None))
+            current, last, cmd_here = name, name, False
+        elif instruction in ("ENTRYPOINT", "CMD") and current is not None:
+            value = json.loads(rest)
+            entrypoint, cmd = stages[current]
+            if instruction == "CMD":
+                stages[current], cmd_here = (entrypoint, value), True
+            else:  # an ENTRYPOINT resets a CMD inherited from the base, as docker does
+                stages[current] = (value, cmd if cmd_here else None)
+    return stages, last
+
+
+DOCKERFILE_STAGES, DOCKERFILE_DEFAULT = dockerfile_stages((root / "deploy/Dockerfile").read_text())
+# Images compose.yaml names for the Dockerfile's targets.
+IMAGE_STAGES = {"iap-worker": DOCKERFILE_DEFAULT, "iap-worker-dev": "dev"}
 
 
 def option(args, name, default):
@@ -63,16 +118,55 @@ def option(args, name, default):
     return default
 
 
+def dockerfile_stage(service):
+    """The stage of deploy/Dockerfile a service runs: its build target, or the one its image names."""
+    build = service.get("build") or {}
+    if build.get("dockerfile", "").endswith("deploy/Dockerfile"):
+        return build.get("target") or DOCKERFILE_DEFAULT
+    return IMAGE_STAGES.get(service.get("image", "").rsplit("/", 1)[-1].split(":")[0])
+
+
+def executable_and_args(service):
+    """(executable, arguments) of a service running deploy/Dockerfile's image, or (None, [])."""
+    stage = dockerfile_stage(service)
+    if stage not in DOCKERFILE_STAGES:
+        return None, []
+    entrypoint, cmd = DOCKERFILE_STAGES[stage]
+    if service.get("entrypoint") is not None:  # compose's entrypoint replaces the image's, and its CMD with it
+        entrypoint, cmd = as_list(service.get("entrypoint")), None
+    executable = pathlib.PurePosixPath(entrypoint[0]).name if entrypoint else None
+    args = (entrypoint or [])[1:] + (as_list(service.get("command")) or cmd or [])
+    return executable, args
+
+
 def iap_worker_listeners(service):
-    args = as_list(service.get("command")) or DOCKERFILE_CMD
+    executable, args = executable_and_args(service)
     if not args:
         return []
-    if args[0] == "gamebase-sim":
+    if executable == "iap-dev" and args[0] == "gamebase-sim":
         return [(option(args, "--host", SIM_DEFAULT_HOST), int(option(args, "--port", SIM_DEFAULT_PORT)))]
-    if args[0] == "run":  # AdminServer binds 0.0.0.0 on server.port
+    if executable == "iap-worker" and args[0] == "run":  # AdminServer binds 0.0.0.0 on server.port
         port = (service.get("environment") or {}).get("SERVER_PORT", CONFIG_SERVER_PORT)
         return [(ALL_INTERFACES, int(port))]
-    return []  # other commands (reprocess, ledger, ...) serve nothing
+    return []  # other commands (reprocess, ledger, dev-kafka, ...) serve nothing another container reaches
+
+
+def command_failures(services):
+    """Services that run a command their image's executable does not have."""
+    failures = []
+    for name, service in sorted(services.items()):
+        if not runs_iap_worker(service):
+            continue
+        executable, args = executable_and_args(service)
+        if executable not in COMMANDS:
+            failures.append(f"service {name} runs deploy/Dockerfile's stage {dockerfile_stage(service)!r}, whose "
+                            f"entrypoint is neither iap-worker nor iap-dev")
+        elif args and not args[0].startswith("-") and args[0] not in COMMANDS[executable]:
+            elsewhere = [other for other, commands in COMMANDS.items() if args[0] in commands]
+            hint = (f"; it is {elsewhere[0]}'s: build the Dockerfile's dev target (build.target: dev)"
+                    if elsewhere == ["iap-dev"] else "")
+            failures.append(f"service {name} runs `{executable} {args[0]}`, which {executable} does not have{hint}")
+    return failures
 
 
 def kafka_listeners(service):
@@ -107,9 +201,7 @@ LISTENERS = {
 
 
 def runs_iap_worker(service):
-    image = service.get("image", "")
-    dockerfile = (service.get("build") or {}).get("dockerfile", "")
-    return image.split(":")[0].endswith("iap-worker") or dockerfile.endswith("deploy/Dockerfile")
+    return dockerfile_stage(service) is not None
 
 
 def listeners_of(service):
@@ -203,7 +295,7 @@ def check(compose_file):
         ["docker-compose", "-f", str(compose_file), "config"], check=True, capture_output=True, text=True).stdout
     services = yaml.safe_load(rendered)["services"]
     listening = {name: listeners_of(service) for name, service in services.items()}
-    failures, checked = [], 0
+    failures, checked = command_failures(services), 0
     for name, service in sorted(services.items()):
         for where, host, port in calls_of(service):
             if "." in host.strip("[]") and not loopback(host):
@@ -228,5 +320,5 @@ if __name__ == "__main__":
     for failure in failures:
         print(f"FAIL {failure}", file=sys.stderr)
     if failures or checked == 0:
-        sys.exit(f"{compose}: {len(failures)} of {checked} service addresses are not listened on")
+        sys.exit(f"{compose}: {len(failures)} failure(s); {checked} service addresses checked")
     print(f"ok  {compose} ({checked} service addresses, each listened on)")

@@ -3,8 +3,9 @@
 #   - Kubernetes: deploy/kubernetes/ rendered as `kubectl apply -k` would apply it (scripts/check-kubernetes.py:
 #     no Secret applied, no replicas beside KEDA, no static membership, a generated ConfigMap, …), every object
 #     validated with kubernetes-validate --strict (PyPI);
-#   - compose: `docker-compose config` (Debian), and every address a service calls is one that service listens on
-#     (scripts/check-compose.py); the Prometheus configuration (promtool check config);
+#   - compose: `docker-compose config` (Debian), every address a service calls is one that service listens on, and
+#     every service built from deploy/Dockerfile runs a command of its target's executable (scripts/check-compose.py);
+#     the Prometheus configuration (promtool check config);
 #   - alerts: the PrometheusRule's rules (promtool check rules, Debian's prometheus package) and their unit tests
 #     (promtool test rules), the dashboard and rules against deploy/prometheus/metrics.txt, a runbook section per
 #     alert (scripts/check-monitoring.py);
@@ -81,6 +82,8 @@ echo "ok  docker-compose config deploy/compose.yaml"
 "$python" scripts/check-compose.py deploy/compose.yaml
 refuses "a simulator listening on its container's loopback" "gamebase-sim listens on port 9090 on loopback only" \
     "$python" scripts/check-compose.py scripts/testdata/compose-sim-on-loopback.yaml
+refuses "a development tool run from the worker's image" "runs \`iap-worker gamebase-sim\`, which iap-worker does not have" \
+    "$python" scripts/check-compose.py scripts/testdata/compose-dev-tool-in-worker-image.yaml
 promtool check config deploy/prometheus/prometheus.yml > /dev/null
 echo "ok  promtool check config deploy/prometheus/prometheus.yml"
 

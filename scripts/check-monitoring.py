@@ -3,7 +3,7 @@
     check-monitoring.py OUT
 
 - deploy/prometheus/metrics.txt lists the metrics the worker exposes; every iap_* name declared in
-  Sources/Worker/Observability/WorkerMetrics.swift must be in it.
+  Sources/App/Observability/WorkerMetrics.swift must be in it.
 - The Grafana dashboards (deploy/grafana/*.json) and the alert rules query only listed metrics, with histogram
   suffixes only on histograms and label matchers only on their labels (or the scrape's own labels).
 - The stat panels of the 0/1 failure flags (iap_stopped, iap_circuit_open, iap_ledger_unavailable) show red at 1
@@ -35,7 +35,7 @@ for line in (root / "deploy/prometheus/metrics.txt").read_text().splitlines():
         name, kind, labels = (line.split(None, 2) + ["-"])[:3]
         names = (label.strip() for label in re.sub(r"\(.*?\)", "", labels).split(","))
         metrics[name] = (kind, {label for label in names if label not in ("", "-")})
-declared = set(re.findall(r'"(iap_\w+)"', (root / "Sources/Worker/Observability/WorkerMetrics.swift").read_text()))
+declared = set(re.findall(r'"(iap_\w+)"', (root / "Sources/App/Observability/WorkerMetrics.swift").read_text()))
 for name in sorted(declared - set(metrics)):
     failures.append(f"WorkerMetrics.swift declares {name}, which deploy/prometheus/metrics.txt does not list")
 

@@ -10,7 +10,7 @@ import Synchronization
 /// client's two calls per purchase.
 ///
 /// It replaced async-http-client there: the same two calls cost about 100 µs of CPU each through it, against
-/// about 35 µs for a bare exchange over NIO (`iap-worker bench gamebase-client`). It does only what those calls
+/// about 35 µs for a bare exchange over NIO (`iap-dev bench gamebase-client`). It does only what those calls
 /// need: no redirects, no proxies, no compression, no streaming. A request waits for a free connection when all are
 /// busy, at most its timeout, then has its timeout again for the exchange; cancelling it ends either at once.
 final class HTTP1ConnectionPool: Sendable {

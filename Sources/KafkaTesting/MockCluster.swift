@@ -4,7 +4,7 @@ import Kafka
 import Logging
 
 /// librdkafka's mock Kafka cluster: real brokers speaking the Kafka protocol on loopback, in this process,
-/// with consumer groups and fault injection. For tests, the demo, the benchmark and `iap-worker dev-kafka`.
+/// with consumer groups and fault injection. For tests, the demo, the benchmark and `iap-dev dev-kafka`.
 ///
 /// Its group timings differ from a real broker's (first join takes about 3 s; a killed member's partitions
 /// come back after about two session timeouts).

@@ -13,7 +13,7 @@ import ServiceLifecycle
 import UnixSignals
 import App
 
-/// `iap-worker demo`: the real worker engine on a mixed batch in a sandbox, then a summary.
+/// `iap-dev demo`: the real worker engine on a mixed batch in a sandbox, then a summary.
 public enum Demo {
     public struct Options: Sendable {
         /// Valid purchases in the batch.

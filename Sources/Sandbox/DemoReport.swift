@@ -92,7 +92,7 @@ public struct DemoReport: Sendable {
                 : "WARNING: the invariants do not hold on this run — please report it.")
         lines.append(String(format: "Took %.1f s.", Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
         lines.append("")
-        lines.append("Next: `iap-worker demo --keep-running` keeps the worker up and prints how to read /metrics,")
+        lines.append("Next: `iap-dev demo --keep-running` keeps the worker up and prints how to read /metrics,")
         lines.append("`iap-worker ledger show <paymentSeq>` and `iap-worker reprocess --dry-run` against it;")
         lines.append("README.md explains the flow, the configuration and how to deploy.")
         return lines.joined(separator: "\n")

@@ -1,7 +1,7 @@
 import Sandbox
 import Testing
 
-@Suite("iap-worker demo", .timeLimit(.minutes(3)))
+@Suite("iap-dev demo", .timeLimit(.minutes(3)))
 struct DemoTests {
     @Test func theDemoGrantsEveryValidPurchaseOnceAndReportsEveryOtherKind() async throws {
         let report = try await Demo.run(

@@ -230,7 +230,8 @@ struct ReconcilePassTests {
         }
     }
 
-    @Test(arguments: LedgerBackend.allCases)
+    // The harness opens its ledger by `ledger.url` (`LedgerStores.withStore`).
+    @Test(arguments: LedgerBackend.sql)
     func aListedPaymentTheFlowCannotTakeFailsAloneBeforeTheLedgerSeesItAndADuplicateIsTakenOnce(
         backend: LedgerBackend
     ) async throws {
@@ -392,7 +393,8 @@ struct ReconcilePassTests {
         }
     }
 
-    @Test(arguments: LedgerBackend.allCases)
+    // The harness opens its ledger by `ledger.url` (`LedgerStores.withStore`).
+    @Test(arguments: LedgerBackend.sql)
     func aPassReadsDueUsersPageAfterPageSoInstancesTogetherCheckMoreThanOnePage(backend: LedgerBackend) async throws {
         try await Self.withHarness(backend, payments: []) { h in
             let users = (0..<150).map { "page-u\($0)" }

@@ -13,7 +13,8 @@ import App
 struct WorkerEndToEndTests {
     typealias System = EndToEndSystem
 
-    @Test(arguments: LedgerBackend.allCases)
+    // The worker under test opens its ledger by `ledger.url`.
+    @Test(arguments: LedgerBackend.sql)
     func aMixedWorkloadEndsWithExactlyTheExpectedEvents(backend: LedgerBackend) async throws {
         var payments = (0..<20).map { System.payment("v\($0)", user: "u\($0)") }
         payments.append(System.payment("other-user", user: "owner-x"))

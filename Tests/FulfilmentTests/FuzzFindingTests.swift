@@ -1,5 +1,6 @@
 import Foundation
 import Fulfilment
+import IAPTestSupport
 import Synchronization
 import Testing
 

@@ -4,11 +4,18 @@ import Ledger
 import Logging
 import PostgresNIO
 
-/// The ledgers tests run on: a SQLite file in a temporary folder, and a fresh database on the PostgreSQL server
-/// that `make test` starts (`IAP_TEST_POSTGRES_URL`).
+/// The ledgers tests run on: a SQLite file in a temporary folder, a fresh database on the PostgreSQL server that
+/// `make test` starts (`IAP_TEST_POSTGRES_URL`), and a ``MemoryLedger``. The conformance tests of the ledger's roles
+/// run on all of them (`allCases`); a test of what only a database has — a `ledger.url`, a file, migrations, an
+/// ``SQLLedgerStore``, a connection, a process — on ``sql``.
 public enum LedgerBackend: String, CaseIterable, Sendable {
     case sqlite
     case postgres
+    /// The roles without a database: no `ledger.url`, no ``SQLLedgerStore``.
+    case memory
+
+    /// The backends behind a `ledger.url`.
+    public static let sql: [LedgerBackend] = [.sqlite, .postgres]
 }
 
 /// A ledger that plays every role: what the conformance tests run against.
@@ -30,9 +37,13 @@ public enum TestDatabases {
             message: "IAP_TEST_POSTGRES_URL is not set: run the tests with `make test`, which starts a PostgreSQL server")
     }
 
-    /// A `ledger.url` for a new, empty ledger of `backend`.
+    /// A `ledger.url` for a new, empty ledger of `backend`, one of ``LedgerBackend/sql``.
+    ///
+    /// - Throws: ``TestSetupError`` for ``LedgerBackend/memory``, which has no URL.
     public static func freshLedgerURL(_ backend: LedgerBackend) async throws -> String {
         switch backend {
+        case .memory:
+            throw TestSetupError(message: "the memory ledger has no ledger.url: run this test on LedgerBackend.sql")
         case .sqlite:
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-ledger-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -49,7 +60,9 @@ public enum TestDatabases {
         return server.url(database: try await server.createDatabase())
     }
 
-    /// Runs `body` with a fresh, migrated SQL store.
+    /// Runs `body` with a fresh, migrated SQL store of `backend`, one of ``LedgerBackend/sql``.
+    ///
+    /// - Throws: ``TestSetupError`` for ``LedgerBackend/memory``, which is no SQL store.
     public static func withFreshStore<T: Sendable>(
         _ backend: LedgerBackend, maxConnections: Int = 20, _ body: @Sendable (any SQLLedgerStore) async throws -> T
     ) async throws -> T {
@@ -59,11 +72,17 @@ public enum TestDatabases {
         }
     }
 
-    /// Runs `body` with a fresh, migrated ledger.
+    /// Runs `body` with a fresh, empty ledger (a migrated store, or a new ``MemoryLedger``); `maxConnections` is the
+    /// SQL stores' pool size.
     public static func withFreshLedger<T: Sendable>(
         _ backend: LedgerBackend, maxConnections: Int = 20, _ body: @Sendable (any TestLedger) async throws -> T
     ) async throws -> T {
-        try await withFreshStore(backend, maxConnections: maxConnections) { try await body($0) }
+        switch backend {
+        case .memory:
+            try await body(MemoryLedger())
+        case .sqlite, .postgres:
+            try await withFreshStore(backend, maxConnections: maxConnections) { try await body($0) }
+        }
     }
 }
 

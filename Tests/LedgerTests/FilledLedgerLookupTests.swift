@@ -14,7 +14,8 @@ struct FilledLedgerLookupTests {
     static let purchases = 1_000_000
     static let users = 250_000
 
-    @Test(arguments: LedgerBackend.allCases)
+    // Fills the tables with SQL and reads the databases' query plans.
+    @Test(arguments: LedgerBackend.sql)
     func lookupsByPaymentIdAndByUserUseIndexesOnAMillionPurchases(backend: LedgerBackend) async throws {
         let url = try await TestDatabases.freshLedgerURL(backend)
         try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { _ in }
@@ -26,6 +27,8 @@ struct FilledLedgerLookupTests {
             """
         let plans: [String]
         switch backend {
+        case .memory:
+            throw TestSetupError(message: "a memory ledger has no query plans")  // not reached: it has no URL either
         case .sqlite:
             let path = String(url.dropFirst("sqlite://".count))
             let queue = try DatabaseQueue(path: path)

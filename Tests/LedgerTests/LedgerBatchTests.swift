@@ -6,7 +6,7 @@ import Synchronization
 import Testing
 
 /// The stores' batch operations give what the single operations give in turn, in one read or one transaction.
-@Suite("Ledger batches on SQLite and PostgreSQL", .timeLimit(.minutes(2)))
+@Suite("Ledger batches on SQLite, PostgreSQL and memory", .timeLimit(.minutes(2)))
 struct LedgerBatchTests {
     typealias T = LedgerStoreTests
 

@@ -116,7 +116,8 @@ struct LedgerPrunerTests {
 
             #expect(metrics.values.pruned["rejections"] == 2)
             #expect(metrics.values.pruned["outbox"] == 3)
-            if backend == .sqlite { #expect(metrics.values.ledgerRows["grants"] == 3) }
+            // Exact on SQLite and in memory; PostgreSQL's counts are the statistics' estimate.
+            if backend != .postgres { #expect(metrics.values.ledgerRows["grants"] == 3) }
 
             // A second pass finds nothing more.
             let again = await Self.pruner(store, metrics: metrics).pruneOnce()

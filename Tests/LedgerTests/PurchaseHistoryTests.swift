@@ -5,7 +5,7 @@ import Ledger
 import Lookup
 import Testing
 
-@Suite("The ledger's read port for people, on SQLite and PostgreSQL", .timeLimit(.minutes(5)))
+@Suite("The ledger's read port for people, on SQLite, PostgreSQL and memory", .timeLimit(.minutes(5)))
 struct PurchaseHistoryTests {
     static func reader(_ store: any TestLedger) throws -> any HistoryLedger {
         store

@@ -4,7 +4,7 @@ import IAPTestSupport
 import Ledger
 import Testing
 
-@Suite("The reconciler's tables on SQLite and PostgreSQL", .timeLimit(.minutes(2)))
+@Suite("The reconciler's tables on SQLite, PostgreSQL and memory", .timeLimit(.minutes(2)))
 struct ReconciliationLedgerTests {
     static func rejection(_ seq: String, user: String, reason: ConsumeFailureReason, at date: Date = Date())
         -> RejectionRecord

@@ -282,13 +282,14 @@ extension PostgresLedgerStore {
 
     /// The outbox columns of a batch row (prefixed `ev_`), as `jsonb_to_recordset` declares them.
     static let eventColumns = """
-        ev_id text, ev_topic text, ev_key text, ev_headers text, ev_payload text, ev_created_at_ms bigint
+        ev_id text, ev_topic text, ev_key text, ev_headers text, ev_payload text, ev_created_at_ms bigint,
+        ev_published_at_ms bigint
         """
 
     /// The outbox row of a batch row, in `LedgerSchema.outboxColumns` order.
     static let eventSelection = """
         i.ev_id, i.payment_seq, i.ev_topic, decode(i.ev_key, 'base64'), i.ev_headers, decode(i.ev_payload, 'base64'), \
-        i.ev_created_at_ms, NULL::bigint
+        i.ev_created_at_ms, i.ev_published_at_ms
         """
 
     static func writeEvent(_ event: OutboxEvent, to object: inout JSONObject) {
@@ -298,6 +299,8 @@ extension PostgresLedgerStore {
         object.string("ev_headers", LedgerCoding.encodeHeaders(event.headers))
         object.string("ev_payload", Data(event.payload).base64EncodedString())
         object.integer("ev_created_at_ms", event.createdAt.epochMilliseconds)
+        // Written as given, as the SQLite store does (the flow's events are unpublished; tools and tests may not be).
+        object.integer("ev_published_at_ms", event.publishedAt?.epochMilliseconds)
     }
 
     /// A JSON array with one object per element.

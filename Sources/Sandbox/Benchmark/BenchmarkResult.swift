@@ -1,6 +1,6 @@
 import Foundation
 
-/// What `iap-worker bench` measured.
+/// What `iap-dev bench` measured.
 public struct BenchmarkResult: Codable, Sendable {
     public struct Latency: Codable, Sendable {
         public var p50: Double

@@ -9,7 +9,7 @@ import NIOPosix
 
 /// CPU per Get Payment Transaction call: the worker's Gamebase client against a bare HTTP/1.1 exchange over
 /// NIO (kept-alive connections, no pool, no timeouts, no decoding) — the floor any client built on NIO starts
-/// from. The simulator runs as a separate `iap-worker gamebase-sim` process, so this process's CPU time is the
+/// from. The simulator runs as a separate `iap-dev gamebase-sim` process, so this process's CPU time is the
 /// client's alone.
 public enum ClientBenchmark {
     public enum Client: String, CaseIterable, Codable, Sendable {

@@ -11,7 +11,7 @@ import NIOHTTP1
 import Synchronization
 import Wire
 
-/// `iap-worker bench`: the whole pipeline under load — producer, librdkafka's mock broker, the worker as a
+/// `iap-dev bench`: the whole pipeline under load — producer, librdkafka's mock broker, the worker as a
 /// separate `iap-worker run` process, the Gamebase simulator with a set latency, and a ledger.
 public enum PipelineBenchmark {
     public struct Options: Sendable {

@@ -1,0 +1,107 @@
+import Foundation
+import Fulfilment
+import Gamebase
+import IAPTestSupport
+import Testing
+
+@testable import Engine
+
+/// The background services' timing on a test clock: what each does at which moment, without waiting for it.
+@Suite("Background services on a test clock", .timeLimit(.minutes(1)))
+struct ServiceClockTests {
+    @Test func theSweeperLeavesAGrantToItsFlowForTheGraceThenConsumesItOnItsInterval() async throws {
+        let harness = EngineHarness(sweep: .init(interval: .seconds(10), grace: .seconds(30), lease: .seconds(60)))
+        try await harness.unfinishedGrant("s1")
+        let sweeper = Task { try await harness.services.sweeper.run() }
+        defer { sweeper.cancel() }
+        // Passes at 0 … 30 s: the grant is not older than the grace, still the flow's.
+        for _ in 0..<4 {
+            try await harness.clock.sleepers(atLeast: 1)
+            #expect(harness.gamebase.consumeCalls == 0)
+            harness.clock.advance(by: .seconds(10))
+        }
+        // The pass at 40 s: the grant is older than the grace; its event is published and Consume called once.
+        try await EngineHarness.eventually("the sweeper consumed s1") {
+            try await harness.ledger.grant(paymentSeq: "s1")?.state == .consumed
+        }
+        #expect(harness.gamebase.consumeCalls == 1)
+        #expect(harness.publisher.records(on: "iap.item-granted").count == 1)
+        #expect(harness.clock.elapsed == .seconds(40))
+    }
+
+    @Test func aGrantWhoseConsumeFailedIsLeftAloneUntilItsLeaseRunsOut() async throws {
+        let harness = EngineHarness(sweep: .init(interval: .seconds(10), grace: .zero, lease: .seconds(55)))
+        try await harness.unfinishedGrant("s2")
+        harness.clock.advance(by: .seconds(1))
+        harness.gamebase.failConsume([FakeGamebase.timeout, FakeGamebase.timeout])
+        let sweeper = Task { try await harness.services.sweeper.run() }
+        defer { sweeper.cancel() }
+        try await harness.clock.sleepers(atLeast: 1)
+        #expect(harness.gamebase.consumeCalls == 2, "the first pass tries (and retries) Consume")
+        // Passes at 11 … 51 s find the grant leased (until 56 s) to the pass that tried it.
+        for _ in 0..<5 {
+            harness.clock.advance(by: .seconds(10))
+            try await harness.clock.sleepers(atLeast: 1)
+            #expect(harness.gamebase.consumeCalls == 2)
+        }
+        harness.clock.advance(by: .seconds(10))
+        try await EngineHarness.eventually("the lease ran out and the grant was consumed") {
+            try await harness.ledger.grant(paymentSeq: "s2")?.state == .consumed
+        }
+        #expect(harness.gamebase.consumeCalls == 3)
+    }
+
+    @Test func thePrunerWaitsItsFirstPassDelayThenPrunesOncePerInterval() async throws {
+        var policy = RetentionPolicy()
+        policy.interval = .seconds(300)
+        policy.firstPassDelay = .seconds(30)
+        let harness = EngineHarness(retention: policy)
+        // An event published 100 hours ago: past the outbox's 72 hours.
+        try await harness.publishedLongAgo("p1")
+        let pruner = Task { try await harness.services.pruner.run() }
+        defer { pruner.cancel() }
+        try await harness.clock.sleepers(atLeast: 1)
+        harness.clock.advance(by: .seconds(29))
+        try await harness.clock.sleepers(atLeast: 1)
+        #expect(try await harness.ledger.event(id: "p1:item-granted") != nil, "pruned before the first pass's delay")
+        harness.clock.advance(by: .seconds(1))
+        try await EngineHarness.eventually("the first pass pruned p1's event") {
+            try await harness.ledger.event(id: "p1:item-granted") == nil
+        }
+        // Another old event, once the first pass is over: left until the next pass, one interval later.
+        try await harness.clock.sleepers(atLeast: 1)
+        try await harness.publishedLongAgo("p2")
+        harness.clock.advance(by: .seconds(299))
+        try await harness.clock.sleepers(atLeast: 1)
+        #expect(try await harness.ledger.event(id: "p2:item-granted") != nil, "pruned before the interval")
+        harness.clock.advance(by: .seconds(1))
+        try await EngineHarness.eventually("the second pass pruned p2's event") {
+            try await harness.ledger.event(id: "p2:item-granted") == nil
+        }
+    }
+
+    @Test func theReconcilerChecksADueUserOncePerInterval() async throws {
+        let harness = EngineHarness(
+            reconcile: .init(interval: .seconds(600), grace: .seconds(600), lookback: .seconds(3_600)))
+        try await harness.unfinishedGrant("r1", user: "player")
+        let reconciler = Task { try await harness.services.reconciler.run() }
+        defer { reconciler.cancel() }
+        try await harness.clock.sleepers(atLeast: 1)
+        #expect(harness.gamebase.listCalls == ["player"], "the first pass checks the user")
+        harness.clock.advance(by: .seconds(599))
+        try await harness.clock.sleepers(atLeast: 1)
+        #expect(harness.gamebase.listCalls == ["player"], "checked again before the interval")
+        harness.clock.advance(by: .seconds(1))
+        try await EngineHarness.eventually("the second pass checked the user again") {
+            harness.gamebase.listCalls == ["player", "player"]
+        }
+    }
+}
+
+extension EngineHarness {
+    /// A grant whose item-granted event was published 100 hours before the clock's now.
+    func publishedLongAgo(_ seq: String) async throws {
+        try await unfinishedGrant(seq)
+        try await ledger.markPublished(eventID: "\(seq):item-granted", at: clock.now.addingTimeInterval(-100 * 3_600))
+    }
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Runs the built tests in lanes: each lane is one `swift test` process running its suites one at a time (--no-parallel),
+# and the lanes run side by side. Suites that time real faults keep a lane to themselves, so a busy machine stretches
+# them no more than two lanes can; the whole run takes as long as its longest lane instead of the sum of all suites.
+#
+#   scripts/test-lanes.sh check   the fast tiers (unit and conformance), two lanes: `make check`
+#   scripts/test-lanes.sh all     every suite, three lanes: `make test`
+#
+# Needs a build (`swift build --build-tests`) and, for the ledger's tests, IAP_TEST_POSTGRES_URL and
+# IAP_TEST_POSTGRES_CA (scripts/test-postgres.sh). Each lane's output goes to .build/test-lanes/<lane>.log and, when
+# the lane fails, to standard output as well. Exits non-zero when any lane failed or ran no test.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+SWIFT=${SWIFT:-swift}
+
+# Suites by module (the target's name) or by suite type; each regex is matched against Swift Testing's test ids
+# (`Module.SuiteType/test(…)`).
+fast_a='^(LedgerTests|WireTests|EngineTests)\.'
+fast_b='^(GamebaseTests|FulfilmentTests|AppTests|ConsoleTests|EventTailTests)\.'
+e2e='^EndToEndTests\.'
+
+case "${1:-}" in
+check)
+    lanes=("fast-a=$fast_a" "fast-b=$fast_b")
+    ;;
+all)
+    # Balanced by the suites' serial times (docs/architecture.md has the figures); the kill and fault suites in
+    # different lanes.
+    lanes=(
+        "one=$fast_a|${e2e}(ProcessTests/LastingFaults/|MixedVersionProcessTests|SchemaTests|ReadmeCommandTableTests)"
+        "two=$fast_b|${e2e}(ProcessTests/[a-z]|ProcessTests/(Reconciliation|EventsTail)/|RetentionProcessTests|DemoTests)"
+        "three=^KafkaTests\.|${e2e}(WorkerEndToEndTests|ProcessTests/HostileRecords/|CloudEventsInteropTests|ConsoleBrowserTests|ReconcilePassTests|LedgerStartupProcessTests|TestPostgresScriptTests|FindStoryTests|BenchCommandTests)"
+    )
+    ;;
+*)
+    echo "usage: $0 check|all" >&2
+    exit 2
+    ;;
+esac
+
+# Every test must belong to a lane: a suite added without one would silently never run.
+if [ "$1" = all ]; then
+    pattern=$(printf '%s\n' "${lanes[@]}" | sed 's/^[^=]*=//' | paste -sd'|')
+    missing=$($SWIFT test --skip-build --ignore-lock --list-tests 2>/dev/null | grep -E '^[A-Za-z]+Tests\.' | grep -Ev "$pattern" || true)
+    if [ -n "$missing" ]; then
+        echo "test-lanes: tests in no lane (add their suite to scripts/test-lanes.sh):" >&2
+        echo "$missing" >&2
+        exit 1
+    fi
+fi
+
+mkdir -p .build/test-lanes
+pids=()
+names=()
+started=$(date +%s)
+for lane in "${lanes[@]}"; do
+    name=${lane%%=*}
+    filter=${lane#*=}
+    $SWIFT test --skip-build --ignore-lock --no-parallel --filter "$filter" >".build/test-lanes/$name.log" 2>&1 &
+    pids+=($!)
+    names+=("$name")
+done
+status=0
+for i in "${!pids[@]}"; do
+    wait "${pids[$i]}"
+    code=$?
+    log=".build/test-lanes/${names[$i]}.log"
+    summary=$(grep -E 'Test run with [0-9]+ tests?' "$log" | tail -1)
+    if [ $code -ne 0 ] || [ -z "$summary" ] || grep -q 'Test run with 0 tests' "$log"; then
+        status=1
+        echo "---- lane ${names[$i]} failed (exit $code): $log"
+        grep -E '✘|error:|fatal|Fatal' "$log" | head -200
+    fi
+    echo "lane ${names[$i]}: ${summary:-no summary} ($(($(date +%s) - started)) s since start)"
+done
+exit $status
