@@ -4,11 +4,11 @@
 # one by one under load). Prints the executable's path; a build of the same revision is reused.
 #
 # IAP_WORKER_PREVIOUS_REV names the revision (default below: the last commit whose schema ends at
-# 003_support_lookup). When a migration is added, set the default to the last commit before it.
+# 004_retention). When a migration is added, set the default to the last commit before it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 swift=${SWIFT:-swift}
-rev=${IAP_WORKER_PREVIOUS_REV:-0d7c65307c773aab5404b330cb82609e75b88f1d}
+rev=${IAP_WORKER_PREVIOUS_REV:-ea9144401b8a1ec0ac04e5962641c31c784b3c45}
 out="$root/.build-previous"
 commit=$(git -C "$root" rev-parse --verify "$rev^{commit}")
 if [[ -x "$out/bin/iap-worker" && "$(cat "$out/bin/commit" 2>/dev/null)" == "$commit" ]]; then

@@ -2,10 +2,10 @@ import Fulfilment
 /// The ledger's tables, the same in SQLite and PostgreSQL but for column types.
 ///
 /// Times are epoch milliseconds (`BIGINT`), so both stores compare them the same way.
-enum LedgerSchema {
-    enum Dialect { case sqlite, postgres }
+package enum LedgerSchema {
+    package enum Dialect { case sqlite, postgres }
 
-    static func migrations(_ dialect: Dialect) -> [LedgerMigration] {
+    package static func migrations(_ dialect: Dialect) -> [LedgerMigration] {
         let blob = dialect == .sqlite ? "BLOB" : "BYTEA"
         let bool = dialect == .sqlite ? "INTEGER" : "BOOLEAN"
         return [
@@ -123,6 +123,30 @@ enum LedgerSchema {
                     LedgerIndex("reconcile_users_due", on: "reconcile_users (next_check_ms, user_id)"),
                     LedgerIndex("dead_letters_reason_failed_at", on: "dead_letters (reason, failed_at_ms)"),
                 ]),
+            LedgerMigration(
+                name: "005_reconcile_scan_xid", sql: reconcileScanTransaction(dialect),
+                indexes: dialect == .sqlite
+                    ? []
+                    : [
+                        LedgerIndex("grants_scan_xid", on: "grants (scan_xid) WHERE scan_xid IS NOT NULL"),
+                        LedgerIndex("rejections_scan_xid", on: "rejections (scan_xid) WHERE scan_xid IS NOT NULL"),
+                    ]),
+        ]
+    }
+
+    /// The transaction that wrote each grant and rejection (`scan_xid`), so the reconciler's scan reads them in the
+    /// order they became visible rather than by their stamps (``ReconcileScan``). PostgreSQL only: SQLite's one writer
+    /// stamps with the clock it scans by, and nothing is added there. The column is added without a default (a volatile
+    /// one would rewrite the table under its exclusive lock), then given one that only new rows take — older
+    /// instances' too, which do not name it; rows written before stay NULL and are read once by time. Needs
+    /// PostgreSQL 13 (`xid8`, `pg_current_xact_id`).
+    static func reconcileScanTransaction(_ dialect: Dialect) -> [String] {
+        guard dialect == .postgres else { return [] }
+        return [
+            "ALTER TABLE grants ADD COLUMN scan_xid xid8",
+            "ALTER TABLE grants ALTER COLUMN scan_xid SET DEFAULT pg_current_xact_id()",
+            "ALTER TABLE rejections ADD COLUMN scan_xid xid8",
+            "ALTER TABLE rejections ALTER COLUMN scan_xid SET DEFAULT pg_current_xact_id()",
         ]
     }
 

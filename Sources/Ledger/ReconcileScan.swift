@@ -6,10 +6,12 @@ import Fulfilment
 /// (``ReconciliationLedger/refreshReconciliationUsers(activeSince:)``): it scans what was written since the last scan — grants, and rejections whose reason confirms the user — in chunks,
 /// recording each user's latest activity, and keeps its position in `ledger_marks`.
 ///
-/// The mark is never later than ``overlapMilliseconds`` before the ledger's own clock: a grant's time is stamped by
-/// the worker before its transaction commits, so one can become visible after a later one was scanned (commit delay,
-/// instances' clocks a little apart), and a row stamped by a clock running ahead must not carry the mark past the
-/// rows other instances are still writing. Scanning a user again writes nothing unless the activity is newer.
+/// A grant's time is stamped by the worker before its transaction commits, so one can become visible after a later
+/// one was scanned. On PostgreSQL, shared by instances whose clocks and commit delays differ, the scan therefore goes
+/// by the transaction that wrote each row, not by its stamp (`PostgresLedgerStore+ReconciliationScan.swift`). On
+/// SQLite (one instance, one clock) it goes by time, and the mark is never later than ``overlapMilliseconds`` before
+/// now: that covers a commit after its stamp, and a row stamped by a clock running ahead must not carry the mark past
+/// the rows still being written. Scanning a user again writes nothing unless the activity is newer.
 enum ReconcileScan {
     struct Source: Sendable {
         let mark: String
@@ -26,18 +28,21 @@ enum ReconcileScan {
             reasons: ConsumeFailureReason.userConfirmingReasons),
     ]
 
-    /// Covers a transaction's commit after its stamp (the ledger's 10 s deadline) many times over, and instances'
-    /// clocks a minute apart.
+    /// SQLite's: covers a transaction's commit after its stamp (the ledger's 10 s deadline) many times over, and the
+    /// instance's clock stepping back a minute. (PostgreSQL scans by transaction and needs none.)
     static let overlapMilliseconds: Int64 = 2 * 60_000
     /// Rows read and written per statement.
     static let chunkRows = 5_000
     /// Scans every source a chunk at a time (`chunk(source, from)`: the first from the source's mark, then from
-    /// where the last one got to) until each is caught up or has had its ``budget``; answers whether all caught up.
-    static func catchUp(_ chunk: (Source, Int64?) async throws -> (next: Int64, caughtUp: Bool)) async throws -> Bool {
+    /// where the last one got to — a time on SQLite, a transaction on PostgreSQL) until each is caught up or has had
+    /// its ``budget``; answers whether all caught up.
+    static func catchUp<Position>(
+        _ chunk: (Source, Position?) async throws -> (next: Position, caughtUp: Bool)
+    ) async throws -> Bool {
         var all = true
         for source in sources {
             let started = ContinuousClock.now
-            var from: Int64?
+            var from: Position?
             var caughtUp = false
             while !caughtUp, ContinuousClock.now - started < budget {
                 // Past its deadline or at shutdown, a refresh stops between chunks (each chunk is whole).

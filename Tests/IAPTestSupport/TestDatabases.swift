@@ -91,3 +91,20 @@ public struct TestSetupError: Error, CustomStringConvertible {
     public init(message: String) { self.message = message }
     public var description: String { message }
 }
+
+extension TestDatabases {
+    /// Brings an empty PostgreSQL database to the schema of an earlier version: the first `count` migrations, recorded
+    /// as a ledger of that version records them (what an upgrade then finds).
+    public static func applyMigrations(first count: Int, on connection: PostgresConnection) async throws {
+        try await connection.query(
+            "CREATE TABLE iap_schema_migrations (name TEXT PRIMARY KEY, applied_at_ms BIGINT NOT NULL)",
+            logger: quietLogger)
+        for migration in LedgerSchema.migrations(.postgres).prefix(count) {
+            for statement in migration.sql {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: quietLogger)
+            }
+            try await connection.query(
+                "INSERT INTO iap_schema_migrations VALUES (\(migration.name), 0)", logger: quietLogger)
+        }
+    }
+}

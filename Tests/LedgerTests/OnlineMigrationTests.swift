@@ -24,16 +24,7 @@ struct OnlineMigrationTests {
         let server = try PostgresTestServer.current()
         let database = try await server.createDatabase()
         try await server.withConnection(to: database) { (connection: PostgresConnection) async throws in
-            try await connection.query(
-                "CREATE TABLE iap_schema_migrations (name TEXT PRIMARY KEY, applied_at_ms BIGINT NOT NULL)",
-                logger: TestDatabases.quietLogger)
-            for migration in LedgerSchema.migrations(.postgres).prefix(2) {
-                for statement in migration.sql {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: TestDatabases.quietLogger)
-                }
-                try await connection.query(
-                    "INSERT INTO iap_schema_migrations VALUES (\(migration.name), 0)", logger: TestDatabases.quietLogger)
-            }
+            try await TestDatabases.applyMigrations(first: 2, on: connection)
             try await connection.query(
                 PostgresQuery(
                     unsafeSQL: """
