@@ -45,9 +45,9 @@ struct BoundedHistoryReader: HistoryLedger {
         }
     }
 
-    func purchases(userId: String, before: Date?, limit: Int) async throws -> [PurchaseReference] {
+    func purchases(userId: String, before cursor: PurchaseCursor?, limit: Int) async throws -> [PurchaseReference] {
         try await bounded("user's purchases") { [base] in
-            try await base.purchases(userId: userId, before: before, limit: limit)
+            try await base.purchases(userId: userId, before: cursor, limit: limit)
         }
     }
 
@@ -55,9 +55,9 @@ struct BoundedHistoryReader: HistoryLedger {
         try await bounded("dead letters of a message") { [base] in try await base.deadLetters(original: source) }
     }
 
-    func deadLetters(reason: String?, before: Date?, limit: Int) async throws -> [DeadLetterEntry] {
+    func deadLetters(reason: String?, before cursor: DeadLetterCursor?, limit: Int) async throws -> [DeadLetterEntry] {
         try await bounded("dead letters") { [base] in
-            try await base.deadLetters(reason: reason, before: before, limit: limit)
+            try await base.deadLetters(reason: reason, before: cursor, limit: limit)
         }
     }
 }

@@ -3,7 +3,6 @@ import Fulfilment
 import Gamebase
 import Lookup
 import Synchronization
-import Wire
 
 /// What the console's pages are made of: the ledger's read port (every read under a deadline), the worker's status,
 /// and Gamebase for "ask Gamebase now". Knows nothing of HTTP; ``ConsoleServer`` serves it.
@@ -118,15 +117,17 @@ final class ConsoleSite: Sendable {
             return problem(400, "give an id")
         }
         guard id.utf8.count <= Self.maxIdBytes else { return problem(400, "an id is at most \(Self.maxIdBytes) bytes") }
-        var beforeDate: Date?
+        var cursor: PurchaseCursor?
         if let before {
-            guard let date = RFC3339.date(before) else { return problem(400, "before must be an RFC 3339 time") }
-            beforeDate = date
+            guard let parsed = CursorText.purchase(before) else {
+                return problem(400, "before must be \(CursorText.purchaseForm)")
+            }
+            cursor = parsed
         }
         do {
-            let (finder, beforeDate) = (finder, beforeDate)
+            let (finder, cursor) = (finder, cursor)
             var result = try await reader.watchdog.run(Self.pageTimeout, "the page's ledger reads") {
-                try await finder.find(id, as: kind, before: beforeDate, limit: 20)
+                try await finder.find(id, as: kind, before: cursor, limit: 20)
             }
             if askGamebase { result = await annotate(result) }
             let page = FindPage(result: result, path: path, parameters: parameters)
@@ -174,15 +175,17 @@ final class ConsoleSite: Sendable {
     func deadLetters(reason: String?, before: String?) async -> ConsoleReply {
         let reason = reason.flatMap { $0.isEmpty ? nil : $0 }
         if let reason, reason.utf8.count > 200 { return problem(400, "a reason is at most 200 bytes") }
-        var beforeDate: Date?
+        var cursor: DeadLetterCursor?
         if let before {
-            guard let date = RFC3339.date(before) else { return problem(400, "before must be an RFC 3339 time") }
-            beforeDate = date
+            guard let parsed = CursorText.deadLetter(before) else {
+                return problem(400, "before must be \(CursorText.deadLetterForm)")
+            }
+            cursor = parsed
         }
         do {
-            let (reader, beforeDate) = (reader, beforeDate)
+            let (reader, cursor) = (reader, cursor)
             let entries = try await reader.watchdog.run(Self.pageTimeout, "the page's ledger reads") {
-                try await reader.deadLetters(reason: reason, before: beforeDate, limit: Self.deadLettersPageSize)
+                try await reader.deadLetters(reason: reason, before: cursor, limit: Self.deadLettersPageSize)
             }
             let known = await recordedDeadLetters().byReason.keys
             let reasons = Set(known).union(entries.map(\.reason)).union(reason.map { [$0] } ?? []).sorted()

@@ -31,12 +31,13 @@ struct DeadLettersPage: Sendable {
     struct Output: Encodable, Sendable {
         var reason: String?
         var letters: [Letter]
-        var nextBefore: Date?
+        /// The `before=` of the next page: `<time>/<id>` (``CursorText``).
+        var nextBefore: String?
     }
 
     var reason: String?
     var letters: [Letter]
-    var nextBefore: Date?
+    var nextBefore: DeadLetterCursor?
     /// Reasons seen on this page and the overview, for the filter links.
     var reasons: [String]
     /// The records' partition and offset, for the links to their values (`console.show_payloads`): only of records
@@ -53,7 +54,7 @@ struct DeadLettersPage: Sendable {
             else { return nil }
             return (partition, offset)
         }
-        nextBefore = entries.count == limit ? entries.last?.failedAt : nil
+        nextBefore = entries.count == limit ? entries.last?.cursor : nil
         letters = entries.map { entry in
             let original = entry.original.map { "\($0.topic)/\($0.partition)/\($0.offset)" }
             var timeline: String?
@@ -75,7 +76,7 @@ struct DeadLettersPage: Sendable {
         }
     }
 
-    var output: Output { Output(reason: reason, letters: letters, nextBefore: nextBefore) }
+    var output: Output { Output(reason: reason, letters: letters, nextBefore: nextBefore.map(CursorText.string)) }
 
     /// `reprocess` re-drives every record of a reason, idempotently (a granted purchase stays granted once).
     static func command(reason: String) -> String {
@@ -133,7 +134,7 @@ struct DeadLettersPage: Sendable {
         }
         html += "</tbody></table>\n"
         if let next = nextBefore {
-            let parameters = (reason.map { [("reason", $0)] } ?? []) + [("before", RFC3339.string(next))]
+            let parameters = (reason.map { [("reason", $0)] } ?? []) + [("before", CursorText.string(next))]
             html += "<p><a id=\"next-page\" href=\"\(HTML.link("/dead-letters", parameters))\">Older</a></p>\n"
         }
         return layout.page(title: "Dead letters", current: "/dead-letters", body: html)

@@ -41,7 +41,7 @@ struct FindPage: Sendable {
         for purchase in result.purchases { html += render(purchase) }
         if let next = result.nextBefore {
             html +=
-                "<p><a id=\"next-page\" href=\"\(link(adding: [("before", RFC3339.string(next))]))\">Older purchases</a></p>\n"
+                "<p><a id=\"next-page\" href=\"\(link(adding: [("before", CursorText.string(next))]))\">Older purchases</a></p>\n"
         }
         return html
     }

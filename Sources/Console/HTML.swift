@@ -45,9 +45,5 @@ enum HTML {
     }
 
     /// A shell word: single-quoted unless it is plainly safe.
-    static func shellWord(_ text: String) -> String {
-        let safe = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-_./:=@"))
-        if !text.isEmpty, text.unicodeScalars.allSatisfy({ safe.contains($0) && $0.isASCII }) { return text }
-        return "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
-    }
+    static func shellWord(_ text: String) -> String { FindTextRenderer.shellWord(text) }
 }

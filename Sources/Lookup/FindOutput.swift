@@ -41,7 +41,7 @@ public struct FindOutput: Sendable, Hashable, Codable {
         id = result.id
         kind = result.kind?.rawValue
         found = !result.purchases.isEmpty
-        nextBefore = result.nextBefore.map(RFC3339.string)
+        nextBefore = result.nextBefore.map(CursorText.string)
         purchases = result.purchases.map { purchase in
             Purchase(
                 paymentSeq: purchase.paymentSeq, userId: purchase.userId, paymentId: purchase.paymentId,

@@ -1,4 +1,5 @@
 import Foundation
+import Fulfilment
 
 /// What `find` found for one identifier.
 public struct FindResult: Sendable, Hashable {
@@ -6,10 +7,10 @@ public struct FindResult: Sendable, Hashable {
     /// What the identifier was taken to be; `nil` when nothing was found under any kind.
     public var kind: IdentifierKind?
     public var purchases: [PurchaseTimeline]
-    /// For a userId with more purchases than the page: the `--before` of the next page.
-    public var nextBefore: Date?
+    /// For a userId with more purchases than the page: the `--before` of the next page (``CursorText`` writes it).
+    public var nextBefore: PurchaseCursor?
 
-    public init(id: String, kind: IdentifierKind?, purchases: [PurchaseTimeline], nextBefore: Date? = nil) {
+    public init(id: String, kind: IdentifierKind?, purchases: [PurchaseTimeline], nextBefore: PurchaseCursor? = nil) {
         self.id = id
         self.kind = kind
         self.purchases = purchases

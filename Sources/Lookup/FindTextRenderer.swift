@@ -35,9 +35,19 @@ public enum FindTextRenderer {
             }
         }
         if let next = result.nextBefore {
-            out += "\nmore: iap-worker find --user \(printable(result.id)) --before \(RFC3339.string(next))\n"
+            out +=
+                "\nmore: iap-worker find --user \(shellWord(printable(result.id))) "
+                + "--before \(shellWord(printable(CursorText.string(next))))\n"
         }
         return out
+    }
+
+    /// A word as a shell reads it: single-quoted unless it is plainly safe (a cursor holds its paymentSeq, which may
+    /// hold any character). The console's command lines use it too.
+    public static func shellWord(_ text: String) -> String {
+        let safe = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-_./:=@+"))
+        if !text.isEmpty, text.unicodeScalars.allSatisfy({ safe.contains($0) && $0.isASCII }) { return text }
+        return "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
     /// A value as it may be shown on a terminal: control characters (a hostile userId's newline or escape) escaped.

@@ -22,10 +22,11 @@ public struct PurchaseFinder: Sendable {
 
     /// - Parameters:
     ///   - limit: for a userId, the page size (purchases newest first).
-    ///   - before: for a userId, only purchases that first appeared before it.
+    ///   - before: for a userId, the page after this cursor (the ``FindResult/nextBefore`` of the page before, or a
+    ///     time alone: the purchases that first appeared before it).
     /// - Throws: ``LedgerError`` when the ledger fails.
-    public func find(_ id: String, as kind: IdentifierKind? = nil, before: Date? = nil, limit: Int = 20) async throws
-        -> FindResult
+    public func find(_ id: String, as kind: IdentifierKind? = nil, before: PurchaseCursor? = nil, limit: Int = 20)
+        async throws -> FindResult
     {
         let limit = max(1, min(limit, 1_000))
         if let kind { return try await find(id, kind, before: before, limit: limit) }
@@ -37,7 +38,7 @@ public struct PurchaseFinder: Sendable {
         return FindResult(id: id, kind: nil, purchases: [])
     }
 
-    func find(_ id: String, _ kind: IdentifierKind, before: Date?, limit: Int) async throws -> FindResult {
+    func find(_ id: String, _ kind: IdentifierKind, before: PurchaseCursor?, limit: Int) async throws -> FindResult {
         switch kind {
         case .paymentSeq:
             return FindResult(id: id, kind: kind, purchases: try await timelines([id]))
@@ -49,7 +50,7 @@ public struct PurchaseFinder: Sendable {
             let page = try await reader.purchases(userId: id, before: before, limit: limit)
             let purchases = try await timelines(page.map(\.paymentSeq))
             return FindResult(
-                id: id, kind: kind, purchases: purchases, nextBefore: page.count == limit ? page.last?.firstSeen : nil)
+                id: id, kind: kind, purchases: purchases, nextBefore: page.count == limit ? page.last?.cursor : nil)
         case .eventId:
             switch EventIdentifier(id) {
             case .paymentSeq(let seq):

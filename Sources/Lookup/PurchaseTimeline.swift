@@ -292,7 +292,9 @@ extension PurchaseTimeline {
         fields["price"] = verdict.price
         fields["currency"] = verdict.currency
         fields["payment_id"] = verdict.paymentId
-        let head = userId.map { "Get Payment Transaction: paid by userId \($0) (resultCode 0)," } ?? "Get Payment Transaction (resultCode 0):"
+        let head =
+            userId.map { "Get Payment Transaction: paid by userId \($0) (resultCode 0)," }
+            ?? "Get Payment Transaction (resultCode 0):"
         return TimelineEntry(
             time: time, origin: .gamebase, kind: .verdict,
             summary: "\(head) product \(verdict.gamebaseProductId ?? "-"), store \(verdict.marketId ?? "-"), "

@@ -1,4 +1,6 @@
+import App
 import ArgumentParser
+import Engine
 import Foundation
 import Fulfilment
 import Gamebase
@@ -6,9 +8,6 @@ import GamebaseHTTP
 import Ledger
 import Logging
 import Lookup
-import App
-import Engine
-import Wire
 
 struct FindCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -24,7 +23,9 @@ struct FindCommand: AsyncParsableCommand {
             claimed userId, token hash — never the token) and the duplicates after it, Gamebase's verdict, the grant, \
             every Consume attempt, the events, each rejected claim, dead letters and what reprocess made of them, \
             reconciliation sightings. A userId lists the user's purchases newest first, --limit at a time; the last \
-            line gives the --before of the next page. --gamebase asks Gamebase now (read-only: Get Payment \
+            line gives the --before of the next page: the last purchase's first appearance and paymentSeq \
+            (<RFC 3339 time>/<paymentSeq>), so purchases of the same millisecond are never skipped; a time alone \
+            lists those first seen before it. --gamebase asks Gamebase now (read-only: Get Payment \
             Transaction, and List Consumables where the ledger holds no token) and says in one line what differs. \
             Exit 0 found, 1 nothing found, 2 the ledger or Gamebase could not be asked.
             """
@@ -40,7 +41,12 @@ struct FindCommand: AsyncParsableCommand {
     @Option(name: .customLong("payment-seq"), help: "A paymentSeq (repeatable).") var paymentSeqs: [String] = []
     @Option(name: .customLong("event-id"), help: "A CloudEvent id (repeatable).") var eventIds: [String] = []
     @Option(help: "For a userId: purchases per page, newest first (1…1000).") var limit = 20
-    @Option(help: "For a userId: only purchases first seen before this time (RFC 3339, from the previous page).")
+    @Option(
+        help: ArgumentHelp(
+            """
+            For a userId: the page after this cursor, as the previous page's last line gives it \
+            (<RFC 3339 time>/<paymentSeq>), or a time alone: purchases first seen before it.
+            """, valueName: "cursor"))
     var before: String?
     @Flag(help: "Print JSON, one object per id (docs/schemas/find-output.schema.json).") var json = false
     @Flag(help: "Also ask Gamebase now (read-only) and say what differs from the ledger.") var gamebase = false
@@ -55,7 +61,9 @@ struct FindCommand: AsyncParsableCommand {
         if queries.contains(where: { $0.0.isEmpty }) { throw ValidationError("an id must not be empty") }
         if queries.contains(where: { $0.0.utf8.count > 1_024 }) { throw ValidationError("an id is at most 1024 bytes") }
         if !(1...1_000).contains(limit) { throw ValidationError("--limit must be 1…1000") }
-        if let before, RFC3339.date(before) == nil { throw ValidationError("--before must be an RFC 3339 time") }
+        if let before, CursorText.purchase(before) == nil {
+            throw ValidationError("--before must be \(CursorText.purchaseForm)")
+        }
     }
 
     func run() async throws {
@@ -69,7 +77,7 @@ struct FindCommand: AsyncParsableCommand {
         let ledgerURL = url ?? configuration?.ledgerURL ?? ""
         let logger = LedgerCommand.quietLogger
         let queries = queries
-        let before = before.flatMap(RFC3339.date)
+        let before = before.flatMap(CursorText.purchase)
         let (limit, json, askGamebase) = (limit, json, gamebase)
         let grace = configuration?.reconcile.grace
         let results: [FindResult]

@@ -3,6 +3,7 @@ import Console
 import Foundation
 import Fulfilment
 import Logging
+import Lookup
 import NIOHTTP1
 import ServiceLifecycle
 import Testing
@@ -260,6 +261,53 @@ struct ConsoleServerTests {
             await group.triggerGracefulShutdown()
             try await running.value
             #expect(try await request(client, base + "/").status == 200)
+        }
+    }
+
+    /// `before=` takes the cursor the "Older" links give — a time and the last row's id after the first `/` (a
+    /// paymentSeq may hold `/` itself) — and a plain time; anything else is a 400 in the problem's shape.
+    @Test func pagesTakeTheirCursorAndRefuseABadOne() async throws {
+        try await withConsole { base, client in
+            let user = FakeReader.user.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            let time = "2030-01-01T00%3A00%3A00.000Z"
+            for good in [
+                "/user?id=\(user)&before=\(time)", "/user?id=\(user)&before=\(time)%2Fseq%2Fwith%2Fslashes",
+                "/search?q=\(user)&before=\(time)%2Fs1", "/dead-letters?before=\(time)",
+                "/dead-letters?reason=gamebase_unavailable&before=\(time)%2F12",
+            ] {
+                let reply = try await request(client, base + good, headers: [("Accept", "application/json")])
+                #expect(reply.status == 200, "\(good): \(reply.body)")
+            }
+            for bad in [
+                "/user?id=\(user)&before=yesterday", "/user?id=\(user)&before=\(time)%2F",
+                "/user?id=\(user)&before=%2Fs1", "/user?id=\(user)&before=\(time)junk%2Fs1",
+                "/dead-letters?before=\(time)%2Fx", "/dead-letters?before=\(time)%2F",
+                "/dead-letters?before=\(time)%2F-1", "/dead-letters?before=12",
+            ] {
+                let reply = try await request(client, base + bad, headers: [("Accept", "application/json")])
+                #expect(reply.status == 400, "\(bad)")
+                #expect(reply.body.contains("\"error\":\"before must be"), "\(bad): \(reply.body)")
+            }
+        }
+    }
+
+    /// The dead letters page's next page is the last one's cursor — its time and ledger row id — in its JSON and in
+    /// its "Older" link, so the rest of its millisecond is on the next page.
+    @Test func theDeadLettersNextPageCarriesTheLastOnesCursor() async throws {
+        try await withConsole(reader: FakeReader(deadLetters: 60)) { base, client in
+            let json = try await request(client, base + "/dead-letters", headers: [("Accept", "application/json")])
+            let list = try #require(try JSONSerialization.jsonObject(with: Data(json.body.utf8)) as? [String: Any])
+            let letters = try #require(list["letters"] as? [[String: Any]])
+            #expect(letters.count == 50)
+            let time = try #require(letters.last?["failedAt"] as? String)
+            #expect(list["nextBefore"] as? String == "\(time)/951")
+            // The fake reads its time anew at each read: the link's time is this page's.
+            let html = try await request(client, base + "/dead-letters?reason=gamebase_unavailable")
+            let link = try #require(
+                html.body.firstRange(of: "href=\"/dead-letters?reason=gamebase_unavailable&amp;before="))
+            let cursor = html.body[link.upperBound...].prefix { $0 != "\"" }
+            #expect(cursor.hasSuffix("Z%2F951"), "\(cursor)")
+            #expect(cursor.removingPercentEncoding.flatMap(CursorText.deadLetter)?.ledgerID == 951)
         }
     }
 

@@ -20,6 +20,8 @@ struct FakeReader: HistoryLedger {
     static let token = "tok-SECRET-purchase-token-1"
 
     var hangs = false
+    /// How many dead letters of one millisecond it holds.
+    var deadLetters = 1
     /// Reads started (a hung one counts until it ends).
     var started: ReadCounter? = nil
 
@@ -48,7 +50,7 @@ struct FakeReader: HistoryLedger {
         return []
     }
 
-    func purchases(userId: String, before: Date?, limit: Int) async throws -> [PurchaseReference] {
+    func purchases(userId: String, before cursor: PurchaseCursor?, limit: Int) async throws -> [PurchaseReference] {
         await wait()
         return userId == Self.user ? [PurchaseReference(paymentSeq: Self.seq, firstSeen: Date())] : []
     }
@@ -58,16 +60,18 @@ struct FakeReader: HistoryLedger {
         return []
     }
 
-    func deadLetters(reason: String?, before: Date?, limit: Int) async throws -> [DeadLetterEntry] {
+    func deadLetters(reason: String?, before cursor: DeadLetterCursor?, limit: Int) async throws -> [DeadLetterEntry] {
         await wait()
-        return [
+        let now = Date()
+        // The latest recorded first, as a ledger pages them.
+        return (0..<min(deadLetters, limit)).map { index in
             DeadLetterEntry(
                 paymentSeq: Self.seq, userId: Self.user, tokenHash: "abcdef0123456789", reason: "gamebase_unavailable",
                 error: "Gamebase did not answer", attempts: 4, deadLetterTopic: "purchase.completed.dlq",
                 deadLetterPartition: 0, deadLetterOffset: 7,
                 original: MessageSource(topic: "purchase.completed", partition: 2, offset: 41),
-                originalTimestampMilliseconds: nil, failedAt: Date(), valueBytes: 321)
-        ]
+                originalTimestampMilliseconds: nil, failedAt: now, valueBytes: 321, ledgerID: Int64(1_000 - index))
+        }
     }
 }
 

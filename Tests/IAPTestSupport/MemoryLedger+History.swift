@@ -79,9 +79,12 @@ extension MemoryLedger {
         }
     }
 
-    public func purchases(userId: String, before: Date?, limit: Int) async throws -> [PurchaseReference] {
+    public func purchases(userId: String, before cursor: PurchaseCursor?, limit: Int) async throws
+        -> [PurchaseReference]
+    {
         let user = BinaryText(userId)
-        let until = before?.epochMilliseconds ?? Int64.max
+        let until = cursor?.firstSeen.epochMilliseconds ?? Int64.max
+        let after = cursor?.paymentSeq.map(BinaryText.init)
         return state.withLock { state in
             // A purchase's place is when it first appeared, over all its rows (grant, rejections, dead letters with a
             // paymentSeq, sighting), so a page never skips one whose newest row is on another page.
@@ -102,7 +105,13 @@ extension MemoryLedger {
             for (paymentSeq, sighting) in state.sightings where user.matches(sighting.userId) {
                 saw(paymentSeq.text, at: sighting.firstSeen)
             }
-            let page = firstSeen.filter { $0.value < until }.sorted { ($1.value, $0.key) < ($0.value, $1.key) }
+            // After the cursor: first seen before its time, or at it with a greater paymentSeq (SQL's `> NULL` is
+            // never true: a cursor without one is its time alone).
+            let page = firstSeen.filter { seq, ms in
+                guard ms == until, let after else { return ms < until }
+                return seq > after
+            }
+            .sorted { ($1.value, $0.key) < ($0.value, $1.key) }
             return limited(page, limit).map {
                 PurchaseReference(paymentSeq: $0.key.text, firstSeen: Date(epochMilliseconds: $0.value))
             }
@@ -121,12 +130,19 @@ extension MemoryLedger {
         }
     }
 
-    public func deadLetters(reason: String?, before: Date?, limit: Int) async throws -> [DeadLetterEntry] {
+    public func deadLetters(reason: String?, before cursor: DeadLetterCursor?, limit: Int) async throws
+        -> [DeadLetterEntry]
+    {
         let reason = reason.map(BinaryText.init)
-        let until = before?.epochMilliseconds ?? Int64.max
+        let until = cursor?.failedAt.epochMilliseconds ?? Int64.max
+        let below = cursor?.ledgerID
         return state.withLock { state in
-            let found = state.deadLetters.filter {
-                $0.entry.failedAt.epochMilliseconds < until && (reason?.matches($0.entry.reason) ?? true)
+            // After the cursor: failed before its time, or at it with a smaller id (SQL's `< NULL` is never true: a
+            // cursor without one is its time alone).
+            let found = state.deadLetters.filter { row in
+                let ms = row.entry.failedAt.epochMilliseconds
+                let after = ms == until ? below.map { row.id < $0 } ?? false : ms < until
+                return after && (reason?.matches(row.entry.reason) ?? true)
             }
             // `ORDER BY failed_at_ms DESC, id DESC`.
             return limited(found.inFailureOrder.reversed(), limit)
@@ -135,9 +151,13 @@ extension MemoryLedger {
 }
 
 extension Array where Element == MemoryLedger.DeadLetterRow {
-    /// `ORDER BY failed_at_ms, id`.
+    /// `ORDER BY failed_at_ms, id`, each with its id.
     fileprivate var inFailureOrder: [DeadLetterEntry] {
-        sorted { ($0.entry.failedAt, $0.id) < ($1.entry.failedAt, $1.id) }.map(\.entry)
+        sorted { ($0.entry.failedAt, $0.id) < ($1.entry.failedAt, $1.id) }.map { row in
+            var entry = row.entry
+            entry.ledgerID = row.id
+            return entry
+        }
     }
 }
 

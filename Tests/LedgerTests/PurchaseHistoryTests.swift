@@ -129,11 +129,115 @@ struct PurchaseHistoryTests {
             let reader = try Self.reader(store)
             let first = try await reader.purchases(userId: "pager", before: nil, limit: 2)
             #expect(first.map(\.paymentSeq) == ["p4", "p3"])
-            let second = try await reader.purchases(userId: "pager", before: first.last?.firstSeen, limit: 2)
+            let second = try await reader.purchases(userId: "pager", before: first.last?.cursor, limit: 2)
             #expect(second.map(\.paymentSeq) == ["p2", "p1"])
-            let third = try await reader.purchases(userId: "pager", before: second.last?.firstSeen, limit: 2)
+            let third = try await reader.purchases(userId: "pager", before: second.last?.cursor, limit: 2)
             #expect(third.map(\.paymentSeq) == ["p0"])
         }
+    }
+
+    /// Purchases that first appeared in one millisecond are all paged through, each once, newest first and then by
+    /// paymentSeq (found in review: the next page asked for what appeared strictly before the last row's time, so
+    /// the rest of that millisecond was skipped at every page boundary).
+    @Test(arguments: LedgerBackend.allCases)
+    func purchasesOfOneMillisecondArePagedThroughNoneSkipped(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            let at = Date(epochMilliseconds: 1_700_000_000_000)
+            for seq in ["s3", "s0", "s4", "s1"] {
+                _ = try await store.insertGrant(
+                    LedgerStoreTests.grant(seq, user: "pager", at: at),
+                    event: LedgerStoreTests.event("\(seq):item-granted", seq: seq))
+            }
+            // One of them known only by its dead letter: the millisecond spans the tables.
+            try await store.recordDeadLetter(Self.deadLetter("s2", user: "pager", at: at))
+            let reader = try Self.reader(store)
+            var seen: [String] = []
+            var cursor: PurchaseCursor?
+            for _ in 0..<5 {
+                let page = try await reader.purchases(userId: "pager", before: cursor, limit: 2)
+                seen += page.map(\.paymentSeq)
+                guard page.count == 2, let last = page.last else { break }
+                cursor = last.cursor
+            }
+            #expect(seen == ["s0", "s1", "s2", "s3", "s4"])
+            // A time alone (typed by hand) keeps its meaning: what first appeared before it.
+            let time = PurchaseCursor(firstSeen: at)
+            #expect(try await reader.purchases(userId: "pager", before: time, limit: 9).isEmpty)
+            let later = PurchaseCursor(firstSeen: at.addingTimeInterval(0.001))
+            #expect(try await reader.purchases(userId: "pager", before: later, limit: 9).count == 5)
+        }
+    }
+
+    /// Dead letters recorded in one millisecond are all paged through, each once, newest recorded first, of all
+    /// reasons and of one.
+    @Test(arguments: LedgerBackend.allCases)
+    func deadLettersOfOneMillisecondArePagedThroughNoneSkipped(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            let at = Date(epochMilliseconds: 1_700_000_000_000)
+            for index in 0..<5 {
+                try await store.recordDeadLetter(Self.deadLetter("d\(index)", user: "u\(index)", at: at))
+                if index == 2 {
+                    var other = Self.deadLetter("m\(index)", user: "u\(index)", at: at)
+                    other.reason = "malformed_message"
+                    try await store.recordDeadLetter(other)
+                }
+            }
+            let reader = try Self.reader(store)
+            for (reason, expected) in [
+                ("gamebase_unavailable", ["d4", "d3", "d2", "d1", "d0"]), (nil, ["d4", "d3", "m2", "d2", "d1", "d0"]),
+            ] {
+                var seen: [String] = []
+                var cursor: DeadLetterCursor?
+                for _ in 0..<6 {
+                    let page = try await reader.deadLetters(reason: reason, before: cursor, limit: 2)
+                    seen += page.compactMap(\.paymentSeq)
+                    guard page.count == 2, let last = page.last else { break }
+                    #expect(last.ledgerID != nil, "read with its row id")
+                    cursor = last.cursor
+                }
+                #expect(seen == expected, "reason \(reason ?? "any")")
+            }
+            // A time alone keeps its meaning: what failed before it.
+            let time = DeadLetterCursor(failedAt: at)
+            #expect(try await reader.deadLetters(reason: nil, before: time, limit: 9).isEmpty)
+            let later = DeadLetterCursor(failedAt: at.addingTimeInterval(0.001))
+            #expect(try await reader.deadLetters(reason: nil, before: later, limit: 9).count == 6)
+        }
+    }
+
+    /// The next page `find` hands out — in its JSON and on its "more:" line — reaches the purchases of the last one's
+    /// millisecond, its paymentSeq holding a `/` and a space.
+    @Test(arguments: LedgerBackend.allCases)
+    func findsNextPageReachesTheRestOfItsLastMillisecond(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            let at = Date(epochMilliseconds: 1_700_000_000_000)
+            for (seq, ms) in [("a", Int64(0)), ("b/x y", 0), ("c", 0), ("old", -1)] {
+                _ = try await store.insertGrant(
+                    LedgerStoreTests.grant(seq, user: "pager", at: at.addingTimeInterval(Double(ms) / 1000)),
+                    event: LedgerStoreTests.event("\(seq):item-granted", seq: seq))
+            }
+            let finder = PurchaseFinder(reader: try Self.reader(store))
+            var seen: [String] = []
+            var before: String?
+            for _ in 0..<5 {
+                let result = try await finder.find(
+                    "pager", as: .userId, before: before.flatMap(CursorText.purchase), limit: 2)
+                seen += result.purchases.compactMap(\.paymentSeq)
+                guard let next = FindOutput(result).nextBefore else { break }
+                let word = next.contains(" ") ? "'\(next)'" : next
+                #expect(FindTextRenderer.render(result).contains("--before \(word)\n"))
+                before = next
+            }
+            #expect(seen == ["a", "b/x y", "c", "old"])
+            #expect(before == "2023-11-14T22:13:19.999Z/old")
+        }
+    }
+
+    static func deadLetter(_ seq: String, user: String, at date: Date) -> DeadLetterEntry {
+        DeadLetterEntry(
+            paymentSeq: seq, userId: user, tokenHash: nil, reason: "gamebase_unavailable", error: "", attempts: 6,
+            deadLetterTopic: "purchase.completed.dlq", original: nil, originalTimestampMilliseconds: nil,
+            failedAt: date, valueBytes: 10)
     }
 
     /// A purchase's place in its user's list is when it first appeared, over all its rows: one dead-lettered long ago
@@ -157,7 +261,7 @@ struct PurchaseHistoryTests {
             let reader = try Self.reader(store)
             let first = try await reader.purchases(userId: "pager", before: nil, limit: 2)
             #expect(first.map(\.paymentSeq) == ["B", "C"])
-            let second = try await reader.purchases(userId: "pager", before: first.last?.firstSeen, limit: 2)
+            let second = try await reader.purchases(userId: "pager", before: first.last?.cursor, limit: 2)
             #expect(second.map(\.paymentSeq) == ["A"])
         }
     }

@@ -119,7 +119,7 @@ extension PostgresLedgerStore {
             }
             for try await row in try await client.query(
                 """
-                SELECT \(unescaped: LedgerSchema.deadLetterColumns) FROM dead_letters WHERE payment_seq = \(paymentSeq)
+                SELECT id, \(unescaped: LedgerSchema.deadLetterColumns) FROM dead_letters WHERE payment_seq = \(paymentSeq)
                 ORDER BY failed_at_ms, id
                 """, logger: logger)
             {
@@ -152,13 +152,19 @@ extension PostgresLedgerStore {
         }
     }
 
-    public func purchases(userId: String, before: Date?, limit: Int) async throws -> [PurchaseReference] {
-        let until = before?.epochMilliseconds ?? Int64.max
+    public func purchases(userId: String, before cursor: PurchaseCursor?, limit: Int) async throws
+        -> [PurchaseReference]
+    {
+        let until = cursor?.firstSeen.epochMilliseconds ?? Int64.max
+        let after = cursor?.paymentSeq
         let n = Int64(limit)
         return try await wrap {
             var refs: [PurchaseReference] = []
             // Every row of the user through each table's (user_id, time) index; a purchase's place is when it first
-            // appeared, over all its rows, so a page never skips one whose newest row is on another page.
+            // appeared, over all its rows, so a page never skips one whose newest row is on another page. After the
+            // cursor: first seen before its time, or at it with a greater paymentSeq (`> NULL` is never true, so a
+            // cursor without one is its time alone). PaymentSeqs compare by their bytes (`COLLATE "C"`), as on
+            // SQLite, whatever the database's collation.
             for try await (seq, firstSeen) in try await client.query(
                 """
                 SELECT payment_seq, MIN(t) AS first_seen FROM (
@@ -169,7 +175,9 @@ extension PostgresLedgerStore {
                     SELECT payment_seq, failed_at_ms FROM dead_letters WHERE user_id = \(userId) AND payment_seq IS NOT NULL
                     UNION ALL
                     SELECT payment_seq, first_seen_ms FROM reconcile_sightings WHERE user_id = \(userId)
-                ) AS found GROUP BY payment_seq HAVING MIN(t) < \(until) ORDER BY first_seen DESC, payment_seq LIMIT \(n)
+                ) AS found GROUP BY payment_seq
+                HAVING MIN(t) < \(until) OR (MIN(t) = \(until) AND payment_seq COLLATE "C" > \(after))
+                ORDER BY first_seen DESC, payment_seq COLLATE "C" LIMIT \(n)
                 """, logger: logger
             ).decode((String, Int64).self) {
                 refs.append(PurchaseReference(paymentSeq: seq, firstSeen: Date(epochMilliseconds: firstSeen)))
@@ -183,7 +191,7 @@ extension PostgresLedgerStore {
             var entries: [DeadLetterEntry] = []
             for try await row in try await client.query(
                 """
-                SELECT \(unescaped: LedgerSchema.deadLetterColumns) FROM dead_letters
+                SELECT id, \(unescaped: LedgerSchema.deadLetterColumns) FROM dead_letters
                 WHERE original_topic = \(source.topic) AND original_partition = \(source.partition)
                   AND original_offset = \(source.offset)
                 ORDER BY failed_at_ms, id
@@ -195,14 +203,20 @@ extension PostgresLedgerStore {
         }
     }
 
-    public func deadLetters(reason: String?, before: Date?, limit: Int) async throws -> [DeadLetterEntry] {
-        let until = before?.epochMilliseconds ?? Int64.max
+    public func deadLetters(reason: String?, before cursor: DeadLetterCursor?, limit: Int) async throws
+        -> [DeadLetterEntry]
+    {
+        let until = cursor?.failedAt.epochMilliseconds ?? Int64.max
+        let below = cursor?.ledgerID
         return try await wrap {
             var entries: [DeadLetterEntry] = []
+            // After the cursor: failed before its time, or at it with a smaller id (`< NULL` is never true, so a
+            // cursor without one is its time alone). `failed_at_ms <= …` keeps the failed_at indexes' range scan.
             for try await row in try await client.query(
                 """
-                SELECT \(unescaped: LedgerSchema.deadLetterColumns) FROM dead_letters
-                WHERE failed_at_ms < \(until) AND (\(reason)::text IS NULL OR reason = \(reason))
+                SELECT id, \(unescaped: LedgerSchema.deadLetterColumns) FROM dead_letters
+                WHERE failed_at_ms <= \(until) AND (failed_at_ms < \(until) OR id < \(below))
+                  AND (\(reason)::text IS NULL OR reason = \(reason))
                 ORDER BY failed_at_ms DESC, id DESC LIMIT \(Int64(limit))
                 """, logger: logger)
             {
@@ -232,6 +246,7 @@ extension PostgresLedgerStore {
             valueBytes: Int(try r["value_bytes"].decode(Int32.self)),
             valueOmitted: try r["value_omitted"].decode(Bool.self),
             reprocessOutcome: try r["reprocess_outcome"].decode(String?.self),
-            reprocessedAt: try r["reprocessed_at_ms"].decode(Int64?.self).map(Date.init(epochMilliseconds:)))
+            reprocessedAt: try r["reprocessed_at_ms"].decode(Int64?.self).map(Date.init(epochMilliseconds:)),
+            ledgerID: try r["id"].decode(Int64.self))
     }
 }

@@ -92,7 +92,7 @@ extension SQLiteLedgerStore {
             let deadLetters = try Row.fetchAll(
                 db.cachedStatement(
                     sql:
-                        "SELECT \(LedgerSchema.deadLetterColumns) FROM dead_letters WHERE payment_seq = ? ORDER BY failed_at_ms, id"
+                        "SELECT id, \(LedgerSchema.deadLetterColumns) FROM dead_letters WHERE payment_seq = ? ORDER BY failed_at_ms, id"
                 ),
                 arguments: [paymentSeq]
             ).map(Self.deadLetter(from:))
@@ -126,11 +126,16 @@ extension SQLiteLedgerStore {
         }
     }
 
-    public func purchases(userId: String, before: Date?, limit: Int) async throws -> [PurchaseReference] {
-        let until = before?.epochMilliseconds ?? Int64.max
+    public func purchases(userId: String, before cursor: PurchaseCursor?, limit: Int) async throws
+        -> [PurchaseReference]
+    {
+        let until = cursor?.firstSeen.epochMilliseconds ?? Int64.max
+        let after = cursor?.paymentSeq
         return try await read { db in
             // Every row of the user through each table's (user_id, time) index; a purchase's place is when it first
-            // appeared, over all its rows, so a page never skips one whose newest row is on another page.
+            // appeared, over all its rows, so a page never skips one whose newest row is on another page. After the
+            // cursor: first seen before its time, or at it with a greater paymentSeq (`> NULL` is never true, so a
+            // cursor without one is its time alone).
             try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
@@ -142,9 +147,10 @@ extension SQLiteLedgerStore {
                             SELECT payment_seq, failed_at_ms AS t FROM dead_letters WHERE user_id = ? AND payment_seq IS NOT NULL
                             UNION ALL
                             SELECT payment_seq, first_seen_ms AS t FROM reconcile_sightings WHERE user_id = ?
-                        ) GROUP BY payment_seq HAVING MIN(t) < ? ORDER BY first_seen DESC, payment_seq LIMIT ?
+                        ) GROUP BY payment_seq HAVING MIN(t) < ? OR (MIN(t) = ? AND payment_seq > ?)
+                        ORDER BY first_seen DESC, payment_seq LIMIT ?
                         """),
-                arguments: [userId, userId, userId, userId, until, limit]
+                arguments: [userId, userId, userId, userId, until, until, after, limit]
             ).map {
                 PurchaseReference(paymentSeq: $0["payment_seq"], firstSeen: Date(epochMilliseconds: $0["first_seen"]))
             }
@@ -156,7 +162,7 @@ extension SQLiteLedgerStore {
             try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
-                        SELECT \(LedgerSchema.deadLetterColumns) FROM dead_letters
+                        SELECT id, \(LedgerSchema.deadLetterColumns) FROM dead_letters
                         WHERE original_topic = ? AND original_partition = ? AND original_offset = ? ORDER BY failed_at_ms, id
                         """),
                 arguments: [source.topic, Int64(source.partition), source.offset]
@@ -164,16 +170,22 @@ extension SQLiteLedgerStore {
         }
     }
 
-    public func deadLetters(reason: String?, before: Date?, limit: Int) async throws -> [DeadLetterEntry] {
-        let until = before?.epochMilliseconds ?? Int64.max
+    public func deadLetters(reason: String?, before cursor: DeadLetterCursor?, limit: Int) async throws
+        -> [DeadLetterEntry]
+    {
+        let until = cursor?.failedAt.epochMilliseconds ?? Int64.max
+        let below = cursor?.ledgerID
         return try await read { db in
+            // After the cursor: failed before its time, or at it with a smaller id (`< NULL` is never true, so a
+            // cursor without one is its time alone). `failed_at_ms <= ?` keeps the failed_at indexes' range scan.
             try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
-                        SELECT \(LedgerSchema.deadLetterColumns) FROM dead_letters
-                        WHERE failed_at_ms < ? AND (? IS NULL OR reason = ?) ORDER BY failed_at_ms DESC, id DESC LIMIT ?
+                        SELECT id, \(LedgerSchema.deadLetterColumns) FROM dead_letters
+                        WHERE failed_at_ms <= ? AND (failed_at_ms < ? OR id < ?) AND (? IS NULL OR reason = ?)
+                        ORDER BY failed_at_ms DESC, id DESC LIMIT ?
                         """),
-                arguments: [until, reason, reason, limit]
+                arguments: [until, until, below, reason, reason, limit]
             ).map(Self.deadLetter(from:))
         }
     }
@@ -203,6 +215,7 @@ extension SQLiteLedgerStore {
             original: original, originalTimestampMilliseconds: row["original_timestamp_ms"],
             failedAt: Date(epochMilliseconds: row["failed_at_ms"]), valueBytes: row["value_bytes"],
             valueOmitted: row["value_omitted"], reprocessOutcome: row["reprocess_outcome"],
-            reprocessedAt: (row["reprocessed_at_ms"] as Int64?).map(Date.init(epochMilliseconds:)))
+            reprocessedAt: (row["reprocessed_at_ms"] as Int64?).map(Date.init(epochMilliseconds:)),
+            ledgerID: row["id"])
     }
 }

@@ -72,12 +72,15 @@ public struct DeadLetterEntry: Sendable, Hashable {
     /// `dead_lettered`, …).
     public var reprocessOutcome: String?
     public var reprocessedAt: Date?
+    /// The ledger's id of its row (`dead_letters.id`), which orders the dead letters of one millisecond; `nil` until
+    /// it is recorded (the ledger gives it, whatever an entry to record carries).
+    public var ledgerID: Int64?
 
     public init(
         paymentSeq: String?, userId: String?, tokenHash: String?, reason: String, error: String, attempts: Int,
         deadLetterTopic: String, deadLetterPartition: Int32? = nil, deadLetterOffset: Int64? = nil,
         original: MessageSource?, originalTimestampMilliseconds: Int64?, failedAt: Date, valueBytes: Int,
-        valueOmitted: Bool = false, reprocessOutcome: String? = nil, reprocessedAt: Date? = nil
+        valueOmitted: Bool = false, reprocessOutcome: String? = nil, reprocessedAt: Date? = nil, ledgerID: Int64? = nil
     ) {
         self.paymentSeq = paymentSeq
         self.userId = userId
@@ -95,6 +98,7 @@ public struct DeadLetterEntry: Sendable, Hashable {
         self.valueOmitted = valueOmitted
         self.reprocessOutcome = reprocessOutcome
         self.reprocessedAt = reprocessedAt
+        self.ledgerID = ledgerID
     }
 
     /// Where it went, when the broker said.
