@@ -8,11 +8,13 @@ public protocol GamebaseAPI: Sendable {
 
     /// Consume: marks the payment consumed. `5018` (already consumed) is returned as `.alreadyConsumed`.
     /// - Throws: ``GamebaseError``; on `.timeout` the consume may have applied.
-    func consume(paymentSeq: String, accessToken: String, transactionID: GamebaseTransactionID) async throws(GamebaseError)
+    func consume(paymentSeq: String, accessToken: String, transactionID: GamebaseTransactionID)
+        async throws(GamebaseError)
         -> ConsumeOutcome
 
     /// List Consumables: the user's completed but unconsumed payments, optionally for some stores only.
-    func listConsumables(userId: String, marketIds: [String]?, transactionID: GamebaseTransactionID) async throws(GamebaseError)
+    func listConsumables(userId: String, marketIds: [String]?, transactionID: GamebaseTransactionID)
+        async throws(GamebaseError)
         -> [ConsumableItem]
 
     /// A health probe: one call that depends on no purchase, without retries (see ``GamebaseProbeVerdict``).
@@ -77,7 +79,9 @@ extension GamebaseAPI {
     public func probe(transactionID: GamebaseTransactionID) async -> GamebaseProbeVerdict {
         do {
             return GamebaseProbeVerdict(
-                .success(try await paymentTransaction(accessToken: GamebaseProbeVerdict.probeToken, transactionID: transactionID)))
+                .success(
+                    try await paymentTransaction(
+                        accessToken: GamebaseProbeVerdict.probeToken, transactionID: transactionID)))
         } catch {
             return GamebaseProbeVerdict(.failure(error))
         }

@@ -11,29 +11,29 @@ public struct GamebaseResultCode: RawRepresentable, Hashable, Sendable, CustomSt
     public static let invalidParameter = Self(1100)
     public static let invalidJSONType = Self(5032)
     public static let unknownError = Self(9999)
-    public static let invalidGamebaseProduct = Self(-4001002)
+    public static let invalidGamebaseProduct = Self(-4_001_002)
     // Common
-    public static let missingParameter = Self(-4000002)
-    public static let undefinedField = Self(-4000003)
-    public static let invalidAppID = Self(-4010001)
-    public static let invalidAppKey = Self(-4010002)
-    public static let unauthenticated = Self(-4010003)
-    public static let invalidSecretKey = Self(-4010004)
-    public static let invalidContentType = Self(-4060001)
-    public static let deprecatedAPIVersion = Self(-4060002)
-    public static let unsupportedAPIVersion = Self(-4060003)
-    public static let apiVersionNoLongerSupported = Self(-4000007)
-    public static let internalDBError = Self(-4090001)
-    public static let malformedJSON = Self(-4150001)
-    public static let internalSystemError = Self(-5000001)
+    public static let missingParameter = Self(-4_000_002)
+    public static let undefinedField = Self(-4_000_003)
+    public static let invalidAppID = Self(-4_010_001)
+    public static let invalidAppKey = Self(-4_010_002)
+    public static let unauthenticated = Self(-4_010_003)
+    public static let invalidSecretKey = Self(-4_010_004)
+    public static let invalidContentType = Self(-4_060_001)
+    public static let deprecatedAPIVersion = Self(-4_060_002)
+    public static let unsupportedAPIVersion = Self(-4_060_003)
+    public static let apiVersionNoLongerSupported = Self(-4_000_007)
+    public static let internalDBError = Self(-4_090_001)
+    public static let malformedJSON = Self(-4_150_001)
+    public static let internalSystemError = Self(-5_000_001)
     // Gateway
-    public static let gatewayInvalidAppID = Self(-4010202)
-    public static let productNotEnabled = Self(-4040201)
-    public static let undefinedAPI = Self(-4040202)
-    public static let sandboxMismatch = Self(-4120201)
-    public static let gatewayInternalError = Self(-5000201)
+    public static let gatewayInvalidAppID = Self(-4_010_202)
+    public static let productNotEnabled = Self(-4_040_201)
+    public static let undefinedAPI = Self(-4_040_202)
+    public static let sandboxMismatch = Self(-4_120_201)
+    public static let gatewayInternalError = Self(-5_000_201)
     // Member
-    public static let memberNotFound = Self(-4040401)
+    public static let memberNotFound = Self(-4_040_401)
 
     public var description: String { String(rawValue) }
 
@@ -56,11 +56,11 @@ public struct GamebaseResultCode: RawRepresentable, Hashable, Sendable, CustomSt
             break
         }
         switch rawValue {
-        case -4090004 ... -4090001,  // internal DB error
-            -5000015 ... -5000001,  // internal system error
-            -5000208 ... -5000201:  // gateway internal error
+        case -4_090_004 ... -4_090_001,  // internal DB error
+            -5_000_015 ... -5_000_001,  // internal system error
+            -5_000_208 ... -5_000_201:  // gateway internal error
             return .transient
-        case -5999999 ... -5000000:
+        case -5_999_999 ... -5_000_000:
             // Undocumented server-side errors (5xx family): retry, bounded.
             return .transient
         default:

@@ -5,7 +5,8 @@ public struct RetryPolicy: Sendable, Hashable {
     public var initialBackoff: Duration
     public var maxBackoff: Duration
 
-    public init(maxAttempts: Int = 4, initialBackoff: Duration = .milliseconds(200), maxBackoff: Duration = .seconds(5)) {
+    public init(maxAttempts: Int = 4, initialBackoff: Duration = .milliseconds(200), maxBackoff: Duration = .seconds(5))
+    {
         self.maxAttempts = max(1, maxAttempts)
         self.initialBackoff = initialBackoff
         self.maxBackoff = max(initialBackoff, maxBackoff)

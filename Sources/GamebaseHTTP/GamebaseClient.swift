@@ -1,5 +1,5 @@
-import Gamebase
 import Foundation
+import Gamebase
 import Logging
 import NIOCore
 import NIOHTTP1

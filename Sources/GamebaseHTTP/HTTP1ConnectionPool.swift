@@ -1,5 +1,5 @@
-import Gamebase
 import DequeModule
+import Gamebase
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -89,7 +89,8 @@ final class HTTP1ConnectionPool: Sendable {
     /// - Parameter idleTimeout: a connection idle for longer is closed rather than reused, so that a request does
     ///   not race a server (or load balancer) closing it; 50 s is below the usual 60 s of load balancers.
     init(
-        origin: Origin, maxConnections: Int, connectTimeout: TimeAmount, maxBodyBytes: Int, idleTimeout: TimeAmount = .seconds(50),
+        origin: Origin, maxConnections: Int, connectTimeout: TimeAmount, maxBodyBytes: Int,
+        idleTimeout: TimeAmount = .seconds(50),
         tls: TLSConfiguration? = nil
     ) {
         self.origin = origin
@@ -114,7 +115,9 @@ final class HTTP1ConnectionPool: Sendable {
     /// timeout).
     /// - Throws: ``Failure/timeout`` when the time runs out (waiting or exchanging), `CancellationError` when the
     ///   task is cancelled while it waits, ``Failure/closed`` when it is cancelled during the exchange.
-    func execute(_ head: HTTPRequestHead, body: ByteBuffer?, timeout: TimeAmount) async throws -> HTTP1Connection.Response {
+    func execute(_ head: HTTPRequestHead, body: ByteBuffer?, timeout: TimeAmount) async throws
+        -> HTTP1Connection.Response
+    {
         var head = head
         head.headers.add(name: "Host", value: hostHeader)
         if let body { head.headers.add(name: "Content-Length", value: String(body.readableBytes)) }

@@ -42,7 +42,9 @@ struct EnvelopeWriter {
     }
 
     private func header(isSuccessful: Bool, code: Int, message: String, trace: Bool = false) -> String {
-        var text = #"{"header":{"transactionId":""# + transactionID + #"","isSuccessful":\#(isSuccessful),"resultCode":\#(code),"resultMessage":""# + message + "\""
+        var text =
+            #"{"header":{"transactionId":""# + transactionID
+            + #"","isSuccessful":\#(isSuccessful),"resultCode":\#(code),"resultMessage":""# + message + "\""
         if trace {
             let now = Int64(Date().timeIntervalSince1970 * 1000)
             text += #","traceError":{"trackingTime":\#(now),"throwPoint":"simulator","uri":"\#(Self.escaped(uri))"}"#

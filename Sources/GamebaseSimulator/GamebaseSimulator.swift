@@ -52,7 +52,7 @@ public final class GamebaseSimulator: Service {
                     defer { state.waiters = [] }
                     return state.waiters
                 }
-                waiters.forEach { $0.resume(returning: port) }
+                for waiter in waiters { waiter.resume(returning: port) }
                 logger.info("Gamebase simulator listening", metadata: ["simulator.port": "\(port)"])
             },
             logger: logger

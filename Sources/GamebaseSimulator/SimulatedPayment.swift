@@ -19,10 +19,13 @@ public struct SimulatedPayment: Codable, Sendable, Hashable {
 
     public init(from decoder: any Decoder) throws {
         transaction = try PaymentTransaction(from: decoder)
-        consumed = try decoder.container(keyedBy: CodingKeys.self).decodeIfPresent(Bool.self, forKey: .consumed) ?? false
+        consumed =
+            try decoder.container(keyedBy: CodingKeys.self).decodeIfPresent(Bool.self, forKey: .consumed) ?? false
         guard let token = transaction.accessToken, !token.isEmpty else {
             throw DecodingError.dataCorrupted(
-                .init(codingPath: decoder.codingPath, debugDescription: "payment \(transaction.paymentSeq) has no accessToken"))
+                .init(
+                    codingPath: decoder.codingPath,
+                    debugDescription: "payment \(transaction.paymentSeq) has no accessToken"))
         }
     }
 

@@ -30,7 +30,8 @@ struct SimulatorAdmin {
                 state.add(payments)
                 return json(["added": payments.count])
             } catch {
-                return Response(status: .badRequest, body: .init(byteBuffer: ByteBuffer(string: "invalid payments: \(error)")))
+                return Response(
+                    status: .badRequest, body: .init(byteBuffer: ByteBuffer(string: "invalid payments: \(error)")))
             }
         case (.get, "/admin/counters"):
             return json(
@@ -42,7 +43,8 @@ struct SimulatorAdmin {
             return json(state.faults)
         case (.post, "/admin/faults"):
             let body = try await request.body.collect(upTo: 1 << 16)
-            guard let faults = try? JSONDecoder().decode(SimulatorFaults.self, from: Data(body.readableBytesView)) else {
+            guard let faults = try? JSONDecoder().decode(SimulatorFaults.self, from: Data(body.readableBytesView))
+            else {
                 return Response(status: .badRequest, body: .init(byteBuffer: ByteBuffer(string: "invalid faults")))
             }
             state.faults = faults

@@ -53,7 +53,8 @@ public struct SimulatorFaults: Codable, Sendable, Hashable {
         outage = try c.decodeIfPresent(Bool.self, forKey: .outage) ?? defaults.outage
         unknownTokenResultCode =
             try c.decodeIfPresent(Int.self, forKey: .unknownTokenResultCode) ?? defaults.unknownTokenResultCode
-        tokenResultCodes = try c.decodeIfPresent([String: Int].self, forKey: .tokenResultCodes) ?? defaults.tokenResultCodes
+        tokenResultCodes =
+            try c.decodeIfPresent([String: Int].self, forKey: .tokenResultCodes) ?? defaults.tokenResultCodes
         listNonConsumables =
             try c.decodeIfPresent(Bool.self, forKey: .listNonConsumables) ?? defaults.listNonConsumables
         consumeResultCodes =

@@ -43,7 +43,8 @@ struct SimulatorResponder: Sendable {
         guard request.headers[Self.secretKeyHeader] == secretKey else {
             return reply.failure(.invalidSecretKey, "invalid secret key")
         }
-        guard let contentType = request.headers[.contentType], contentType.lowercased().hasPrefix("application/json") else {
+        guard let contentType = request.headers[.contentType], contentType.lowercased().hasPrefix("application/json")
+        else {
             return reply.failure(.invalidContentType, "invalid Content-Type")
         }
         if let fault = injectedFault(faults, reply: reply) { return fault }
@@ -87,7 +88,9 @@ struct SimulatorResponder: Sendable {
             }
 
         default:
-            guard let body: ConsumablesBody = try await decodeBody(request, reply: &reply) else { return reply.response! }
+            guard let body: ConsumablesBody = try await decodeBody(request, reply: &reply) else {
+                return reply.response!
+            }
             guard let userId = body.userId, !userId.isEmpty else {
                 return reply.failure(.missingParameter, "userId is required")
             }
@@ -132,7 +135,7 @@ struct SimulatorResponder: Sendable {
         do {
             return try JSONDecoder().decode(Body.self, from: Data(buffer.readableBytesView))
         } catch DecodingError.typeMismatch {
-            reply.response = reply.failure(GamebaseResultCode(-4000001), "parameter of the wrong type")
+            reply.response = reply.failure(GamebaseResultCode(-4_000_001), "parameter of the wrong type")
         } catch {
             reply.response = reply.failure(.malformedJSON, "malformed JSON")
         }

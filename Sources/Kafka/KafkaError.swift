@@ -76,7 +76,8 @@ public struct KafkaError: Error, CustomStringConvertible, Sendable {
     }
 
     /// Wraps an `rd_kafka_error_t`, destroying it.
-    static func consuming(_ error: OpaquePointer, code: Code, file: String = #fileID, line: UInt = #line) -> KafkaError {
+    static func consuming(_ error: OpaquePointer, code: Code, file: String = #fileID, line: UInt = #line) -> KafkaError
+    {
         defer { rd_kafka_error_destroy(error) }
         return KafkaError(
             code: code,

@@ -76,7 +76,9 @@ public struct KafkaProducerRecord: Sendable, Hashable {
     public var value: [UInt8]
     public var headers: [KafkaHeader]
 
-    public init(topic: String, partition: Int32? = nil, key: [UInt8]? = nil, value: [UInt8], headers: [KafkaHeader] = []) {
+    public init(
+        topic: String, partition: Int32? = nil, key: [UInt8]? = nil, value: [UInt8], headers: [KafkaHeader] = []
+    ) {
         self.topic = topic
         self.partition = partition
         self.key = key

@@ -1,4 +1,5 @@
 import Fulfilment
+
 /// How opening a PostgreSQL ledger waits for a database that cannot be reached yet (refused, timed out, not
 /// resolvable, still starting). A database that answers but refuses the configuration is never retried.
 public struct LedgerConnectRetry: Sendable, Hashable {

@@ -1,4 +1,5 @@
 import Fulfilment
+
 /// The ledger's tables, the same in SQLite and PostgreSQL but for column types.
 ///
 /// Times are epoch milliseconds (`BIGINT`), so both stores compare them the same way.
@@ -119,7 +120,8 @@ package enum LedgerSchema {
                     "CREATE TABLE ledger_marks (name TEXT PRIMARY KEY, value_ms BIGINT NOT NULL)",
                 ],
                 indexes: [
-                    LedgerIndex("outbox_published_at", on: "outbox (published_at_ms) WHERE published_at_ms IS NOT NULL"),
+                    LedgerIndex(
+                        "outbox_published_at", on: "outbox (published_at_ms) WHERE published_at_ms IS NOT NULL"),
                     LedgerIndex("reconcile_users_due", on: "reconcile_users (next_check_ms, user_id)"),
                     LedgerIndex("dead_letters_reason_failed_at", on: "dead_letters (reason, failed_at_ms)"),
                 ]),

@@ -1,5 +1,5 @@
-import Logging
 import Fulfilment
+import Logging
 
 /// Opens the store `ledger.url` names.
 public enum LedgerStores {

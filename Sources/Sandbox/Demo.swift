@@ -1,17 +1,17 @@
+import App
 import Console
+import Engine
 import Foundation
+import Fulfilment
 import Gamebase
 import GamebaseHTTP
 import GamebaseSimulator
 import Kafka
 import KafkaTesting
-import Engine
-import Fulfilment
 import Ledger
 import Logging
 import ServiceLifecycle
 import UnixSignals
-import App
 
 /// `iap-dev demo`: the real worker engine on a mixed batch in a sandbox, then a summary.
 public enum Demo {
@@ -28,7 +28,8 @@ public enum Demo {
         public var consolePort: Int
 
         public init(
-            purchases: Int = 50, keepRunning: Bool = false, port: Int = 8080, faultRate: Double = 0.2, consolePort: Int = 0
+            purchases: Int = 50, keepRunning: Bool = false, port: Int = 8080, faultRate: Double = 0.2,
+            consolePort: Int = 0
         ) {
             self.purchases = purchases
             self.keepRunning = keepRunning
@@ -43,14 +44,20 @@ public enum Demo {
     }
 
     /// Runs the demo and returns its report; `say` receives progress lines and, at the end, the summary.
-    public static func run(_ options: Options, logger: Logger, say: @escaping @Sendable (String) -> Void) async throws -> DemoReport {
+    public static func run(_ options: Options, logger: Logger, say: @escaping @Sendable (String) -> Void) async throws
+        -> DemoReport
+    {
         let batch = DemoBatch(purchases: options.purchases)
         let started = ContinuousClock.now
         return try await Sandbox.with(payments: batch.payments, logger: logger) { sandbox in
-            say("Sandbox: mock Kafka at \(sandbox.cluster.bootstrapServers), Gamebase simulator at \(sandbox.simulatorURL),")
+            say(
+                "Sandbox: mock Kafka at \(sandbox.cluster.bootstrapServers), Gamebase simulator at \(sandbox.simulatorURL),"
+            )
             say("         SQLite ledger at \(sandbox.ledgerURL)")
             try await sandbox.produce(batch.records, logger: logger)
-            say("Fed \(batch.records.count) messages to purchase.completed; starting the worker (joining the group takes a few seconds)…")
+            say(
+                "Fed \(batch.records.count) messages to purchase.completed; starting the worker (joining the group takes a few seconds)…"
+            )
 
             let configuration = {
                 var configuration = sandbox.workerConfiguration(groupID: "iap-worker-demo")
@@ -77,7 +84,8 @@ public enum Demo {
                     }
                     do {
                         let report = try await observe(
-                            batch: batch, sandbox: sandbox, parts: parts, ledger: ledger, options: options, started: started,
+                            batch: batch, sandbox: sandbox, parts: parts, ledger: ledger, options: options,
+                            started: started,
                             logger: logger)
                         say("")
                         say(report.rendered)
@@ -117,7 +125,8 @@ public enum Demo {
         let deadline = ContinuousClock.now + .seconds(90 + fed / 20)
         while parts.metrics.purchaseCounts.values.reduce(0, +) < fed {
             guard ContinuousClock.now < deadline else {
-                throw Failure(description: "the worker did not finish the batch in time: \(parts.metrics.purchaseCounts)")
+                throw Failure(
+                    description: "the worker did not finish the batch in time: \(parts.metrics.purchaseCounts)")
             }
             // The burst lasts until a third of the purchases are granted.
             if !burstOver, (parts.metrics.purchaseCounts["granted"] ?? 0) * 3 >= batch.expectedGrants {
@@ -147,7 +156,8 @@ public enum Demo {
         }
         let elapsed = ContinuousClock.now - started
         let records = try await TopicReader.readAll(
-            ["iap.item-granted", "iap.consume-failed", "purchase.completed.dlq"], bootstrapServers: sandbox.cluster.bootstrapServers,
+            ["iap.item-granted", "iap.consume-failed", "purchase.completed.dlq"],
+            bootstrapServers: sandbox.cluster.bootstrapServers,
             quiet: .seconds(1), logger: logger)
         return DemoReport(
             batch: batch, outcomes: parts.metrics.purchaseCounts, gamebaseCalls: parts.metrics.gamebaseCounts,
@@ -158,14 +168,14 @@ public enum Demo {
     static func keepRunningHelp(sandbox: Sandbox, port: Int, consolePort: Int?) -> String {
         let console = consolePort.map { "The operator console: http://127.0.0.1:\($0)/ (open it in a browser)\n" } ?? ""
         return """
-        \(console)Still running (Ctrl-C stops it). Try, in another terminal:
-          curl -s http://127.0.0.1:\(port)/metrics | grep ^iap_
-          curl -s http://127.0.0.1:\(port)/readyz
-          iap-worker ledger show demo-0 --url \(sandbox.ledgerURL)
-          KAFKA_BOOTSTRAP_SERVERS=\(sandbox.cluster.bootstrapServers) GAMEBASE_BASE_URL=\(sandbox.simulatorURL) \\
-            GAMEBASE_APP_ID=\(Sandbox.appID) GAMEBASE_SECRET_KEY=\(Sandbox.secretKey) LEDGER_URL=\(sandbox.ledgerURL) \\
-            iap-worker reprocess --dry-run
-          (the same variables) iap-worker reconcile --dry-run --user \(DemoBatch.unreported.userId)
-        """
+            \(console)Still running (Ctrl-C stops it). Try, in another terminal:
+              curl -s http://127.0.0.1:\(port)/metrics | grep ^iap_
+              curl -s http://127.0.0.1:\(port)/readyz
+              iap-worker ledger show demo-0 --url \(sandbox.ledgerURL)
+              KAFKA_BOOTSTRAP_SERVERS=\(sandbox.cluster.bootstrapServers) GAMEBASE_BASE_URL=\(sandbox.simulatorURL) \\
+                GAMEBASE_APP_ID=\(Sandbox.appID) GAMEBASE_SECRET_KEY=\(Sandbox.secretKey) LEDGER_URL=\(sandbox.ledgerURL) \\
+                iap-worker reprocess --dry-run
+              (the same variables) iap-worker reconcile --dry-run --user \(DemoBatch.unreported.userId)
+            """
     }
 }

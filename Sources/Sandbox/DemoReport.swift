@@ -1,6 +1,6 @@
 import Foundation
-import Kafka
 import Fulfilment
+import Kafka
 import Ledger
 import Wire
 
@@ -50,7 +50,8 @@ public struct DemoReport: Sendable {
     /// id each, nothing left over.
     public var invariantsHold: Bool {
         simulatorConsumes.count == batch.expectedGrants && simulatorConsumes.values.allSatisfy { $0 == 1 }
-            && ledger.consumed == batch.expectedGrants && ledger.granted == 0 && grantedEventIDs.count == batch.expectedGrants
+            && ledger.consumed == batch.expectedGrants && ledger.granted == 0
+            && grantedEventIDs.count == batch.expectedGrants
     }
 
     public var rendered: String {
@@ -90,7 +91,10 @@ public struct DemoReport: Sendable {
             invariantsHold
                 ? "Every valid purchase was granted once, consumed once at Gamebase and announced under one event id."
                 : "WARNING: the invariants do not hold on this run — please report it.")
-        lines.append(String(format: "Took %.1f s.", Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+        lines.append(
+            String(
+                format: "Took %.1f s.",
+                Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
         lines.append("")
         lines.append("Next: `iap-dev demo --keep-running` keeps the worker up and prints how to read /metrics,")
         lines.append("`iap-worker ledger show <paymentSeq>` and `iap-worker reprocess --dry-run` against it;")

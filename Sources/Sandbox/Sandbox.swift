@@ -1,3 +1,4 @@
+import App
 import Foundation
 import Gamebase
 import GamebaseHTTP
@@ -6,7 +7,6 @@ import Kafka
 import KafkaTesting
 import Logging
 import ServiceLifecycle
-import App
 
 /// Everything a worker needs, inside one process and without configuration: librdkafka's mock cluster, the
 /// Gamebase simulator on a loopback port and a temporary folder for a SQLite ledger. The demo and the
@@ -40,9 +40,11 @@ public struct Sandbox: Sendable {
         let cluster = try MockCluster(brokers: brokers, logger: logger)
         for topic in topics { try cluster.createTopic(topic.name, partitions: topic.partitions) }
         let simulator = GamebaseSimulator(
-            configuration: .init(appID: appID, secretKey: secretKey), state: SimulatorState(payments: payments, faults: faults),
+            configuration: .init(appID: appID, secretKey: secretKey),
+            state: SimulatorState(payments: payments, faults: faults),
             logger: logger)
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-sandbox-\(UUID().uuidString.prefix(8))")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "iap-sandbox-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         // The simulator runs in a service group of its own so it can stop gracefully (cancelling it would
@@ -54,7 +56,8 @@ public struct Sandbox: Sendable {
                 return nil
             }
             do {
-                let sandbox = Sandbox(cluster: cluster, simulator: simulator, simulatorURL: await simulator.baseURL(), folder: folder)
+                let sandbox = Sandbox(
+                    cluster: cluster, simulator: simulator, simulatorURL: await simulator.baseURL(), folder: folder)
                 let result = try await body(sandbox)
                 await services.triggerGracefulShutdown()
                 try await group.waitForAll()
@@ -79,7 +82,8 @@ public struct Sandbox: Sendable {
         configuration.gamebaseSecretKey = Secret(Self.secretKey)
         configuration.gamebaseTimeoutMilliseconds = 2_000
         configuration.ledgerURL = ledgerURL
-        configuration.retry = RetryPolicy(maxAttempts: 4, initialBackoff: .milliseconds(50), maxBackoff: .milliseconds(500))
+        configuration.retry = RetryPolicy(
+            maxAttempts: 4, initialBackoff: .milliseconds(50), maxBackoff: .milliseconds(500))
         configuration.sweepInterval = .seconds(2)
         configuration.sweepGrace = .seconds(3)
         return configuration
@@ -88,7 +92,8 @@ public struct Sandbox: Sendable {
     /// Produces `records` to their topics and waits for every delivery report.
     public func produce(_ records: [KafkaProducerRecord], logger: Logger) async throws {
         let producer = try KafkaProducer(
-            configuration: .init(bootstrapServers: cluster.bootstrapServers, properties: ["linger.ms": "5"]), logger: logger)
+            configuration: .init(bootstrapServers: cluster.bootstrapServers, properties: ["linger.ms": "5"]),
+            logger: logger)
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for record in records {

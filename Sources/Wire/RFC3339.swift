@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// RFC 3339 timestamps in UTC with milliseconds (`2026-11-22T10:20:30.123Z`), written by hand: the worker

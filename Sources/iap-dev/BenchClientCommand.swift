@@ -8,7 +8,8 @@ import Sandbox
 struct BenchClientCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gamebase-client",
-        abstract: "CPU per Get Payment Transaction call: the worker's Gamebase client, async-http-client and a bare NIO exchange.",
+        abstract:
+            "CPU per Get Payment Transaction call: the worker's Gamebase client, async-http-client and a bare NIO exchange.",
         discussion: """
             The simulator runs as a separate `iap-dev gamebase-sim` process; this process makes the calls, so \
             its CPU time is the client's. async-http-client is configured as the worker would configure it (no \

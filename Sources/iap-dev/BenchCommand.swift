@@ -38,7 +38,8 @@ struct BenchPipelineCommand: AsyncParsableCommand {
     @Flag(help: "kill -9 the worker half way, restart it, and time until it resumes.") var killRestart = false
     @Option(help: "kafka.librdkafka.session.timeout.ms of the worker (default: the worker's own).")
     var sessionTimeoutMs: Int?
-    @Option(help: "The iap-worker executable to run as the worker (default: the one beside iap-dev).") var worker: String?
+    @Option(help: "The iap-worker executable to run as the worker (default: the one beside iap-dev).") var worker:
+        String?
     @Flag(help: "Serve the worker's console and ask for its overview every second while measuring.")
     var consoleRefresh = false
     @Flag(

@@ -27,10 +27,12 @@ struct BenchLedgerCommand: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "iap-worker.bench")
         logger.logLevel = .warning
-        let url = self.url ?? "sqlite://\(FileManager.default.temporaryDirectory.path)/iap-bench-\(UUID().uuidString).sqlite"
+        let url =
+            self.url ?? "sqlite://\(FileManager.default.temporaryDirectory.path)/iap-bench-\(UUID().uuidString).sqlite"
         let count = self.count
         let runID = UUID().uuidString.prefix(8)
-        let events = EventFactory(groupID: "bench", itemGrantedTopic: "iap.item-granted", consumeFailedTopic: "iap.consume-failed")
+        let events = EventFactory(
+            groupID: "bench", itemGrantedTopic: "iap.item-granted", consumeFailedTopic: "iap.consume-failed")
         let samples = try await LedgerStores.withStore(url: url, logger: logger) { store in
             var samples: [Double] = []
             samples.reserveCapacity(count)
@@ -40,7 +42,8 @@ struct BenchLedgerCommand: AsyncParsableCommand {
                     paymentSeq: "bench-\(runID)-\(i)", userId: "user-\(i % 1000)", gamebaseProductId: "gem_pack_100",
                     purchaseToken: "tok-\(runID)-\(i)", productSeq: 1000, marketId: "GG", productType: "CONSUMABLE",
                     price: "1200", currency: "KRW", paymentId: "GPA.\(i)", purchaseTime: "2024-05-13T10:20:30+09:00",
-                    grantedAt: Date(), source: MessageSource(topic: "purchase.completed", partition: 0, offset: Int64(i)))
+                    grantedAt: Date(),
+                    source: MessageSource(topic: "purchase.completed", partition: 0, offset: Int64(i)))
                 let event = events.itemGranted(grant)
                 let started = clock.now
                 _ = try await store.insertGrant(grant, event: event)
@@ -59,7 +62,10 @@ struct BenchLedgerCommand: AsyncParsableCommand {
             print("{\"ledger\":\"\(store)\",\"grants\":\(count),\(fields)}")
         } else {
             print("grant transaction on \(store), \(count) grants")
-            for (name, value) in report { print("  \(name.padding(toLength: 4, withPad: " ", startingAt: 0)) \(String(format: "%8.1f", value)) µs") }
+            for (name, value) in report {
+                print(
+                    "  \(name.padding(toLength: 4, withPad: " ", startingAt: 0)) \(String(format: "%8.1f", value)) µs")
+            }
         }
     }
 }

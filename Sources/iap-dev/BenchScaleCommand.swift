@@ -1,3 +1,4 @@
+import App
 import ArgumentParser
 import Engine
 import Foundation
@@ -6,7 +7,6 @@ import Ledger
 import Logging
 import Lookup
 import Sandbox
-import App
 import Wire
 
 /// `iap-dev bench scale`: what the ledger's size costs. Fills one ledger with earlier purchases up to each size
@@ -71,7 +71,8 @@ struct BenchScaleCommand: AsyncParsableCommand {
         var quiet = Logger(label: "iap-worker.bench")
         quiet.logLevel = .error
         let logger = quiet
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-scale-\(UUID().uuidString.prefix(8))")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "iap-scale-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let url = self.url ?? "sqlite://\(folder.path)/ledger.sqlite"
         let sizes = parsedSizes ?? []
@@ -118,7 +119,8 @@ struct BenchScaleCommand: AsyncParsableCommand {
                     }
                 }
                 try await options.measureQueries(
-                    size: size, store: store, reader: reader, retention: retention, now: now, into: &row, logger: logger)
+                    size: size, store: store, reader: reader, retention: retention, now: now, into: &row, logger: logger
+                )
                 if options.purchases > 0 {
                     var results: [BenchmarkResult] = []
                     for run in 0..<options.runs {
@@ -141,7 +143,8 @@ struct BenchScaleCommand: AsyncParsableCommand {
         if !json, rows.count > 1, let first = rows.first?.workerCPUMicrosecondsPerPurchase,
             let last = rows.last?.workerCPUMicrosecondsPerPurchase
         {
-            print(String(format: "worker CPU per purchase, largest vs empty ledger: %+.1f %%", (last / first - 1) * 100))
+            print(
+                String(format: "worker CPU per purchase, largest vs empty ledger: %+.1f %%", (last / first - 1) * 100))
         }
         if self.url == nil { try? FileManager.default.removeItem(at: folder) }
     }
@@ -153,7 +156,9 @@ struct BenchScaleCommand: AsyncParsableCommand {
         var generator = SystemRandomNumberGenerator()
         let pick: () -> Int = { size > 0 ? Int.random(in: 0..<size, using: &generator) : 0 }
         row.lookupPaymentSeqMs = try await time { _ = try await reader.history(paymentSeq: "fill-\(pick())") }
-        row.lookupPaymentIdMs = try await time { _ = try await reader.paymentSeqs(paymentId: "GPA.fill-\(pick())", limit: 20) }
+        row.lookupPaymentIdMs = try await time {
+            _ = try await reader.paymentSeqs(paymentId: "GPA.fill-\(pick())", limit: 20)
+        }
         row.lookupUserMs = try await time {
             _ = try await reader.purchases(userId: "fill-user-\(pick() % 250_000)", before: nil, limit: 20)
         }
@@ -184,7 +189,8 @@ struct BenchScaleCommand: AsyncParsableCommand {
         row.reconcilerWholeWindowMs = try await time(samples: min(samples, 5)) {
             _ = try await store.reconciliationUsers(activeSince: since, dueAt: nil, limit: 12_000)
         }
-        let pruner = LedgerPruner(ledger: retention, policy: RetentionPolicy(), metrics: WorkerMetrics(), logger: logger)
+        let pruner = LedgerPruner(
+            ledger: retention, policy: RetentionPolicy(), metrics: WorkerMetrics(), logger: logger)
         row.prunePassMs = try await time(samples: min(samples, 5)) { _ = await pruner.pruneOnce() }
     }
 

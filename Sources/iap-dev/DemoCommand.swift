@@ -1,7 +1,7 @@
+import App
 import ArgumentParser
 import Logging
 import Sandbox
-import App
 
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -24,7 +24,9 @@ struct DemoCommand: AsyncParsableCommand {
     @Flag(help: "Show the worker's log lines (text, info level).") var verbose = false
 
     func validate() throws {
-        guard (1...100_000).contains(purchases) else { throw ValidationError("--purchases must be between 1 and 100000") }
+        guard (1...100_000).contains(purchases) else {
+            throw ValidationError("--purchases must be between 1 and 100000")
+        }
         guard (0...65_535).contains(consolePort) else { throw ValidationError("--console-port must be 0…65535") }
     }
 

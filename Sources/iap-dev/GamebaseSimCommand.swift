@@ -36,13 +36,15 @@ struct GamebaseSimCommand: AsyncParsableCommand {
     var slowConsumeRate: Double = 0
     @Option(name: .customLong("slow-consume-delay-ms"), help: "How late a slow consume answers.")
     var slowConsumeDelayMs: Int = 12_000
-    @Option(name: .customLong("unknown-field-rate"), help: "Share (0-1) of answers with fields the contract does not list.")
+    @Option(
+        name: .customLong("unknown-field-rate"), help: "Share (0-1) of answers with fields the contract does not list.")
     var unknownFieldRate: Double = 0.1
     @Option(name: .customLong("unknown-token-code"), help: "resultCode for an unknown access token.")
     var unknownTokenCode: Int = 1100
     @Option(
         name: .customLong("token-result-code"),
-        help: "TOKEN=CODE: Get Payment Transaction answers CODE for TOKEN on every call (a poison purchase); repeatable.")
+        help:
+            "TOKEN=CODE: Get Payment Transaction answers CODE for TOKEN on every call (a poison purchase); repeatable.")
     var tokenResultCodes: [String] = []
     @Flag(
         name: .customLong("list-non-consumables"),
@@ -64,7 +66,10 @@ struct GamebaseSimCommand: AsyncParsableCommand {
     }
 
     func validate() throws {
-        for (name, rate) in [("--fault-rate", faultRate), ("--slow-consume-rate", slowConsumeRate), ("--unknown-field-rate", unknownFieldRate)]
+        for (name, rate) in [
+            ("--fault-rate", faultRate), ("--slow-consume-rate", slowConsumeRate),
+            ("--unknown-field-rate", unknownFieldRate),
+        ]
         where !(0...1).contains(rate) {
             throw ValidationError("\(name) must be between 0 and 1")
         }
@@ -79,7 +84,8 @@ struct GamebaseSimCommand: AsyncParsableCommand {
         var payments: [SimulatedPayment] = []
         if let paymentsFile {
             do {
-                payments = try JSONDecoder().decode([SimulatedPayment].self, from: Data(contentsOf: URL(fileURLWithPath: paymentsFile)))
+                payments = try JSONDecoder().decode(
+                    [SimulatedPayment].self, from: Data(contentsOf: URL(fileURLWithPath: paymentsFile)))
             } catch {
                 throw ValidationError("cannot read payments from \(paymentsFile): \(error)")
             }
@@ -92,10 +98,13 @@ struct GamebaseSimCommand: AsyncParsableCommand {
                 unknownTokenResultCode: unknownTokenCode, tokenResultCodes: try parsedTokenResultCodes,
                 listNonConsumables: listNonConsumables))
         let simulator = GamebaseSimulator(
-            configuration: .init(host: host, port: port, appID: appID, secretKey: secretKey), state: state, logger: logger)
+            configuration: .init(host: host, port: port, appID: appID, secretKey: secretKey), state: state,
+            logger: logger)
         let announcer = Announcer(simulator: simulator, payments: payments.count)
         let group = ServiceGroup(
-            configuration: .init(services: [.init(service: simulator), .init(service: announcer)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            configuration: .init(
+                services: [.init(service: simulator), .init(service: announcer)],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }
 

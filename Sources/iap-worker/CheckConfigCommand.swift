@@ -1,17 +1,18 @@
+import App
 import ArgumentParser
 import Foundation
+import Fulfilment
 import Gamebase
 import GamebaseHTTP
 import Kafka
-import Fulfilment
 import Ledger
 import Logging
-import App
 
 struct CheckConfigCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check-config",
-        abstract: "Validates and prints the effective configuration (secrets redacted), then tests Kafka, Gamebase and the ledger."
+        abstract:
+            "Validates and prints the effective configuration (secrets redacted), then tests Kafka, Gamebase and the ledger."
     )
 
     @Option(name: .customLong("config"), help: "YAML configuration file (default: $IAP_WORKER_CONFIG).")
@@ -39,7 +40,10 @@ struct CheckConfigCommand: AsyncParsableCommand {
             let metadata = try await producer.metadata(timeoutMilliseconds: 10_000)
             await producer.close(timeoutMilliseconds: 1_000)
             var line = "ok: \(metadata.brokers) broker(s)"
-            for topic in [configuration.topics.purchases, configuration.topics.itemGranted, configuration.topics.consumeFailed, configuration.topics.deadLetter] {
+            for topic in [
+                configuration.topics.purchases, configuration.topics.itemGranted, configuration.topics.consumeFailed,
+                configuration.topics.deadLetter,
+            ] {
                 line += metadata.topics[topic].map { ", \(topic) (\($0) partitions)" } ?? ", \(topic) MISSING"
             }
             print("  kafka     \(line)")
@@ -56,10 +60,14 @@ struct CheckConfigCommand: AsyncParsableCommand {
         } catch {
             switch error.kind {
             case .permanent, .alreadyConsumed:
-                print("  gamebase  ok: authenticated (a probe token was refused with resultCode \(error.resultCode?.description ?? "-"), as expected)")
+                print(
+                    "  gamebase  ok: authenticated (a probe token was refused with resultCode \(error.resultCode?.description ?? "-"), as expected)"
+                )
             case .configuration:
                 failures += 1
-                print("  gamebase  FAILED: configuration rejected (resultCode \(error.resultCode?.description ?? "-")): check gamebase.app_id and the secret key")
+                print(
+                    "  gamebase  FAILED: configuration rejected (resultCode \(error.resultCode?.description ?? "-")): check gamebase.app_id and the secret key"
+                )
             case .transient:
                 failures += 1
                 print("  gamebase  FAILED: unreachable: \(error.message)")
@@ -69,13 +77,17 @@ struct CheckConfigCommand: AsyncParsableCommand {
 
         // Ledger: reachable; the schema is migrated by `run` at start.
         do {
-            let unconsumed = try await LedgerStores.withStore(url: configuration.ledgerURL, logger: logger, migrate: false) { store in
+            let unconsumed = try await LedgerStores.withStore(
+                url: configuration.ledgerURL, logger: logger, migrate: false
+            ) { store in
                 try await store.countUnconsumed()
             }
             print("  ledger    ok: \(configuration.redactedLedgerURL), \(unconsumed) grant(s) awaiting Consume")
         } catch let error as LedgerError where error.code == .query {
             // Reachable, but the tables are not there yet: `run` migrates at start.
-            print("  ledger    ok: \(configuration.redactedLedgerURL) reachable; schema not migrated yet (run migrates it at start)")
+            print(
+                "  ledger    ok: \(configuration.redactedLedgerURL) reachable; schema not migrated yet (run migrates it at start)"
+            )
         } catch {
             failures += 1
             print("  ledger    FAILED: \(error) (\(configuration.redactedLedgerURL))")

@@ -1,3 +1,4 @@
+import App
 import ArgumentParser
 import EventTail
 import Foundation
@@ -6,7 +7,6 @@ import Kafka
 import Logging
 import ServiceLifecycle
 import UnixSignals
-import App
 
 struct EventsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

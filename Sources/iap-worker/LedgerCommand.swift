@@ -1,9 +1,9 @@
+import App
 import ArgumentParser
 import Foundation
 import Fulfilment
 import Ledger
 import Logging
-import App
 
 struct LedgerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -31,13 +31,16 @@ struct LedgerCommand: AsyncParsableCommand {
     }
 
     struct Show: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Prints one paymentSeq's grant, rejections and events.")
+        static let configuration = CommandConfiguration(
+            abstract: "Prints one paymentSeq's grant, rejections and events.")
         @OptionGroup var options: Options
         @Argument(help: "The paymentSeq.") var paymentSeq: String
 
         func run() async throws {
             let seq = paymentSeq
-            let found = try await LedgerStores.withStore(url: try await options.ledgerURL(), logger: LedgerCommand.quietLogger, migrate: false) {
+            let found = try await LedgerStores.withStore(
+                url: try await options.ledgerURL(), logger: LedgerCommand.quietLogger, migrate: false
+            ) {
                 store -> Bool in
                 let grant = try await store.grant(paymentSeq: seq)
                 let rejections = try await store.rejections(paymentSeq: seq)
@@ -45,11 +48,19 @@ struct LedgerCommand: AsyncParsableCommand {
                 print("paymentSeq \(seq)")
                 if let grant {
                     print("  grant: \(grant.state.rawValue)")
-                    print("    userId \(grant.userId), product \(grant.gamebaseProductId), price \(grant.price ?? "-") \(grant.currency ?? "")")
-                    print("    granted \(Self.time(grant.grantedAt)), consumed \(grant.consumedAt.map(Self.time) ?? "not yet")")
-                    print("    consume attempts \(grant.consumeAttempts), last result code \(grant.lastResultCode.map(String.init) ?? "-")")
+                    print(
+                        "    userId \(grant.userId), product \(grant.gamebaseProductId), price \(grant.price ?? "-") \(grant.currency ?? "")"
+                    )
+                    print(
+                        "    granted \(Self.time(grant.grantedAt)), consumed \(grant.consumedAt.map(Self.time) ?? "not yet")"
+                    )
+                    print(
+                        "    consume attempts \(grant.consumeAttempts), last result code \(grant.lastResultCode.map(String.init) ?? "-")"
+                    )
                     print("    event published \(grant.eventPublishedAt.map(Self.time) ?? "not yet")")
-                    if let source = grant.source { print("    from \(source.topic)[\(source.partition)]@\(source.offset)") }
+                    if let source = grant.source {
+                        print("    from \(source.topic)[\(source.partition)]@\(source.offset)")
+                    }
                     if grant.origin == .reconciliation {
                         print("    found by reconciliation (List Consumables): no message reported it")
                     }
@@ -57,11 +68,15 @@ struct LedgerCommand: AsyncParsableCommand {
                     print("  grant: none")
                 }
                 for rejection in rejections {
-                    print("  rejection: \(rejection.reason) for userId \(rejection.key.userId) at \(Self.time(rejection.rejectedAt))")
+                    print(
+                        "  rejection: \(rejection.reason) for userId \(rejection.key.userId) at \(Self.time(rejection.rejectedAt))"
+                    )
                     print("    \(rejection.detail ?? "")\(rejection.resultCode.map { " (resultCode \($0))" } ?? "")")
                 }
                 for event in events {
-                    print("  event \(event.id) -> \(event.topic), \(event.publishedAt.map { "published \(Self.time($0))" } ?? "NOT PUBLISHED")")
+                    print(
+                        "  event \(event.id) -> \(event.topic), \(event.publishedAt.map { "published \(Self.time($0))" } ?? "NOT PUBLISHED")"
+                    )
                 }
                 return grant != nil || !rejections.isEmpty
             }
@@ -76,7 +91,9 @@ struct LedgerCommand: AsyncParsableCommand {
         @OptionGroup var options: Options
 
         func run() async throws {
-            let stats = try await LedgerStores.withStore(url: try await options.ledgerURL(), logger: LedgerCommand.quietLogger, migrate: false) {
+            let stats = try await LedgerStores.withStore(
+                url: try await options.ledgerURL(), logger: LedgerCommand.quietLogger, migrate: false
+            ) {
                 try await $0.stats()
             }
             print("granted, awaiting Consume  \(stats.granted)")

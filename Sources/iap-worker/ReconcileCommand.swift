@@ -1,12 +1,12 @@
+import App
 import ArgumentParser
+import Engine
 import Foundation
 import Fulfilment
 import Gamebase
 import GamebaseHTTP
 import Ledger
 import Logging
-import App
-import Engine
 import Wire
 
 struct ReconcileCommand: AsyncParsableCommand {

@@ -1,12 +1,12 @@
+import App
 import ArgumentParser
+import Engine
 import Foundation
 import Fulfilment
 import Gamebase
 import GamebaseHTTP
 import Ledger
 import Logging
-import App
-import Engine
 
 struct ReprocessCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -79,7 +79,9 @@ struct ReprocessCommand: AsyncParsableCommand {
                 + "\(report.handled) record(s) of \(topic) handled, up to the end offsets taken at the start (\(ends))")
         if report.skipped > 0 { lines.append("\(report.skipped) record(s) skipped by --reason") }
         if !report.outcomes.isEmpty {
-            lines.append("  " + "reason".padding(toLength: 24, withPad: " ", startingAt: 0) + "outcome".padding(toLength: 22, withPad: " ", startingAt: 0) + "count")
+            lines.append(
+                "  " + "reason".padding(toLength: 24, withPad: " ", startingAt: 0)
+                    + "outcome".padding(toLength: 22, withPad: " ", startingAt: 0) + "count")
             for (reason, outcomes) in report.outcomes.sorted(by: { $0.key < $1.key }) {
                 for (outcome, count) in outcomes.sorted(by: { $0.key < $1.key }) {
                     lines.append(

@@ -1,6 +1,6 @@
+import App
 import ArgumentParser
 import Logging
-import App
 
 #if canImport(Glibc)
     import Glibc

@@ -1,15 +1,16 @@
+import App
 import Engine
 import Foundation
-import GamebaseHTTP
 import Fulfilment
 import Gamebase
+import GamebaseHTTP
 import Kafka
 import Testing
-import App
 
 @Suite struct ConfigurationTests {
     static func file(_ yaml: String) throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("iap-config-\(UUID().uuidString).yaml").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("iap-config-\(UUID().uuidString).yaml")
+            .path
         try yaml.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
@@ -21,7 +22,8 @@ import App
         """
 
     @Test func defaultsApplyWhereNothingIsSet() async throws {
-        let configuration = try await WorkerConfiguration.load(configFile: try Self.file(Self.minimal), environment: [:])
+        let configuration = try await WorkerConfiguration.load(
+            configFile: try Self.file(Self.minimal), environment: [:])
         #expect(configuration.groupID == "iap-worker")
         #expect(configuration.topics.purchases == "purchase.completed")
         #expect(configuration.topics.deadLetter == "purchase.completed.dlq")
@@ -58,7 +60,8 @@ import App
     @Test func retentionIsConfiguredByItsKeysAndTurnedOffWithZero() async throws {
         let configuration = try await WorkerConfiguration.load(
             configFile: try Self.file(
-                Self.minimal + "\nledger:\n  retention:\n    published_outbox_hours: 24\n    max_unconfirmed_rows: 5000\n"),
+                Self.minimal
+                    + "\nledger:\n  retention:\n    published_outbox_hours: 24\n    max_unconfirmed_rows: 5000\n"),
             environment: ["LEDGER_RETENTION_REJECTIONS_DAYS": "7"])
         #expect(configuration.retention.interval == .milliseconds(300_000))
         #expect(configuration.retention.maximumAge(of: .publishedOutbox) == .seconds(24 * 3_600))
@@ -79,7 +82,8 @@ import App
         // A confirmed rejection must outlive the reconciler's window (72 hours by default).
         ("LEDGER_RETENTION_REJECTIONS_DAYS", "2", "ledger.retention.rejections_days"),
     ])
-    func retentionValuesThatCannotWorkAreRefusedNamingTheKey(variable: String, value: String, key: String) async throws {
+    func retentionValuesThatCannotWorkAreRefusedNamingTheKey(variable: String, value: String, key: String) async throws
+    {
         let path = try Self.file(Self.minimal)
         let error = await #expect(throws: ConfigurationError.self) {
             try await WorkerConfiguration.load(configFile: path, environment: [variable: value])
@@ -100,7 +104,8 @@ import App
     @Test func gamebaseConnectionsFollowPurchasesInFlightUnlessSet() async throws {
         let followed = try await WorkerConfiguration.load(
             configFile: try Self.file(Self.minimal), environment: ["WORKER_MAX_IN_FLIGHT": "200"])
-        #expect(followed.gamebaseMaxConnections == 200, "one connection per purchase in flight: no call waits in the pool")
+        #expect(
+            followed.gamebaseMaxConnections == 200, "one connection per purchase in flight: no call waits in the pool")
         let capped = try await WorkerConfiguration.load(
             configFile: try Self.file(Self.minimal), environment: ["WORKER_MAX_IN_FLIGHT": "5000"])
         #expect(capped.gamebaseMaxConnections == 1_024)
@@ -133,7 +138,9 @@ import App
     ])
     func anInvalidValueFailsNamingTheKey(yaml: String, key: String) async throws {
         var text = Self.minimal + "\n" + yaml
-        if yaml.hasPrefix("gamebase:") { text = "gamebase:\n  app_id: a\n  secret_key: s\n" + yaml.replacingOccurrences(of: "gamebase:\n", with: "") }
+        if yaml.hasPrefix("gamebase:") {
+            text = "gamebase:\n  app_id: a\n  secret_key: s\n" + yaml.replacingOccurrences(of: "gamebase:\n", with: "")
+        }
         let path = try Self.file(text)
         let error = await #expect(throws: ConfigurationError.self) {
             try await WorkerConfiguration.load(configFile: path, environment: [:])
@@ -173,7 +180,8 @@ import App
 
     @Test func requiredKeysAreNamedWhenMissing() async throws {
         let noApp = await #expect(throws: ConfigurationError.self) {
-            try await WorkerConfiguration.load(configFile: try Self.file("gamebase:\n  secret_key: s\n"), environment: [:])
+            try await WorkerConfiguration.load(
+                configFile: try Self.file("gamebase:\n  secret_key: s\n"), environment: [:])
         }
         #expect(noApp?.key == "gamebase.app_id")
         let noKey = await #expect(throws: ConfigurationError.self) {
@@ -187,25 +195,32 @@ import App
     }
 
     @Test func theSecretKeyCanComeFromAFile() async throws {
-        let secretPath = FileManager.default.temporaryDirectory.appendingPathComponent("secret-\(UUID().uuidString)").path
+        let secretPath = FileManager.default.temporaryDirectory.appendingPathComponent("secret-\(UUID().uuidString)")
+            .path
         try "from-file-secret\n".write(toFile: secretPath, atomically: true, encoding: .utf8)
         let configuration = try await WorkerConfiguration.load(
-            configFile: try Self.file("gamebase:\n  app_id: a\n"), environment: ["GAMEBASE_SECRET_KEY_FILE": secretPath])
+            configFile: try Self.file("gamebase:\n  app_id: a\n"), environment: ["GAMEBASE_SECRET_KEY_FILE": secretPath]
+        )
         #expect(configuration.gamebaseSecretKey.revealed == "from-file-secret")
     }
 
     @Test func librdkafkaPropertiesPassThroughFromFileAndEnvironment() async throws {
-        let yaml = Self.minimal + "\nkafka:\n  librdkafka:\n    security.protocol: SASL_SSL\n    session.timeout.ms: 10000\n"
+        let yaml =
+            Self.minimal + "\nkafka:\n  librdkafka:\n    security.protocol: SASL_SSL\n    session.timeout.ms: 10000\n"
         let configuration = try await WorkerConfiguration.load(
             configFile: try Self.file(yaml), environment: ["KAFKA_LIBRDKAFKA_SASL_PASSWORD": "pw-123"])
         #expect(configuration.librdkafka["security.protocol"] == "SASL_SSL")
         #expect(configuration.librdkafka["sasl.password"] == "pw-123")
         #expect(configuration.consumerConfiguration.kafka["session.timeout.ms"] == "10000")
-        #expect(configuration.producerConfiguration.kafka["session.timeout.ms"] == nil, "consumer-only properties stay off the producer")
+        #expect(
+            configuration.producerConfiguration.kafka["session.timeout.ms"] == nil,
+            "consumer-only properties stay off the producer")
     }
 
     @Test func displayedConfigurationHidesSecrets() async throws {
-        let yaml = Self.minimal + "\nledger:\n  url: postgres://iap:db-password@db:5432/ledger\nkafka:\n  librdkafka:\n    sasl.password: kafka-password\n"
+        let yaml =
+            Self.minimal
+            + "\nledger:\n  url: postgres://iap:db-password@db:5432/ledger\nkafka:\n  librdkafka:\n    sasl.password: kafka-password\n"
         let configuration = try await WorkerConfiguration.load(configFile: try Self.file(yaml), environment: [:])
         let text = configuration.displayed.map { "\($0.key)=\($0.value)" }.joined(separator: "\n")
         #expect(!text.contains("s3cr3t-value"))
@@ -216,7 +231,8 @@ import App
     }
 
     @Test func everyKeyIsDocumentedInTheDefaultConfigFile() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let yaml = try String(contentsOf: root.appendingPathComponent("config/iap-worker.yaml"), encoding: .utf8)
         for key in ConfigurationKey.all where !key.name.contains("<") {
             let leaf = String(key.name.split(separator: ".").last!)

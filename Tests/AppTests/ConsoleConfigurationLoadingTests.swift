@@ -1,7 +1,7 @@
+import App
 import Console
 import Foundation
 import Testing
-import App
 
 @Suite("console.* as loaded: on at loopback by default, beyond it only with a token")
 struct ConsoleConfigurationLoadingTests {

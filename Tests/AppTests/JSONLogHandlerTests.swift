@@ -1,8 +1,8 @@
+import App
 import Foundation
 import Gamebase
 import Logging
 import Testing
-import App
 
 @Suite("JSON log lines")
 struct JSONLogHandlerTests {

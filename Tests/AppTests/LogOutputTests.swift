@@ -1,7 +1,7 @@
+import App
 import Foundation
 import Synchronization
 import Testing
-import App
 
 #if canImport(Glibc)
     import Glibc
@@ -11,6 +11,9 @@ import App
 /// reordered or torn.
 @Suite("Buffered log output", .timeLimit(.minutes(1)))
 struct LogOutputTests {
+    /// `F_SETPIPE_SZ` (Linux), which Glibc's module does not export.
+    static let setPipeSize: Int32 = 1031
+
     /// A pipe whose read end never blocks: what has been written so far.
     final class Sink: @unchecked Sendable {
         let read: Int32
@@ -23,7 +26,7 @@ struct LogOutputTests {
             (read, write) = (ends[0], ends[1])
             _ = fcntl(read, F_SETFL, fcntl(read, F_GETFL) | O_NONBLOCK)
             // Room for the concurrency test's lines without a writer blocking on a full pipe.
-            _ = fcntl(write, 1031 /* F_SETPIPE_SZ */, 1 << 20)
+            _ = fcntl(write, LogOutputTests.setPipeSize, 1 << 20)
         }
 
         var text: String {
@@ -87,7 +90,7 @@ struct LogOutputTests {
     @Test(arguments: [false, true])
     func aStalledOutputHoldsUpNoThreadThatLogs(nonBlocking: Bool) async throws {
         let sink = try Sink()
-        _ = fcntl(sink.write, 1031 /* F_SETPIPE_SZ */, 4_096)
+        _ = fcntl(sink.write, LogOutputTests.setPipeSize, 4_096)
         if nonBlocking { _ = fcntl(sink.write, F_SETFL, fcntl(sink.write, F_GETFL) | O_NONBLOCK) }
         let output = LogOutput(descriptor: sink.write, flushInterval: .milliseconds(20), flushBytes: 1_024)
         let lines = (0..<100).map { "line \($0) " + String(repeating: "z", count: 90) + "\n" } + ["warning\n"]
@@ -142,7 +145,7 @@ struct LogOutputTests {
     /// dropped: every line arrives once the reader catches up.
     @Test func aFullNonBlockingOutputIsWaitedForAndLosesNoLine() async throws {
         let sink = try Sink()
-        _ = fcntl(sink.write, 1031 /* F_SETPIPE_SZ */, 4_096)
+        _ = fcntl(sink.write, LogOutputTests.setPipeSize, 4_096)
         _ = fcntl(sink.write, F_SETFL, fcntl(sink.write, F_GETFL) | O_NONBLOCK)
         let output = LogOutput(descriptor: sink.write, flushInterval: .seconds(60), flushBytes: 1_024)
         let lines = (0..<300).map { "line \($0) " + String(repeating: "z", count: 90) + "\n" }
@@ -164,7 +167,7 @@ struct LogOutputTests {
     /// A pipe of 4 KB whose writer never blocks, with nobody reading yet.
     private func fullableSink() throws -> Sink {
         let sink = try Sink()
-        _ = fcntl(sink.write, 1031 /* F_SETPIPE_SZ */, 4_096)
+        _ = fcntl(sink.write, LogOutputTests.setPipeSize, 4_096)
         _ = fcntl(sink.write, F_SETFL, fcntl(sink.write, F_GETFL) | O_NONBLOCK)
         return sink
     }

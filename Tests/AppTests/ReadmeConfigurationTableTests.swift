@@ -1,6 +1,6 @@
+import App
 import Foundation
 import Testing
-import App
 
 @Suite("README configuration table")
 struct ReadmeConfigurationTableTests {
@@ -12,13 +12,16 @@ struct ReadmeConfigurationTableTests {
     }
 
     static func readmeRows() throws -> [Row] {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         let tail = try #require(readme.components(separatedBy: "\n## Configuration\n").dropFirst().first)
         let section = tail.components(separatedBy: "\n## ").first ?? tail
         return section.split(separator: "\n").filter { $0.hasPrefix("| `") }.map { line in
             let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
-            return Row(key: cells[0].trimmingCharacters(in: ["`"]), environment: cells[1].trimmingCharacters(in: ["`"]), defaultValue: cells[2])
+            return Row(
+                key: cells[0].trimmingCharacters(in: ["`"]), environment: cells[1].trimmingCharacters(in: ["`"]),
+                defaultValue: cells[2])
         }
     }
 

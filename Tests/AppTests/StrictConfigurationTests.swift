@@ -1,6 +1,6 @@
+import App
 import Foundation
 import Testing
-import App
 
 /// A key nobody reads is refused, naming it, its file and line, and the key that was probably meant: a typo must not
 /// leave a default in force while the file says otherwise.
@@ -24,7 +24,8 @@ import App
         ("reconcile:\n  intervall_ms: 60000\n", "reconcile.intervall_ms", "reconcile.interval_ms", 5),
         ("legder:\n  url: sqlite:///tmp/x.sqlite\n", "legder", nil, 4),
     ])
-    func aTypoedKeyIsRefusedWithItsLineAndTheNearestKey(tail: String, key: String, suggestion: String?, line: Int) async {
+    func aTypoedKeyIsRefusedWithItsLineAndTheNearestKey(tail: String, key: String, suggestion: String?, line: Int) async
+    {
         let error = await Self.refusal(ConfigurationTests.minimal + "\n" + tail)
         #expect(error?.key == key)
         #expect(error?.problem.contains(":\(line))") == true, "\(error?.problem ?? "accepted")")
@@ -36,11 +37,14 @@ import App
     @Test func aTypoInsideAKnownSectionIsRefused() async {
         let error = await Self.refusal("gamebase:\n  app_id: app-1\n  secret_key: s\n  timout_ms: 3000\n")
         #expect(error?.key == "gamebase.timout_ms")
-        #expect(error?.problem.contains(":4); did you mean gamebase.timeout_ms?") == true, "\(error?.problem ?? "accepted")")
+        #expect(
+            error?.problem.contains(":4); did you mean gamebase.timeout_ms?") == true, "\(error?.problem ?? "accepted")"
+        )
     }
 
     @Test func everyUnknownKeyOfTheFileIsNamed() async {
-        let error = await Self.refusal(ConfigurationTests.minimal + "\nworker:\n  max_inflight: 3\n  retry:\n    max_attemps: 2\n")
+        let error = await Self.refusal(
+            ConfigurationTests.minimal + "\nworker:\n  max_inflight: 3\n  retry:\n    max_attemps: 2\n")
         #expect(error?.key == "worker.max_inflight")
         #expect(error?.problem.contains("worker.retry.max_attemps (line 7)") == true, "\(error?.problem ?? "accepted")")
     }
@@ -48,21 +52,26 @@ import App
     @Test func knownKeysAndAnyLibrdkafkaPropertyPass() async throws {
         let configuration = try await Self.load(
             ConfigurationTests.minimal
-                + "\nworker:\n  max_in_flight: 3\n  retry:\n    max_attempts: 2\nkafka:\n  librdkafka:\n    session.timeout.ms: \"9000\"\n")
+                + "\nworker:\n  max_in_flight: 3\n  retry:\n    max_attempts: 2\nkafka:\n  librdkafka:\n    session.timeout.ms: \"9000\"\n"
+        )
         #expect(configuration.maxInFlight == 3)
         #expect(configuration.librdkafka["session.timeout.ms"] == "9000")
     }
 
     @Test func anUnknownLibrdkafkaPropertyIsRefusedWithLibrdkafkasMessage() async {
-        let fromFile = await Self.refusal(ConfigurationTests.minimal + "\nkafka:\n  librdkafka:\n    sesion.timeout.ms: \"9000\"\n")
+        let fromFile = await Self.refusal(
+            ConfigurationTests.minimal + "\nkafka:\n  librdkafka:\n    sesion.timeout.ms: \"9000\"\n")
         #expect(fromFile?.key == "kafka.librdkafka.sesion.timeout.ms")
-        #expect(fromFile?.problem.contains("No such configuration property") == true, "\(fromFile?.problem ?? "accepted")")
-        let fromEnvironment = await Self.refusal(ConfigurationTests.minimal, environment: ["KAFKA_LIBRDKAFKA_FETCH_WAIT_MAX_MS": "abc"])
+        #expect(
+            fromFile?.problem.contains("No such configuration property") == true, "\(fromFile?.problem ?? "accepted")")
+        let fromEnvironment = await Self.refusal(
+            ConfigurationTests.minimal, environment: ["KAFKA_LIBRDKAFKA_FETCH_WAIT_MAX_MS": "abc"])
         #expect(fromEnvironment?.key == "kafka.librdkafka.fetch.wait.max.ms")
     }
 
     @Test func aSecretLibrdkafkaValueIsNeverQuoted() async {
-        let error = await Self.refusal(ConfigurationTests.minimal + "\nkafka:\n  librdkafka:\n    sasl.passwordd: hunter2\n")
+        let error = await Self.refusal(
+            ConfigurationTests.minimal + "\nkafka:\n  librdkafka:\n    sasl.passwordd: hunter2\n")
         #expect(error?.key == "kafka.librdkafka.sasl.passwordd")
         #expect(error?.description.contains("hunter2") == false)
     }
@@ -76,7 +85,8 @@ import App
     }
 
     @Test func librdkafkaPropertiesAtTheTopAsADottedKeyAreRefusedNotIgnored() async {
-        let error = await Self.refusal(ConfigurationTests.minimal + "\n\"kafka.librdkafka\":\n  security.protocol: SASL_SSL\n")
+        let error = await Self.refusal(
+            ConfigurationTests.minimal + "\n\"kafka.librdkafka\":\n  security.protocol: SASL_SSL\n")
         #expect(error?.key == "kafka.librdkafka")
     }
 
@@ -93,7 +103,8 @@ import App
 
     @Test func anEnvironmentVariableThatNamesNoKeyIsWarnedAbout() async throws {
         let configuration = try await Self.load(
-            ConfigurationTests.minimal, environment: ["WORKER_MAX_INFLIGHT": "3", "WORKER_MAX_IN_FLIGHT": "4", "HOME": "/root"])
+            ConfigurationTests.minimal,
+            environment: ["WORKER_MAX_INFLIGHT": "3", "WORKER_MAX_IN_FLIGHT": "4", "HOME": "/root"])
         #expect(configuration.maxInFlight == 4)
         #expect(configuration.warnings.count == 1)
         #expect(configuration.warnings.first?.contains("WORKER_MAX_INFLIGHT") == true)

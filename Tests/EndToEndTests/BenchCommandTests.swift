@@ -9,11 +9,13 @@ import Testing
 @Suite("iap-dev bench as a process", .timeLimit(.minutes(5)))
 struct BenchCommandTests {
     @Test func theGamebaseClientBenchmarkReportsEveryClientForEveryRound() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-bench-\(UUID().uuidString.prefix(8))")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "iap-bench-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let bench = try ChildProcess(
-            "bench", ["bench", "gamebase-client", "--requests", "400", "--concurrency", "4", "--runs", "2", "--json"], folder: folder)
+            "bench", ["bench", "gamebase-client", "--requests", "400", "--concurrency", "4", "--runs", "2", "--json"],
+            folder: folder)
         bench.process.waitUntilExit()
         #expect(bench.process.terminationStatus == 0, "\(bench.output)")
         let text = try String(contentsOfFile: bench.stdoutPath, encoding: .utf8)
@@ -35,7 +37,8 @@ struct BenchCommandTests {
     /// Pointed at a ledger that holds anything, `bench scale` refuses before it migrates, converts or writes: a
     /// ledger in use must never get synthetic grants (the reconciler would then call Gamebase for their users).
     @Test func benchScaleRefusesALedgerItDidNotCreate() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-scale-\(UUID().uuidString.prefix(8))")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "iap-scale-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let url = "sqlite://\(folder.path)/live.sqlite"

@@ -1,9 +1,9 @@
+import App
 import Foundation
 import Gamebase
 import GamebaseSimulator
 import Kafka
 import Testing
-import App
 
 /// The worker's real events, from a mixed run on the mock cluster, read by a consumer no one here wrote: the
 /// official CloudEvents Python SDK (PyPI `cloudevents`), with every `data` validated against docs/schemas.
@@ -12,7 +12,8 @@ struct CloudEventsInteropTests {
     typealias System = EndToEndSystem
 
     static var root: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
     }
 
     @Test func theOfficialSDKReadsEveryEventOfAMixedRun() async throws {
@@ -23,7 +24,8 @@ struct CloudEventsInteropTests {
             var messages: [(String, String)] = (0..<6).map { ("u\($0)", System.message("ce\($0)", user: "u\($0)")) }
             messages += [
                 ("dup", System.message("ce0", user: "u0")), ("thief", System.message("ce1", user: "thief")),
-                ("f", System.message("ce2", user: "u2", token: "forged")), ("u-sub", System.message("ce-sub", user: "u-sub")),
+                ("f", System.message("ce2", user: "u2", token: "forged")),
+                ("u-sub", System.message("ce-sub", user: "u-sub")),
                 ("u-else", System.message("ce-else", user: "u-else")), ("m1", "not json"), ("m2", #"{"userId":7}"#),
             ]
             try await system.produce(messages)
@@ -34,8 +36,10 @@ struct CloudEventsInteropTests {
                 }
             }
             let records = try await system.read("iap.item-granted") + system.read("iap.consume-failed")
-            #expect(records.count == 6 + 6, "six grants; thief, forged, subscription, consumed elsewhere, two malformed")
-            let file = FileManager.default.temporaryDirectory.appendingPathComponent("ce-records-\(UUID().uuidString).json")
+            #expect(
+                records.count == 6 + 6, "six grants; thief, forged, subscription, consumed elsewhere, two malformed")
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "ce-records-\(UUID().uuidString).json")
             try Self.dump(records).write(to: file)
             let (status, output) = try Self.runInterop(file)
             #expect(status == 0, "\(output)")
@@ -51,7 +55,10 @@ struct CloudEventsInteropTests {
                 let value: Any = header.value.map { Data($0).base64EncodedString() } ?? NSNull()
                 return [header.name, value]
             }
-            return ["topic": record.topic, "key": key, "value": Data(record.value).base64EncodedString(), "headers": headers]
+            return [
+                "topic": record.topic, "key": key, "value": Data(record.value).base64EncodedString(),
+                "headers": headers,
+            ]
         }
         return try JSONSerialization.data(withJSONObject: ["records": entries], options: [.sortedKeys])
     }
@@ -59,12 +66,16 @@ struct CloudEventsInteropTests {
     /// Runs `scripts/cloudevents-interop.py` with the python of `scripts/cloudevents-venv.sh` (which installs the
     /// SDK on first use).
     static func runInterop(_ file: URL) throws -> (Int32, String) {
-        let python = try run("/bin/bash", [root.appendingPathComponent("scripts/cloudevents-venv.sh").path], stderr: false).output
+        let python = try run(
+            "/bin/bash", [root.appendingPathComponent("scripts/cloudevents-venv.sh").path], stderr: false
+        ).output
             .trimmingCharacters(in: .whitespacesAndNewlines)
         return try run(python, [root.appendingPathComponent("scripts/cloudevents-interop.py").path, file.path])
     }
 
-    static func run(_ executable: String, _ arguments: [String], stderr: Bool = true) throws -> (status: Int32, output: String) {
+    static func run(_ executable: String, _ arguments: [String], stderr: Bool = true) throws -> (
+        status: Int32, output: String
+    ) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments

@@ -1,3 +1,4 @@
+import App
 import AsyncHTTPClient
 import Console
 import Engine
@@ -10,7 +11,6 @@ import NIOHTTP1
 import PostgresNIO
 import Sandbox
 import Testing
-import App
 
 /// The operator console as an on-call engineer uses it: the real worker (mock cluster, the simulator over HTTP, a
 /// PostgreSQL ledger) over a mixed workload, its console driven by a real headless Chromium (Debian's, through

@@ -1,3 +1,4 @@
+import App
 import Foundation
 import Fulfilment
 import Gamebase
@@ -10,14 +11,15 @@ import Ledger
 import Logging
 import ServiceLifecycle
 import Synchronization
-import App
 
 /// A whole system in one process: librdkafka's mock cluster, the Gamebase simulator over HTTP, a real ledger,
 /// and workers built by the same composition root as `iap-worker run`.
 struct EndToEndSystem: Sendable {
     static let appID = "e2e-app"
     static let secretKey = "e2e-secret"
-    static let topics = ["purchase.completed": 6, "iap.item-granted": 1, "iap.consume-failed": 1, "purchase.completed.dlq": 1]
+    static let topics = [
+        "purchase.completed": 6, "iap.item-granted": 1, "iap.consume-failed": 1, "purchase.completed.dlq": 1,
+    ]
 
     let cluster: MockCluster
     let simulator: GamebaseSimulator
@@ -32,13 +34,15 @@ struct EndToEndSystem: Sendable {
     }
 
     static func run<T: Sendable>(
-        _ backend: LedgerBackend = .sqlite, payments: [SimulatedPayment], faults: SimulatorFaults = SimulatorFaults(unknownFieldRate: 0.2),
+        _ backend: LedgerBackend = .sqlite, payments: [SimulatedPayment],
+        faults: SimulatorFaults = SimulatorFaults(unknownFieldRate: 0.2),
         _ body: @Sendable (EndToEndSystem) async throws -> T
     ) async throws -> T {
         let cluster = try MockCluster(brokers: 1, logger: logger)
         for (topic, partitions) in topics { try cluster.createTopic(topic, partitions: partitions) }
         let simulator = GamebaseSimulator(
-            configuration: .init(appID: appID, secretKey: secretKey), state: SimulatorState(payments: payments, faults: faults),
+            configuration: .init(appID: appID, secretKey: secretKey),
+            state: SimulatorState(payments: payments, faults: faults),
             logger: logger)
         let ledgerURL = try await TestDatabases.freshLedgerURL(backend)
         return try await withThrowingTaskGroup(of: T?.self) { group in
@@ -57,14 +61,17 @@ struct EndToEndSystem: Sendable {
         var configuration = WorkerConfiguration()
         configuration.bootstrapServers = cluster.bootstrapServers
         configuration.groupID = groupID
-        configuration.librdkafka = ["session.timeout.ms": "3000", "heartbeat.interval.ms": "300", "auto.commit.interval.ms": "200"]
+        configuration.librdkafka = [
+            "session.timeout.ms": "3000", "heartbeat.interval.ms": "300", "auto.commit.interval.ms": "200",
+        ]
         configuration.gamebaseBaseURL = simulatorURL
         configuration.gamebaseAppID = Self.appID
         configuration.gamebaseSecretKey = Secret(secretKey)
         configuration.gamebaseTimeoutMilliseconds = 2_000
         configuration.ledgerURL = ledgerURL
         configuration.maxInFlight = maxInFlight
-        configuration.retry = RetryPolicy(maxAttempts: 3, initialBackoff: .milliseconds(10), maxBackoff: .milliseconds(50))
+        configuration.retry = RetryPolicy(
+            maxAttempts: 3, initialBackoff: .milliseconds(10), maxBackoff: .milliseconds(50))
         configuration.serverPort = 0
         configuration.sweepInterval = .seconds(1)
         configuration.sweepGrace = .seconds(2)
@@ -104,9 +111,11 @@ struct EndToEndSystem: Sendable {
     }
 
     func produce(_ values: [(key: String, value: String)]) async throws {
-        let producer = try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: Self.logger)
+        let producer = try KafkaProducer(
+            configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: Self.logger)
         for (key, value) in values {
-            try await producer.send(KafkaProducerRecord(topic: "purchase.completed", key: Array(key.utf8), value: Array(value.utf8)))
+            try await producer.send(
+                KafkaProducerRecord(topic: "purchase.completed", key: Array(key.utf8), value: Array(value.utf8)))
         }
         await producer.close()
     }
@@ -145,10 +154,13 @@ struct EndToEndSystem: Sendable {
         throw TestSetupError(message: "timed out waiting until \(what)")
     }
 
-    static func payment(_ seq: String, user: String, type: String = GamebaseProductType.consumable, consumed: Bool = false) -> SimulatedPayment {
+    static func payment(
+        _ seq: String, user: String, type: String = GamebaseProductType.consumable, consumed: Bool = false
+    ) -> SimulatedPayment {
         SimulatedPayment(
             PaymentTransaction(
-                paymentSeq: seq, userId: user, productSeq: 7, currency: "USD", price: Decimal(string: "4.99"), marketId: "GG",
+                paymentSeq: seq, userId: user, productSeq: 7, currency: "USD", price: Decimal(string: "4.99"),
+                marketId: "GG",
                 accessToken: "tok-\(seq)", paymentId: "GPA.\(seq)", productType: type, gamebaseProductId: "gems_500",
                 purchaseTime: "2024-05-13T10:20:30+09:00", isTestPurchase: false),
             consumed: consumed)

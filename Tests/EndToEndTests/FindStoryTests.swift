@@ -1,3 +1,4 @@
+import App
 import Engine
 import Foundation
 import Fulfilment
@@ -10,7 +11,6 @@ import KafkaTesting
 import Ledger
 import Lookup
 import Testing
-import App
 
 /// Every kind of purchase story, made by the real worker (mock cluster, the simulator over HTTP, a real ledger), then
 /// found by every id it has — as `iap-worker find` (the executable, text and `--json`) and through the finder the

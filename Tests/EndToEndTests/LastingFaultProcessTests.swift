@@ -1,17 +1,17 @@
 import AsyncHTTPClient
 import Foundation
+import Fulfilment
 import Gamebase
 import GamebaseSimulator
 import IAPTestSupport
 import Kafka
+import Ledger
 import NIOCore
 import NIOHTTP1
-import Fulfilment
-import Ledger
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension ProcessTests {
@@ -21,11 +21,16 @@ extension ProcessTests {
     struct LastingFaults {
         @Test func onePoisonPurchaseIsDeadLetteredWhileTheOthersAreGrantedAndTheCircuitStaysClosed() async throws {
             // Gamebase answers 9999 for p0's token on every call; the three other purchases are fine.
-            let cluster = try await Cluster.start(purchases: 4, simulatorArguments: ["--token-result-code", "tok-p0=9999"])
+            let cluster = try await Cluster.start(
+                purchases: 4, simulatorArguments: ["--token-result-code", "tok-p0=9999"])
             let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
-            let worker = try cluster.worker("worker", cluster.workerEnvironment(ledgerURL: ledgerURL, group: "poison-\(UUID().uuidString.prefix(6))"))
+            let worker = try cluster.worker(
+                "worker",
+                cluster.workerEnvironment(ledgerURL: ledgerURL, group: "poison-\(UUID().uuidString.prefix(6))"))
             try await cluster.producePurchases()
-            try await cluster.waitFor("the others are consumed and the poison purchase is dead-lettered", within: 60, workers: [worker]) {
+            try await cluster.waitFor(
+                "the others are consumed and the poison purchase is dead-lettered", within: 60, workers: [worker]
+            ) {
                 let consumes = try await simulatorConsumes(cluster.simulatorURL)
                 return consumes.count == 3 && worker.outcomeCounts["dead_lettered"] == 1
             }
@@ -45,7 +50,8 @@ extension ProcessTests {
             let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
             let keyFile = cluster.folder.appendingPathComponent("secret-key")
             try "not-the-key\n".write(to: keyFile, atomically: true, encoding: .utf8)
-            var environment = cluster.workerEnvironment(ledgerURL: ledgerURL, group: "key-\(UUID().uuidString.prefix(6))")
+            var environment = cluster.workerEnvironment(
+                ledgerURL: ledgerURL, group: "key-\(UUID().uuidString.prefix(6))")
             environment["GAMEBASE_SECRET_KEY"] = nil
             environment["GAMEBASE_SECRET_KEY_FILE"] = keyFile.path
             try await cluster.producePurchases()
@@ -53,7 +59,9 @@ extension ProcessTests {
             try await worker.waitForLog("rejects the worker's configuration")
             let port = try await worker.adminPort()
             #expect(try await httpGet("http://127.0.0.1:\(port)/readyz").status == 503)
-            #expect(try await httpGet("http://127.0.0.1:\(port)/healthz").status == 200, "alive: nothing restarts it for this")
+            #expect(
+                try await httpGet("http://127.0.0.1:\(port)/healthz").status == 200,
+                "alive: nothing restarts it for this")
             #expect(try await httpGet("http://127.0.0.1:\(port)/metrics").body.contains("iap_stopped 1"))
             #expect(try await simulatorConsumes(cluster.simulatorURL).isEmpty)
             // The mounted secret is fixed in place (as a Kubernetes secret update does).
@@ -66,7 +74,9 @@ extension ProcessTests {
                 try await simulatorConsumes(cluster.simulatorURL).count == 10
             }
             #expect(try await httpGet("http://127.0.0.1:\(port)/readyz").status == 200)
-            #expect(worker.logLines(containing: "rejects the worker's configuration").count == 1, "one log line per state change")
+            #expect(
+                worker.logLines(containing: "rejects the worker's configuration").count == 1,
+                "one log line per state change")
             #expect(try await worker.terminate() == 0)
             try await cluster.expectInvariants(ledgerURL: ledgerURL)
         }
@@ -74,10 +84,12 @@ extension ProcessTests {
         @Test func reprocessOnADeadLetterTopicThatFailsAgainEndsWithEveryRecordHandledOnce() async throws {
             // p0…p4 now succeed; p5 and p6 still poison Gamebase (9999); one record is malformed.
             let cluster = try await Cluster.start(
-                purchases: 7, simulatorArguments: ["--token-result-code", "tok-p5=9999", "--token-result-code", "tok-p6=9999"])
+                purchases: 7,
+                simulatorArguments: ["--token-result-code", "tok-p5=9999", "--token-result-code", "tok-p6=9999"])
             let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
             let group = "redrive-\(UUID().uuidString.prefix(6))"
-            let producer = try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrap), logger: EndToEndSystem.logger)
+            let producer = try KafkaProducer(
+                configuration: .init(bootstrapServers: cluster.bootstrap), logger: EndToEndSystem.logger)
             var values = (0..<7).map { Array(EndToEndSystem.message("p\($0)", user: "u\($0)").utf8) }
             values.append(Array("not json".utf8))
             for (index, value) in values.enumerated() {
@@ -103,24 +115,31 @@ extension ProcessTests {
             var dead = try await cluster.readTopic("purchase.completed.dlq")
             #expect(dead.count == 8 + 3, "the two poison purchases and the malformed record went back, once each")
             let again = dead.suffix(3)
-            #expect(again.allSatisfy { $0.headers.string(named: "iap-attempts") == "5" || $0.headers.string(named: "iap-attempts") == "6" })
+            #expect(
+                again.allSatisfy {
+                    $0.headers.string(named: "iap-attempts") == "5" || $0.headers.string(named: "iap-attempts") == "6"
+                })
             #expect(again.allSatisfy { $0.headers.string(named: "iap-original-topic") == "purchase.completed" })
 
             // A second run handles exactly what the first one sent back, and ends again.
-            let second = try ChildProcess("reprocess-2", ["reprocess"], environment: environment, folder: cluster.folder)
+            let second = try ChildProcess(
+                "reprocess-2", ["reprocess"], environment: environment, folder: cluster.folder)
             #expect(try await second.exitStatus(within: 120) == 0, "\(second.output)")
             #expect(second.output.contains("3 record(s) of purchase.completed.dlq handled"), "\(second.output)")
             dead = try await cluster.readTopic("purchase.completed.dlq")
             #expect(dead.count == 11 + 3)
             let failed = try await cluster.readTopic("iap.consume-failed")
-            #expect(failed.filter { $0.reason == "malformed_message" }.isEmpty, "a record still malformed is not announced again")
+            #expect(
+                failed.filter { $0.reason == "malformed_message" }.isEmpty,
+                "a record still malformed is not announced again")
             #expect(try await simulatorConsumes(cluster.simulatorURL).values.allSatisfy { $0 == 1 })
         }
 
         @Test func sigtermDuringSlowVerifiesDeadLettersNothing() async throws {
             let cluster = try await Cluster.start(purchases: 40, simulatorArguments: ["--latency-ms", "10"])
             let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
-            var environment = cluster.workerEnvironment(ledgerURL: ledgerURL, group: "slow-\(UUID().uuidString.prefix(6))")
+            var environment = cluster.workerEnvironment(
+                ledgerURL: ledgerURL, group: "slow-\(UUID().uuidString.prefix(6))")
             environment["GAMEBASE_TIMEOUT_MS"] = "30000"
             environment["WORKER_SHUTDOWN_TIMEOUT_MS"] = "300"
             let worker = try cluster.worker("worker", environment)
@@ -146,7 +165,8 @@ extension ProcessTests {
         @Test func sigtermWhileTheFirstVerifiesWaitDeadLettersNothing() async throws {
             let cluster = try await Cluster.start(purchases: 20, simulatorArguments: ["--latency-ms", "3000"])
             let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
-            var environment = cluster.workerEnvironment(ledgerURL: ledgerURL, group: "cold-\(UUID().uuidString.prefix(6))")
+            var environment = cluster.workerEnvironment(
+                ledgerURL: ledgerURL, group: "cold-\(UUID().uuidString.prefix(6))")
             environment["GAMEBASE_TIMEOUT_MS"] = "10000"
             environment["WORKER_SHUTDOWN_TIMEOUT_MS"] = "300"
             try await cluster.producePurchases()
@@ -161,14 +181,17 @@ extension ProcessTests {
         @Test func sigtermAtAnyMomentOfStartUpExitsZero() async throws {
             let cluster = try await Cluster.start(purchases: 1, simulatorArguments: [])
             let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
-            let environment = cluster.workerEnvironment(ledgerURL: ledgerURL, group: "early-\(UUID().uuidString.prefix(6))")
+            let environment = cluster.workerEnvironment(
+                ledgerURL: ledgerURL, group: "early-\(UUID().uuidString.prefix(6))")
             // Twenty starts stopped 0.2 … 4 s in: before, during and just after the group's first assignment (the
             // mock broker takes about 3 s), where librdkafka 2.0.2 aborted (#4312).
             for run in 0..<20 {
                 let worker = try cluster.worker("worker-\(run)", environment)
                 try await Task.sleep(for: .milliseconds(200 + run * 200))
                 let status = try await worker.terminate(within: 45)
-                #expect(status == 0, "run \(run), stopped after \(200 + run * 200) ms: exit \(status)\n\(worker.diagnosticOutput)")
+                #expect(
+                    status == 0,
+                    "run \(run), stopped after \(200 + run * 200) ms: exit \(status)\n\(worker.diagnosticOutput)")
             }
         }
 
@@ -178,7 +201,9 @@ extension ProcessTests {
             let cluster = try await Cluster.start(purchases: 300, simulatorArguments: ["--latency-ms", "20"])
             let ledgerURL = try await database.freshLedgerURL()
             let worker = try cluster.worker(
-                "worker", cluster.workerEnvironment(ledgerURL: ledgerURL, group: "pgdown-\(UUID().uuidString.prefix(6))", maxInFlight: 16))
+                "worker",
+                cluster.workerEnvironment(
+                    ledgerURL: ledgerURL, group: "pgdown-\(UUID().uuidString.prefix(6))", maxInFlight: 16))
             try await cluster.producePurchases()
             try await cluster.waitFor("a third is consumed", within: 120, workers: [worker]) {
                 try await simulatorConsumes(cluster.simulatorURL).count >= 100
@@ -187,7 +212,8 @@ extension ProcessTests {
             try await Task.sleep(for: .seconds(30))
             try database.resume()
             try await cluster.waitUntilAllConsumed(within: 180, workers: [worker], ledgerURL: ledgerURL)
-            #expect(worker.logLines(containing: "the ledger does not answer").count == 1, "one log line per state change")
+            #expect(
+                worker.logLines(containing: "the ledger does not answer").count == 1, "one log line per state change")
             #expect(worker.logLines(containing: "the ledger answers again").count == 1)
             #expect(worker.outcomeCounts["dead_lettered"] == nil, "an outage dead-letters nothing")
             #expect(try await worker.terminate() == 0)
@@ -240,7 +266,8 @@ struct PrivatePostgres {
     let baseURL: String
 
     static var script: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("scripts/test-postgres.sh").path
     }
 
@@ -266,7 +293,8 @@ struct PrivatePostgres {
     /// lives on, which Foundation's `Process` does not tell from its own child still running.
     @discardableResult
     static func run(_ arguments: [String], port: Int, folder: String) throws -> String {
-        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("pg-\(UUID().uuidString).out").path
+        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("pg-\(UUID().uuidString).out")
+            .path
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)

@@ -18,7 +18,8 @@ struct LedgerStartupProcessTests {
             environment: [
                 "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9", "GAMEBASE_APP_ID": "process-test",
                 "GAMEBASE_SECRET_KEY": secretKey,
-                "LEDGER_URL": ledgerURL, "SERVER_PORT": "0", "CONSOLE_PORT": "0", "LOG_FORMAT": "json", "IAP_WORKER_CONFIG": "",
+                "LEDGER_URL": ledgerURL, "SERVER_PORT": "0", "CONSOLE_PORT": "0", "LOG_FORMAT": "json",
+                "IAP_WORKER_CONFIG": "",
             ],
             folder: folder)
     }

@@ -31,7 +31,8 @@ struct MixedVersionProcessTests {
 
     @Test func aRollingUpgradeUnderLoadKeepsEveryInvariant() async throws {
         let previous = try Self.previousExecutable()
-        let cluster = try await ProcessTests.Cluster.start(purchases: 1_200, simulatorArguments: ["--latency-ms", "20"])
+        let cluster = try await ProcessTests.Cluster.start(
+            purchases: 1_200, simulatorArguments: ["--latency-ms", "20"])
         let ledgerURL = try await TestDatabases.freshLedgerURL(.postgres)
         let environment = cluster.workerEnvironment(
             ledgerURL: ledgerURL, group: "roll-\(UUID().uuidString.prefix(6))", maxInFlight: 8)
@@ -61,7 +62,9 @@ struct MixedVersionProcessTests {
         while old1.outcomeCounts.values.reduce(0, +) == old1Before, Date() < deadline {
             try await Task.sleep(for: .milliseconds(100))
         }
-        #expect(old1.outcomeCounts.values.reduce(0, +) > old1Before, "the previous version processed nothing after the migration")
+        #expect(
+            old1.outcomeCounts.values.reduce(0, +) > old1Before,
+            "the previous version processed nothing after the migration")
         #expect(try await old1.terminate() == 0)
         try await cluster.waitUntilAllConsumed(within: 180, workers: [new0, new1], ledgerURL: ledgerURL)
 
@@ -72,7 +75,9 @@ struct MixedVersionProcessTests {
         for worker in [new0, new1] { #expect(try await worker.terminate() == 0) }
         try await cluster.expectInvariants(ledgerURL: ledgerURL)
         for worker in [old0, old1, back, new0, new1] {
-            #expect(!worker.output.contains("\"level\":\"error\""), "\(worker.name) logged an error:\n\(worker.diagnosticOutput)")
+            #expect(
+                !worker.output.contains("\"level\":\"error\""),
+                "\(worker.name) logged an error:\n\(worker.diagnosticOutput)")
         }
     }
 }

@@ -6,7 +6,7 @@ import NIOFoundationCompat
 import NIOHTTP1
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Runs the built executables as separate processes, as a user would: `iap-worker` for the operator's commands,
@@ -32,13 +32,15 @@ final class ChildProcess: @unchecked Sendable {
     static let devCommands: Set<String> = ["dev-kafka", "gamebase-sim", "demo", "bench"]
 
     private static var root: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
     }
 
     /// Starts `iap-worker arguments…`, or `iap-dev arguments…` for a development tool (`executable`: another build's,
     /// say the previous version's); stdout and stderr go to two files in `folder`.
     init(
-        _ name: String, _ arguments: [String], environment: [String: String] = [:], folder: URL, executable: String? = nil
+        _ name: String, _ arguments: [String], environment: [String: String] = [:], folder: URL,
+        executable: String? = nil
     ) throws {
         self.name = name
         let stem = folder.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(6))").path
@@ -70,7 +72,9 @@ final class ChildProcess: @unchecked Sendable {
     func firstLine(within seconds: Double = 20) async throws -> String {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
-            if let text = try? String(contentsOfFile: stdoutPath, encoding: .utf8), let newline = text.firstIndex(of: "\n") {
+            if let text = try? String(contentsOfFile: stdoutPath, encoding: .utf8),
+                let newline = text.firstIndex(of: "\n")
+            {
                 return String(text[..<newline])
             }
             try await Task.sleep(for: .milliseconds(50))
@@ -80,16 +84,20 @@ final class ChildProcess: @unchecked Sendable {
 
     /// Everything the process wrote, stdout then stderr (the worker logs to stdout by default).
     var output: String {
-        [stdoutPath, stderrPath].map { (try? String(contentsOfFile: $0, encoding: .utf8)) ?? "" }.joined(separator: "\n")
+        [stdoutPath, stderrPath].map { (try? String(contentsOfFile: $0, encoding: .utf8)) ?? "" }.joined(
+            separator: "\n")
     }
 
     /// What explains a failure: every line but the routine per-purchase ones (rebalances, circuit, sweeps,
     /// warnings, errors), then the last lines as they came.
     var diagnosticOutput: String {
         let lines = output.split(separator: "\n")
-        let unusual = lines.filter { !$0.contains(#""msg":"purchase granted""#) && !$0.contains(#""msg":"purchase duplicate""#) }
+        let unusual = lines.filter {
+            !$0.contains(#""msg":"purchase granted""#) && !$0.contains(#""msg":"purchase duplicate""#)
+        }
         return "\(name), \(lines.count) lines; all but per-purchase lines (last 60):\n"
-            + unusual.suffix(60).joined(separator: "\n") + "\n\(name), last lines:\n" + lines.suffix(15).joined(separator: "\n")
+            + unusual.suffix(60).joined(separator: "\n") + "\n\(name), last lines:\n"
+            + lines.suffix(15).joined(separator: "\n")
     }
 
     func kill9() {
@@ -123,7 +131,8 @@ struct ProcessTestError: Error, CustomStringConvertible {
 
 /// `GET /admin/counters` of a simulator process.
 func simulatorConsumes(_ baseURL: String) async throws -> [String: Int] {
-    let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: "\(baseURL)/admin/counters"), timeout: .seconds(5))
+    let response = try await HTTPClient.shared.execute(
+        HTTPClientRequest(url: "\(baseURL)/admin/counters"), timeout: .seconds(5))
     let body = try await response.body.collect(upTo: 64 << 20)
     let object = try JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]
     return (object?["consumes"] as? [String: Int]) ?? [:]
@@ -149,7 +158,9 @@ extension ChildProcess {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if let line = logLines(containing: text).first { return line }
-            guard isRunning else { throw ProcessTestError("\(name) exited before logging \"\(text)\":\n\(diagnosticOutput)") }
+            guard isRunning else {
+                throw ProcessTestError("\(name) exited before logging \"\(text)\":\n\(diagnosticOutput)")
+            }
             try await Task.sleep(for: .milliseconds(100))
         }
         throw ProcessTestError("\(name) did not log \"\(text)\" within \(seconds) s:\n\(diagnosticOutput)")
@@ -158,7 +169,9 @@ extension ChildProcess {
     /// The port of its `/metrics`, `/healthz` and `/readyz`, once it listens.
     func adminPort() async throws -> Int {
         let line = try await waitForLog("HTTP endpoints listening")
-        guard let port = (line["http.port"] as? String).flatMap({ Int($0) }) else { throw ProcessTestError("no http.port in \(line)") }
+        guard let port = (line["http.port"] as? String).flatMap({ Int($0) }) else {
+            throw ProcessTestError("no http.port in \(line)")
+        }
         return port
     }
 

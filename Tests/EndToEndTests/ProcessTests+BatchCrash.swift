@@ -118,7 +118,8 @@ struct SlowGrantWrites {
                     FOR EACH ROW EXECUTE FUNCTION iap_test_slow_grant()
                     """,
                 ] {
-                    _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: TestDatabases.quietLogger)
+                    _ = try await connection.query(
+                        PostgresQuery(unsafeSQL: statement), logger: TestDatabases.quietLogger)
                 }
             }
         }
@@ -192,7 +193,9 @@ struct SlowGrantWrites {
     }
 
     private func postgres<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        guard case .postgres(let server, let database) = store else { throw ProcessTestError("not a PostgreSQL ledger") }
+        guard case .postgres(let server, let database) = store else {
+            throw ProcessTestError("not a PostgreSQL ledger")
+        }
         return try await server.withConnection(to: database, body)
     }
 }

@@ -1,9 +1,9 @@
 import Foundation
+import Fulfilment
 import Gamebase
 import GamebaseSimulator
 import IAPTestSupport
 import Kafka
-import Fulfilment
 import Ledger
 import Testing
 
@@ -21,19 +21,25 @@ struct ProcessTests {
 
         /// dev-kafka and gamebase-sim as processes, seeded with `purchases` valid payments.
         static func start(purchases: Int, simulatorArguments: [String]) async throws -> Cluster {
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-process-\(UUID().uuidString.prefix(8))")
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "iap-process-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             let payments = (0..<purchases).map { EndToEndSystem.payment("p\($0)", user: "u\($0)") }
             let paymentsFile = folder.appendingPathComponent("payments.json")
             try JSONEncoder().encode(payments).write(to: paymentsFile)
             let kafka = try ChildProcess(
                 "dev-kafka",
-                ["dev-kafka", "--brokers", "1", "--topic", "purchase.completed:6", "--topic", "iap.item-granted:1",
-                 "--topic", "iap.consume-failed:1", "--topic", "purchase.completed.dlq:1"], folder: folder)
+                [
+                    "dev-kafka", "--brokers", "1", "--topic", "purchase.completed:6", "--topic", "iap.item-granted:1",
+                    "--topic", "iap.consume-failed:1", "--topic", "purchase.completed.dlq:1",
+                ], folder: folder)
             let simulator = try ChildProcess(
                 "gamebase-sim",
-                ["gamebase-sim", "--port", "0", "--app-id", EndToEndSystem.appID, "--secret-key", EndToEndSystem.secretKey,
-                 "--payments", paymentsFile.path] + simulatorArguments, folder: folder)
+                [
+                    "gamebase-sim", "--port", "0", "--app-id", EndToEndSystem.appID, "--secret-key",
+                    EndToEndSystem.secretKey,
+                    "--payments", paymentsFile.path,
+                ] + simulatorArguments, folder: folder)
             return Cluster(
                 folder: folder, kafka: kafka, simulator: simulator, bootstrap: try await kafka.firstLine(),
                 simulatorURL: try await simulator.firstLine(), purchases: purchases)
@@ -43,7 +49,8 @@ struct ProcessTests {
             [
                 "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "KAFKA_GROUP_ID": group, "GAMEBASE_BASE_URL": simulatorURL,
                 "GAMEBASE_APP_ID": EndToEndSystem.appID, "GAMEBASE_SECRET_KEY": EndToEndSystem.secretKey,
-                "GAMEBASE_TIMEOUT_MS": "1500", "LEDGER_URL": ledgerURL, "SERVER_PORT": "0", "CONSOLE_PORT": "0", "LOG_FORMAT": "json",
+                "GAMEBASE_TIMEOUT_MS": "1500", "LEDGER_URL": ledgerURL, "SERVER_PORT": "0", "CONSOLE_PORT": "0",
+                "LOG_FORMAT": "json",
                 "WORKER_MAX_IN_FLIGHT": String(maxInFlight), "WORKER_RETRY_INITIAL_BACKOFF_MS": "20",
                 "WORKER_RETRY_MAX_BACKOFF_MS": "200", "KAFKA_LIBRDKAFKA_SESSION_TIMEOUT_MS": "3000",
                 "KAFKA_LIBRDKAFKA_HEARTBEAT_INTERVAL_MS": "300", "IAP_WORKER_CONFIG": "",
@@ -60,7 +67,8 @@ struct ProcessTests {
 
         /// Produces the messages of purchases `p<i>` for `i` in `range`.
         func produce(range: Range<Int>) async throws {
-            let producer = try KafkaProducer(configuration: .init(bootstrapServers: bootstrap), logger: EndToEndSystem.logger)
+            let producer = try KafkaProducer(
+                configuration: .init(bootstrapServers: bootstrap), logger: EndToEndSystem.logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for i in range {
                     group.addTask {
@@ -87,7 +95,9 @@ struct ProcessTests {
                     throw ProcessTestError("\(exited.name) exited early:\n\(exited.diagnosticOutput)")
                 }
                 simulatorCount = (try? await simulatorConsumes(simulatorURL).count) ?? simulatorCount
-                ledger = try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) { try await $0.stats() }
+                ledger = try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) {
+                    try await $0.stats()
+                }
                 if simulatorCount == purchases, ledger?.consumed == purchases { return }
                 try await Task.sleep(for: .milliseconds(250))
             }
@@ -120,7 +130,8 @@ struct ProcessTests {
         static func describe(_ grant: GrantRecord) -> String {
             let lastCode = grant.lastResultCode.map(String.init) ?? "-"
             let source = grant.source.map { "\($0)" } ?? "-"
-            return "\(grant.state) since \(grant.grantedAt), \(grant.consumeAttempts) failed consumes (last code \(lastCode)), from \(source)"
+            return
+                "\(grant.state) since \(grant.grantedAt), \(grant.consumeAttempts) failed consumes (last code \(lastCode)), from \(source)"
         }
 
         /// The money invariants: each purchase consumed once at Gamebase, granted once, one item-granted id.
@@ -128,18 +139,23 @@ struct ProcessTests {
             let consumes = try await simulatorConsumes(simulatorURL)
             #expect(consumes.count == purchases, "no purchase lost")
             #expect(consumes.values.allSatisfy { $0 == 1 }, "none consumed twice")
-            let stats = try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) { try await $0.stats() }
+            let stats = try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) {
+                try await $0.stats()
+            }
             #expect(stats.consumed == purchases, "each granted once and consumed")
             #expect(stats.rejections.isEmpty)
             let granted = try await readTopic("iap.item-granted")
-            #expect(Set(granted.compactMap(\.eventID)) == Set((0..<purchases).map { "p\($0):item-granted" }), "one event id per purchase")
+            #expect(
+                Set(granted.compactMap(\.eventID)) == Set((0..<purchases).map { "p\($0):item-granted" }),
+                "one event id per purchase")
             #expect(try await readTopic("purchase.completed.dlq").isEmpty)
         }
 
         func readTopic(_ topic: String) async throws -> [KafkaMessage] {
             let consumer = try KafkaConsumer(
                 configuration: .init(
-                    bootstrapServers: bootstrap, groupID: "reader-\(UUID().uuidString.prefix(8))", properties: ["session.timeout.ms": "3000"]),
+                    bootstrapServers: bootstrap, groupID: "reader-\(UUID().uuidString.prefix(8))",
+                    properties: ["session.timeout.ms": "3000"]),
                 logger: EndToEndSystem.logger)
             try consumer.subscribe(topics: [topic])
             let collected = Shared<[KafkaMessage]>([])
@@ -163,7 +179,8 @@ struct ProcessTests {
         let cluster = try await Cluster.start(
             purchases: 400,
             simulatorArguments: [
-                "--latency-ms", "15", "--fault-rate", "0.15", "--slow-consume-rate", "0.05", "--slow-consume-delay-ms", "2500",
+                "--latency-ms", "15", "--fault-rate", "0.15", "--slow-consume-rate", "0.05", "--slow-consume-delay-ms",
+                "2500",
             ])
         let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
         var environment = cluster.workerEnvironment(
@@ -199,7 +216,8 @@ struct ProcessTests {
     @Test func sigtermDuringLoadExitsZeroAndARestartRepeatsNothing() async throws {
         let cluster = try await Cluster.start(purchases: 300, simulatorArguments: ["--latency-ms", "30"])
         let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
-        let environment = cluster.workerEnvironment(ledgerURL: ledgerURL, group: "term-\(UUID().uuidString.prefix(6))", maxInFlight: 32)
+        let environment = cluster.workerEnvironment(
+            ledgerURL: ledgerURL, group: "term-\(UUID().uuidString.prefix(6))", maxInFlight: 32)
         try await cluster.producePurchases()
         let first = try cluster.worker("worker-first", environment)
         let deadline = Date().addingTimeInterval(60)
@@ -212,15 +230,18 @@ struct ProcessTests {
         try await cluster.waitUntilAllConsumed(within: 120, workers: [second], ledgerURL: ledgerURL)
         #expect(try await second.terminate() == 0)
         // Everything the first run finished was committed on the way out: the second run repeats nothing of it.
-        let duplicates = second.output.split(separator: "\n").filter { $0.contains(#""iap.outcome":"duplicate""#) }.count
+        let duplicates = second.output.split(separator: "\n").filter { $0.contains(#""iap.outcome":"duplicate""#) }
+            .count
         #expect(duplicates == 0, "\(duplicates) messages were processed again after a graceful shutdown")
         try await cluster.expectInvariants(ledgerURL: ledgerURL)
     }
 
     @Test func threeInstancesOnPostgreSQLWithKillsKeepTheInvariants() async throws {
-        let cluster = try await Cluster.start(purchases: 900, simulatorArguments: ["--latency-ms", "20", "--fault-rate", "0.05"])
+        let cluster = try await Cluster.start(
+            purchases: 900, simulatorArguments: ["--latency-ms", "20", "--fault-rate", "0.05"])
         let ledgerURL = try await TestDatabases.freshLedgerURL(.postgres)
-        let environment = cluster.workerEnvironment(ledgerURL: ledgerURL, group: "trio-\(UUID().uuidString.prefix(6))", maxInFlight: 4)
+        let environment = cluster.workerEnvironment(
+            ledgerURL: ledgerURL, group: "trio-\(UUID().uuidString.prefix(6))", maxInFlight: 4)
         var workers = try (0..<3).map { try cluster.worker("worker-\($0)", environment) }
         try await Task.sleep(for: .seconds(4))
         try await cluster.producePurchases()
@@ -234,7 +255,8 @@ struct ProcessTests {
                 working = workers.indices.filter { workers[$0].output.contains("iap.outcome") }
                 if working.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
             }
-            let victim = try #require(working.randomElement(using: &generator), "no instance processed anything within 30 s")
+            let victim = try #require(
+                working.randomElement(using: &generator), "no instance processed anything within 30 s")
             workers[victim].kill9()
             workers[victim] = try cluster.worker("worker-\(victim)-r\(round)", environment)
         }

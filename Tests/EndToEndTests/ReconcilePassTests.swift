@@ -1,15 +1,15 @@
+import App
+import Engine
 import Foundation
 import Fulfilment
 import Gamebase
+import GamebaseHTTP
 import GamebaseSimulator
 import IAPTestSupport
 import Ledger
 import Logging
 import Synchronization
 import Testing
-import App
-import Engine
-import GamebaseHTTP
 
 /// One reconciliation pass against the simulator over HTTP and a real ledger: what it takes, when, and what it
 /// leaves alone.

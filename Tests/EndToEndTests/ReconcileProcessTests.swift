@@ -166,7 +166,9 @@ extension ProcessTests {
             // sweeper's after its grace (Consume again, "already consumed", recorded).
             try await cluster.waitFor("every payment is consumed", within: 150, workers: workers) {
                 let consumes = try await simulatorCounters(cluster.simulatorURL).consumes
-                guard (0..<users).allSatisfy({ consumes["q\($0)"] != nil && consumes["p\($0)"] != nil }) else { return false }
+                guard (0..<users).allSatisfy({ consumes["q\($0)"] != nil && consumes["p\($0)"] != nil }) else {
+                    return false
+                }
                 let stats = try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) {
                     try await $0.stats()
                 }

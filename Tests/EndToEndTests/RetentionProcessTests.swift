@@ -13,13 +13,15 @@ struct RetentionProcessTests {
         let environment = [
             "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "GAMEBASE_BASE_URL": "http://127.0.0.1:1",
             "GAMEBASE_APP_ID": EndToEndSystem.appID, "GAMEBASE_SECRET_KEY": EndToEndSystem.secretKey,
-            "LEDGER_URL": ledgerURL, "SERVER_PORT": "0", "CONSOLE_PORT": "0", "LOG_FORMAT": "json", "IAP_WORKER_CONFIG": "",
+            "LEDGER_URL": ledgerURL, "SERVER_PORT": "0", "CONSOLE_PORT": "0", "LOG_FORMAT": "json",
+            "IAP_WORKER_CONFIG": "",
         ].merging(extra) { $1 }
         return try ChildProcess("worker", ["run"], environment: environment, folder: folder)
     }
 
     @Test func aWorkerWhoseBrokerIsUnreachablePrunesItsLedgerWithinAMinuteOfStart() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-retention-\(UUID().uuidString.prefix(8))")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "iap-retention-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let ledgerURL = "sqlite://\(folder.path)/ledger.sqlite"
@@ -34,7 +36,8 @@ struct RetentionProcessTests {
                 _ = try await store.insertGrant(
                     grant,
                     event: OutboxEvent(
-                        id: "old-\(i):item-granted", paymentSeq: "old-\(i)", topic: "iap.item-granted", key: nil, headers: [],
+                        id: "old-\(i):item-granted", paymentSeq: "old-\(i)", topic: "iap.item-granted", key: nil,
+                        headers: [],
                         payload: Array("{}".utf8), createdAt: old, publishedAt: old))
                 _ = try await store.markConsumed(paymentSeq: "old-\(i)", resultCode: 0, at: old)
             }
@@ -52,7 +55,8 @@ struct RetentionProcessTests {
     }
 
     @Test func aWorkerWithPruningOffRunsUntilItIsStopped() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-retention-\(UUID().uuidString.prefix(8))")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "iap-retention-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let worker = try Self.isolatedWorker(
@@ -77,7 +81,8 @@ struct RetentionProcessTests {
         _ = try await worker.adminPort()
         // Claims of payments that do not exist, each under its own made-up user: one rejection row each.
         func flood(_ range: Range<Int>) async throws {
-            let producer = try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrap), logger: EndToEndSystem.logger)
+            let producer = try KafkaProducer(
+                configuration: .init(bootstrapServers: cluster.bootstrap), logger: EndToEndSystem.logger)
             for i in range {
                 try await producer.send(
                     KafkaProducerRecord(
@@ -105,14 +110,18 @@ struct RetentionProcessTests {
         var kept = Int.max
         let boundDeadline = Date().addingTimeInterval(60)
         while Date() < boundDeadline {
-            let stats = try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) { try await $0.stats() }
+            let stats = try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) {
+                try await $0.stats()
+            }
             kept = stats.rejections.values.reduce(0, +)
             if kept <= 1_000 { break }
             try await Task.sleep(for: .milliseconds(500))
         }
         #expect(try await worker.terminate() == 0)
 
-        let stats = try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) { try await $0.stats() }
+        let stats = try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) {
+            try await $0.stats()
+        }
         kept = stats.rejections.values.reduce(0, +)
         #expect(kept <= 1_000, "the count bound holds: \(stats.rejections)")
         #expect(kept >= 900, "the newest claims are kept: \(stats.rejections)")

@@ -27,16 +27,33 @@ struct SchemaTests {
         let json = try JSONSerialization.jsonObject(with: Data(message.utf8))
         let schemaAccepts = schema.violations(of: json).isEmpty
         let parserAccepts = (try? PurchaseMessage.parse(Array(message.utf8)).get()) != nil
-        if parserAccepts { #expect(schemaAccepts, "the worker accepts what the schema rejects: \(schema.violations(of: json))") }
+        if parserAccepts {
+            #expect(schemaAccepts, "the worker accepts what the schema rejects: \(schema.violations(of: json))")
+        }
         if !schemaAccepts { #expect(!parserAccepts) }
     }
 
     @Test func theValidatorRejectsWhatTheSchemasForbid() throws {
         let schema = try SchemaValidator.load("consume-failed-data")
-        #expect(schema.violations(of: ["reason": "user_mismatch", "retryable": false, "attempts": 1, "detail": "d"] as [String: Any]).isEmpty)
-        #expect(!schema.violations(of: ["reason": "no_such_reason", "retryable": false, "attempts": 1, "detail": "d"] as [String: Any]).isEmpty)
-        #expect(!schema.violations(of: ["reason": "user_mismatch", "retryable": "no", "attempts": 1, "detail": "d"] as [String: Any]).isEmpty)
-        #expect(!schema.violations(of: ["reason": "user_mismatch", "retryable": false, "attempts": 1] as [String: Any]).isEmpty)
-        #expect(!schema.violations(of: ["reason": "user_mismatch", "retryable": false, "attempts": 1, "detail": "d", "x": 1] as [String: Any]).isEmpty)
+        #expect(
+            schema.violations(
+                of: ["reason": "user_mismatch", "retryable": false, "attempts": 1, "detail": "d"] as [String: Any]
+            ).isEmpty)
+        #expect(
+            !schema.violations(
+                of: ["reason": "no_such_reason", "retryable": false, "attempts": 1, "detail": "d"] as [String: Any]
+            ).isEmpty)
+        #expect(
+            !schema.violations(
+                of: ["reason": "user_mismatch", "retryable": "no", "attempts": 1, "detail": "d"] as [String: Any]
+            ).isEmpty)
+        #expect(
+            !schema.violations(of: ["reason": "user_mismatch", "retryable": false, "attempts": 1] as [String: Any])
+                .isEmpty)
+        #expect(
+            !schema.violations(
+                of: ["reason": "user_mismatch", "retryable": false, "attempts": 1, "detail": "d", "x": 1]
+                    as [String: Any]
+            ).isEmpty)
     }
 }

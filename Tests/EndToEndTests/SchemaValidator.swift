@@ -5,14 +5,16 @@ import Foundation
 /// fails loudly, so a schema cannot silently outgrow it.
 struct SchemaValidator {
     static let known: Set<String> = [
-        "$schema", "$id", "title", "description", "type", "required", "properties", "additionalProperties", "enum", "const",
+        "$schema", "$id", "title", "description", "type", "required", "properties", "additionalProperties", "enum",
+        "const",
         "minLength", "maxLength", "minimum", "format",
     ]
 
     let schema: [String: Any]
 
     static func load(_ name: String) throws -> SchemaValidator {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let data = try Data(contentsOf: root.appendingPathComponent("docs/schemas/\(name).schema.json"))
         return SchemaValidator(schema: try JSONSerialization.jsonObject(with: data) as! [String: Any])
     }
@@ -23,7 +25,9 @@ struct SchemaValidator {
     }
 
     static func check(_ value: Any, against schema: [String: Any], at path: String) -> [String] {
-        var problems = schema.keys.filter { !known.contains($0) }.map { "\(path): schema keyword \($0) is not supported" }
+        var problems = schema.keys.filter { !known.contains($0) }.map {
+            "\(path): schema keyword \($0) is not supported"
+        }
         if let type = schema["type"] {
             let types = (type as? [String]) ?? [type as? String ?? "?"]
             guard types.contains(where: { matches(value, type: $0) }) else {
@@ -33,16 +37,26 @@ struct SchemaValidator {
         if let allowed = schema["enum"] as? [Any], !allowed.contains(where: { equal($0, value) }) {
             problems.append("\(path): \(describe(value)) is not one of the allowed values")
         }
-        if let constant = schema["const"], !equal(constant, value) { problems.append("\(path): \(describe(value)) is not \(constant)") }
-        if let string = value as? String {
-            if let min = schema["minLength"] as? Int, string.count < min { problems.append("\(path): shorter than \(min)") }
-            if let max = schema["maxLength"] as? Int, string.count > max { problems.append("\(path): longer than \(max)") }
+        if let constant = schema["const"], !equal(constant, value) {
+            problems.append("\(path): \(describe(value)) is not \(constant)")
         }
-        if let number = value as? NSNumber, !isBool(value), let minimum = schema["minimum"] as? Double, number.doubleValue < minimum {
+        if let string = value as? String {
+            if let min = schema["minLength"] as? Int, string.count < min {
+                problems.append("\(path): shorter than \(min)")
+            }
+            if let max = schema["maxLength"] as? Int, string.count > max {
+                problems.append("\(path): longer than \(max)")
+            }
+        }
+        if let number = value as? NSNumber, !isBool(value), let minimum = schema["minimum"] as? Double,
+            number.doubleValue < minimum
+        {
             problems.append("\(path): below \(minimum)")
         }
         if let object = value as? [String: Any] {
-            for key in schema["required"] as? [String] ?? [] where object[key] == nil { problems.append("\(path): \(key) is missing") }
+            for key in schema["required"] as? [String] ?? [] where object[key] == nil {
+                problems.append("\(path): \(key) is missing")
+            }
             let properties = schema["properties"] as? [String: [String: Any]] ?? [:]
             for (key, member) in object {
                 if let property = properties[key] {
@@ -67,7 +81,8 @@ struct SchemaValidator {
         case "array": value is [Any]
         case "string": value is String
         case "boolean": isBool(value)
-        case "integer": !isBool(value) && (value as? NSNumber).map { $0.doubleValue == $0.doubleValue.rounded() } == true
+        case "integer":
+            !isBool(value) && (value as? NSNumber).map { $0.doubleValue == $0.doubleValue.rounded() } == true
         case "number": !isBool(value) && value is NSNumber
         case "null": value is NSNull
         default: false
@@ -79,6 +94,7 @@ struct SchemaValidator {
     }
 
     static func describe(_ value: Any) -> String {
-        value is String ? "a string" : value is [String: Any] ? "an object" : isBool(value) ? "a boolean" : "\(type(of: value))"
+        value is String
+            ? "a string" : value is [String: Any] ? "an object" : isBool(value) ? "a boolean" : "\(type(of: value))"
     }
 }

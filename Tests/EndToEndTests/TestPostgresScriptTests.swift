@@ -11,10 +11,13 @@ struct TestPostgresScriptTests {
 
     /// Runs the script through `system(3)`: Foundation's `Process` missed the exit of a script whose child (the
     /// server) outlives it, and waited for ever.
-    static func run(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, out: String, err: String) {
+    static func run(_ arguments: [String], environment: [String: String]) throws -> (
+        status: Int32, out: String, err: String
+    ) {
         let stem = FileManager.default.temporaryDirectory.appendingPathComponent("pg-script-\(UUID().uuidString)").path
         let assignments = environment.map { "\($0.key)='\($0.value)'" }.sorted().joined(separator: " ")
-        let command = "\(assignments) /bin/bash '\(script)' \(arguments.joined(separator: " ")) >'\(stem).out' 2>'\(stem).err' </dev/null"
+        let command =
+            "\(assignments) /bin/bash '\(script)' \(arguments.joined(separator: " ")) >'\(stem).out' 2>'\(stem).err' </dev/null"
         let wait = system(command)
         let status = (wait >> 8) & 0xFF
         let out = (try? String(contentsOfFile: stem + ".out", encoding: .utf8)) ?? ""
@@ -33,7 +36,8 @@ struct TestPostgresScriptTests {
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         try withUnsafeMutablePointer(to: &address) { pointer in
             try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                guard bind(listener, $0, length) == 0, listen(listener, 1) == 0, getsockname(listener, $0, &length) == 0 else {
+                guard bind(listener, $0, length) == 0, listen(listener, 1) == 0, getsockname(listener, $0, &length) == 0
+                else {
                     throw TestSetupError(message: "cannot listen on loopback")
                 }
             }
@@ -44,7 +48,8 @@ struct TestPostgresScriptTests {
             try? FileManager.default.removeItem(atPath: folder)
             try? FileManager.default.removeItem(atPath: folder + "-tls")
         }
-        let result = try Self.run(["start"], environment: ["IAP_TEST_POSTGRES_PORT": "\(port)", "IAP_TEST_POSTGRES_DIR": folder])
+        let result = try Self.run(
+            ["start"], environment: ["IAP_TEST_POSTGRES_PORT": "\(port)", "IAP_TEST_POSTGRES_DIR": folder])
         #expect(result.status != 0)
         #expect(result.out.isEmpty, "no URL of a server it did not start")
         #expect(result.err.contains("port \(port) is taken"), "\(result.err)")
@@ -59,7 +64,8 @@ struct TestPostgresScriptTests {
             try? FileManager.default.removeItem(atPath: folder)
             try? FileManager.default.removeItem(atPath: folder + "-tls")
         }
-        let result = try Self.run(["start"], environment: ["IAP_TEST_POSTGRES_DIR": folder, "IAP_TEST_POSTGRES_PORT": ""])
+        let result = try Self.run(
+            ["start"], environment: ["IAP_TEST_POSTGRES_DIR": folder, "IAP_TEST_POSTGRES_PORT": ""])
         #expect(result.status == 0, "\(result.err)")
         let url = result.out.trimmingCharacters(in: .whitespacesAndNewlines)
         let port = try #require(URLComponents(string: url)?.port)

@@ -1,13 +1,13 @@
+import App
 import Engine
 import Foundation
+import Fulfilment
 import Gamebase
 import GamebaseSimulator
 import IAPTestSupport
 import Kafka
-import Fulfilment
 import Ledger
 import Testing
-import App
 
 @Suite("The worker end to end, in process", .serialized, .timeLimit(.minutes(4)))
 struct WorkerEndToEndTests {
@@ -25,19 +25,25 @@ struct WorkerEndToEndTests {
             for i in 0..<20 { messages.append(("u\(i)", System.message("v\(i)", user: "u\(i)"))) }
             // Duplicates, under other keys so they land on other partitions.
             for i in 0..<10 { messages.append(("dup-\(i)", System.message("v\(i)", user: "u\(i)"))) }
-            for i in 0..<3 { messages.append(("f\(i)", System.message("forged-\(i)", user: "u\(i)", token: "not-a-token-\(i)"))) }
+            for i in 0..<3 {
+                messages.append(("f\(i)", System.message("forged-\(i)", user: "u\(i)", token: "not-a-token-\(i)")))
+            }
             messages.append(("thief", System.message("other-user", user: "thief")))
             messages.append(("u-sub", System.message("sub", user: "u-sub")))
             messages.append(("u-else", System.message("elsewhere", user: "u-else")))
-            messages += [("m1", "not json"), ("m2", #"{"userId":"u","paymentSeq":7,"purchaseToken":"t"}"#), ("m3", "[]")]
+            messages += [
+                ("m1", "not json"), ("m2", #"{"userId":"u","paymentSeq":7,"purchaseToken":"t"}"#), ("m3", "[]"),
+            ]
             try await system.produce(messages)
 
             try await system.withWorker(system.configuration()) { parts in
                 try await system.eventually("every message is processed") {
                     let text = String(decoding: parts.metrics.exposition(), as: UTF8.self)
                     let total = ["granted", "duplicate", "rejected", "malformed"].compactMap { outcome in
-                        text.split(separator: "\n").first { $0.hasPrefix("iap_purchases_total{outcome=\"\(outcome)\"}") }
-                            .flatMap { Double($0.split(separator: " ").last!) }
+                        text.split(separator: "\n").first {
+                            $0.hasPrefix("iap_purchases_total{outcome=\"\(outcome)\"}")
+                        }
+                        .flatMap { Double($0.split(separator: " ").last!) }
                     }.reduce(0, +)
                     return total >= 39
                 }
@@ -49,15 +55,20 @@ struct WorkerEndToEndTests {
             let reasons = failed.compactMap(\.reason).sorted()
             #expect(
                 reasons
-                    == ["consumed_without_grant", "invalid_purchase", "invalid_purchase", "invalid_purchase", "malformed_message",
-                        "malformed_message", "malformed_message", "not_consumable", "user_mismatch"])
+                    == [
+                        "consumed_without_grant", "invalid_purchase", "invalid_purchase", "invalid_purchase",
+                        "malformed_message",
+                        "malformed_message", "malformed_message", "not_consumable", "user_mismatch",
+                    ])
             let dead = try await system.read("purchase.completed.dlq")
             #expect(dead.count == 3)
             #expect(dead.allSatisfy { $0.headers.string(named: "iap-reason") == "malformed_message" })
             let consumes = system.simulator.state.consumes
             #expect(consumes.count == 20)
             #expect(consumes.values.allSatisfy { $0 == 1 })
-            let stats = try await LedgerStores.withStore(url: system.ledgerURL, logger: System.logger) { try await $0.stats() }
+            let stats = try await LedgerStores.withStore(url: system.ledgerURL, logger: System.logger) {
+                try await $0.stats()
+            }
             #expect(stats.consumed == 20)
             #expect(stats.granted == 0)
             #expect(stats.unpublishedEvents == 0)
@@ -72,7 +83,9 @@ struct WorkerEndToEndTests {
                 #expect((event["source"] as? String)?.hasPrefix("/iap-worker/") == true)
                 #expect(event["datacontenttype"] as? String == "application/json")
                 let isGrant = record.topic == "iap.item-granted"
-                #expect(event["type"] as? String == (isGrant ? "gamebase.iap.item.granted.v1" : "gamebase.iap.consume.failed.v1"))
+                #expect(
+                    event["type"] as? String
+                        == (isGrant ? "gamebase.iap.item.granted.v1" : "gamebase.iap.consume.failed.v1"))
                 let data = try #require(event["data"])
                 let problems = (isGrant ? itemGranted : consumeFailed).violations(of: data)
                 #expect(problems.isEmpty, "\(record.topic) \(event["id"] ?? "?"): \(problems)")
@@ -85,7 +98,9 @@ struct WorkerEndToEndTests {
         try await System.run(payments: payments, faults: SimulatorFaults(unknownFieldRate: 0, outage: true)) { system in
             try await system.produce((0..<15).map { ("u\($0)", System.message("o\($0)", user: "u\($0)")) })
             try await system.withWorker(system.configuration()) { parts in
-                try await system.eventually("the circuit opens") { parts.health.ready.ok == false && parts.health.ready.detail.contains("circuit") }
+                try await system.eventually("the circuit opens") {
+                    parts.health.ready.ok == false && parts.health.ready.detail.contains("circuit")
+                }
                 #expect(String(decoding: parts.metrics.exposition(), as: UTF8.self).contains("iap_circuit_open 1"))
                 try await Task.sleep(for: .seconds(2))
                 system.simulator.state.faults = SimulatorFaults(unknownFieldRate: 0)
@@ -94,7 +109,9 @@ struct WorkerEndToEndTests {
                 }
                 try await system.eventually("the circuit closes") { parts.health.ready.ok }
             }
-            #expect(try await system.read("purchase.completed.dlq").isEmpty, "an outage must not flood the dead-letter topic")
+            #expect(
+                try await system.read("purchase.completed.dlq").isEmpty,
+                "an outage must not flood the dead-letter topic")
             #expect(try await system.read("iap.consume-failed").isEmpty)
             #expect(system.simulator.state.consumes.values.allSatisfy { $0 == 1 })
         }
@@ -104,20 +121,24 @@ struct WorkerEndToEndTests {
         // One purchase is held by an open circuit; meanwhile another instance grants and consumes it, so when it
         // goes as the probe it is a duplicate and says nothing about Gamebase. The circuit must still recover, and
         // with no held purchase left the partitions must resume for the purchases that come later.
-        let payments = [System.payment("held", user: "u-held")] + (0..<5).map { System.payment("later\($0)", user: "u\($0)") }
+        let payments =
+            [System.payment("held", user: "u-held")] + (0..<5).map { System.payment("later\($0)", user: "u\($0)") }
         try await System.run(payments: payments, faults: SimulatorFaults(unknownFieldRate: 0, outage: true)) { system in
             try await system.produce([("u-held", System.message("held", user: "u-held"))])
             try await system.withWorker(system.configuration(maxInFlight: 1)) { parts in
                 try await system.eventually("the circuit opens") { parts.health.ready.detail.contains("circuit") }
                 try await LedgerStores.withStore(url: system.ledgerURL, logger: System.logger) { ledger in
                     let grant = GrantRecord(
-                        paymentSeq: "held", userId: "u-held", gamebaseProductId: "gem_pack_100", purchaseToken: "tok-held",
+                        paymentSeq: "held", userId: "u-held", gamebaseProductId: "gem_pack_100",
+                        purchaseToken: "tok-held",
                         grantedAt: Date())
                     let event = OutboxEvent(
-                        id: "held:item-granted", paymentSeq: "held", topic: "iap.item-granted", key: Array("u-held".utf8),
+                        id: "held:item-granted", paymentSeq: "held", topic: "iap.item-granted",
+                        key: Array("u-held".utf8),
                         headers: [], payload: Array("{}".utf8), createdAt: Date(), publishedAt: Date())
                     let inserted = try await ledger.insertGrant(grant, event: event)
-                    let consumed = try await ledger.markConsumed(paymentSeq: "held", resultCode: 0, at: Date(), publishedEventID: nil)
+                    let consumed = try await ledger.markConsumed(
+                        paymentSeq: "held", resultCode: 0, at: Date(), publishedEventID: nil)
                     #expect(inserted == .inserted && consumed)
                 }
                 system.simulator.state.faults = SimulatorFaults(unknownFieldRate: 0)
@@ -127,7 +148,8 @@ struct WorkerEndToEndTests {
                 }
                 try await system.eventually("the circuit closes") { parts.health.ready.ok }
             }
-            #expect(system.simulator.state.consumes["held"] == nil, "the held purchase was another instance's to consume")
+            #expect(
+                system.simulator.state.consumes["held"] == nil, "the held purchase was another instance's to consume")
             #expect(try await system.read("purchase.completed.dlq").isEmpty)
         }
     }
@@ -139,7 +161,8 @@ struct WorkerEndToEndTests {
             try await system.withWorker(system.configuration(secretKey: "wrong-secret")) { parts in
                 try await system.eventually("the worker stops") { parts.health.ready.detail.contains("stopped") }
                 try await Task.sleep(for: .seconds(1))
-                let committed = try await parts.consumer.committedOffsets(for: (0..<6).map { TopicPartition("purchase.completed", $0) })
+                let committed = try await parts.consumer.committedOffsets(
+                    for: (0..<6).map { TopicPartition("purchase.completed", $0) })
                 #expect(committed.values.allSatisfy { $0 == nil }, "nothing is committed")
             }
             #expect(system.simulator.state.consumes.isEmpty)
@@ -157,7 +180,8 @@ struct WorkerEndToEndTests {
 
     @Test func transientFaultsNeverGrantTwiceOrLoseAPurchase() async throws {
         let payments = (0..<40).map { System.payment("t\($0)", user: "u\($0)") }
-        let faults = SimulatorFaults(faultRate: 0.3, slowConsumeRate: 0.1, slowConsumeDelayMs: 2_500, unknownFieldRate: 0.2)
+        let faults = SimulatorFaults(
+            faultRate: 0.3, slowConsumeRate: 0.1, slowConsumeDelayMs: 2_500, unknownFieldRate: 0.2)
         try await System.run(payments: payments, faults: faults) { system in
             try await system.produce((0..<40).map { ("u\($0)", System.message("t\($0)", user: "u\($0)")) })
             // This test is about transient faults never granting twice or losing a purchase, not about the dead-letter
@@ -165,7 +189,8 @@ struct WorkerEndToEndTests {
             // (what dead-letters a purchase while Gamebase answers) one in 1,370 — one run in 34 for 40 purchases.
             // Five attempts make it one run in 4 million.
             var configuration = system.configuration()
-            configuration.retry = RetryPolicy(maxAttempts: 5, initialBackoff: .milliseconds(10), maxBackoff: .milliseconds(50))
+            configuration.retry = RetryPolicy(
+                maxAttempts: 5, initialBackoff: .milliseconds(10), maxBackoff: .milliseconds(50))
             try await system.withWorker(configuration) { _ in
                 try await system.eventually("every purchase is consumed", within: 90) {
                     system.simulator.state.consumes.count == 40
@@ -174,7 +199,9 @@ struct WorkerEndToEndTests {
             #expect(system.simulator.state.consumes.values.allSatisfy { $0 == 1 })
             let granted = try await system.read("iap.item-granted")
             #expect(Set(granted.compactMap(\.eventID)).count == 40)
-            let stats = try await LedgerStores.withStore(url: system.ledgerURL, logger: System.logger) { try await $0.stats() }
+            let stats = try await LedgerStores.withStore(url: system.ledgerURL, logger: System.logger) {
+                try await $0.stats()
+            }
             #expect(stats.consumed + stats.granted == 40)
         }
     }

@@ -1,11 +1,13 @@
 import Gamebase
 import Testing
+
 @testable import Engine
 
 @Suite struct CircuitBreakerTests {
     static let configuration = CircuitBreaker.Configuration(failureRatio: 0.5, minimumSamples: 4, window: .seconds(10))
     static let wrongKey = GamebaseError(
-        code: .resultCode, api: "payment_transaction", resultCode: .invalidSecretKey, transactionID: "t", message: "wrong key")
+        code: .resultCode, api: "payment_transaction", resultCode: .invalidSecretKey, transactionID: "t",
+        message: "wrong key")
 
     /// A breaker on a timeline measured in seconds from its start.
     struct Timeline {
@@ -84,10 +86,12 @@ import Testing
     @Test(arguments: [
         (GamebaseResultCode.invalidParameter, "answers"), (.consumeFailed, "answers"), (.unknownError, "unavailable"),
         (.alreadyConsumed, "answers"), (.invalidSecretKey, "misconfigured"), (.invalidAppID, "misconfigured"),
-        (.internalSystemError, "unavailable"), (.internalDBError, "unavailable"), (.gatewayInternalError, "unavailable"),
+        (.internalSystemError, "unavailable"), (.internalDBError, "unavailable"),
+        (.gatewayInternalError, "unavailable"),
     ])
     func aProbeAnswerIsJudgedByItsResultCode(code: GamebaseResultCode, expected: String) {
-        let error = GamebaseError(code: .resultCode, api: "health_probe", resultCode: code, transactionID: "t", message: "m")
+        let error = GamebaseError(
+            code: .resultCode, api: "health_probe", resultCode: code, transactionID: "t", message: "m")
         let verdict = GamebaseProbeVerdict(.failure(error))
         switch verdict {
         case .answers: #expect(expected == "answers")

@@ -11,7 +11,8 @@ import Testing
 
     static func work(offset: Int64, epoch: UInt64, paymentSeq: String? = "p", weight: Int = 10) -> Work {
         let input = PurchaseInput(
-            key: nil, value: [], source: MessageSource(topic: partition.topic, partition: partition.partition, offset: offset),
+            key: nil, value: [],
+            source: MessageSource(topic: partition.topic, partition: partition.partition, offset: offset),
             timestampMilliseconds: nil)
         return Work(
             input: input, parsed: PurchaseMessage.parse([]), partition: partition, epoch: epoch, paymentSeq: paymentSeq,

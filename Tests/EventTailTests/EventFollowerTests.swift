@@ -157,7 +157,8 @@ struct EventFollowerTests {
         #expect(properties["enable.auto.commit"] == "false" && properties["group.instance.id"] == nil)
         await consumer.close()
         let member = try KafkaConsumer(
-            configuration: .init(bootstrapServers: cluster.bootstrapServers, groupID: "g-\(UUID().uuidString.prefix(8))"),
+            configuration: .init(
+                bootstrapServers: cluster.bootstrapServers, groupID: "g-\(UUID().uuidString.prefix(8))"),
             logger: Self.logger)
         #expect(throws: KafkaError.self) { try member.assign([TopicPartition("cf", 0): .beginning]) }
         await member.close()

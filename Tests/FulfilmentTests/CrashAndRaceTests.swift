@@ -72,7 +72,10 @@ struct CrashAndRaceTests {
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(outcomes.filter { if case .granted = $0 { true } else { false } }.count == 1)
-            #expect(outcomes.allSatisfy { if case .granted = $0 { true } else { $0 == PurchaseOutcome.duplicate(paymentSeq: "race-1") } })
+            #expect(
+                outcomes.allSatisfy {
+                    if case .granted = $0 { true } else { $0 == PurchaseOutcome.duplicate(paymentSeq: "race-1") }
+                })
             try await Self.expectInvariants(h, "race-1")
         }
     }
@@ -84,7 +87,9 @@ struct CrashAndRaceTests {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for round in 0..<3 {
                     for i in 0..<60 {
-                        group.addTask { _ = try await h.process("many-\(i)", user: "u\(i)", offset: Int64(round * 100 + i)) }
+                        group.addTask {
+                            _ = try await h.process("many-\(i)", user: "u\(i)", offset: Int64(round * 100 + i))
+                        }
                     }
                 }
                 try await group.waitForAll()

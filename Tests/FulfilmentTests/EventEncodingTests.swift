@@ -18,7 +18,8 @@ struct EventEncodingTests {
     }
 
     let factory = EventFactory(groupID: "g/1", itemGrantedTopic: "granted", consumeFailedTopic: "failed")
-    let awkward = "quote \" backslash \\ slash / newline \n tab \t carriage return \r control \u{1} \u{1f} delete \u{7f} accents é 漢字 emoji 🎮 combining e\u{301}\""
+    let awkward =
+        "quote \" backslash \\ slash / newline \n tab \t carriage return \r control \u{1} \u{1f} delete \u{7f} accents é 漢字 emoji 🎮 combining e\u{301}\""
 
     /// Whether the event and what `JSONEncoder` writes for its decoded form are the same JSON value: no member
     /// missing, added or of another type.
@@ -31,9 +32,11 @@ struct EventEncodingTests {
 
     @Test func anItemGrantedEventDecodesToExactlyWhatWasGranted() throws {
         let grant = GrantRecord(
-            paymentSeq: "2024051310001234", userId: awkward, gamebaseProductId: "gems_500", purchaseToken: "secret-token",
+            paymentSeq: "2024051310001234", userId: awkward, gamebaseProductId: "gems_500",
+            purchaseToken: "secret-token",
             productSeq: 1001, marketId: "GG", productType: "CONSUMABLE", price: "1234.5678", currency: "KRW",
-            paymentId: "GPA.1", isTestPurchase: true, purchaseTime: "2026-11-22T10:20:30+09:00", payload: "{\"a\":[1,2]}",
+            paymentId: "GPA.1", isTestPurchase: true, purchaseTime: "2026-11-22T10:20:30+09:00",
+            payload: "{\"a\":[1,2]}",
             grantedAt: Date(timeIntervalSince1970: 1_700_000_000.123))
         let event = factory.itemGranted(grant)
         let decoded = try JSONDecoder().decode(Envelope<ItemGrantedData>.self, from: Data(event.payload))
@@ -71,7 +74,8 @@ struct EventEncodingTests {
 
     @Test func absentOptionalFieldsAreLeftOutNotWrittenAsNull() throws {
         let grant = GrantRecord(
-            paymentSeq: "7", userId: "u", gamebaseProductId: "p", purchaseToken: "t", grantedAt: Date(timeIntervalSince1970: 0))
+            paymentSeq: "7", userId: "u", gamebaseProductId: "p", purchaseToken: "t",
+            grantedAt: Date(timeIntervalSince1970: 0))
         let payload = factory.itemGranted(grant).payload
         let object = try #require(try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
         let data = try #require(object["data"] as? [String: Any])
@@ -84,14 +88,15 @@ struct EventEncodingTests {
 
     @Test func aConsumeFailedEventDecodesToItsReasonAndDetail() throws {
         let event = factory.consumeFailed(
-            id: "9:consume-failed:abc", userId: nil, paymentSeq: "9", reason: .userMismatch, resultCode: -4000102,
-            resultMessage: awkward, attempts: 3, detail: awkward, key: Array("k".utf8), at: Date(timeIntervalSince1970: 5))
+            id: "9:consume-failed:abc", userId: nil, paymentSeq: "9", reason: .userMismatch, resultCode: -4_000_102,
+            resultMessage: awkward, attempts: 3, detail: awkward, key: Array("k".utf8),
+            at: Date(timeIntervalSince1970: 5))
         let decoded = try JSONDecoder().decode(Envelope<ConsumeFailedData>.self, from: Data(event.payload))
         #expect(decoded.type == EventFactory.consumeFailedType)
         #expect(decoded.data.userId == nil)
         #expect(decoded.data.reason == "user_mismatch")
         #expect(decoded.data.retryable == false)
-        #expect(decoded.data.resultCode == -4000102)
+        #expect(decoded.data.resultCode == -4_000_102)
         #expect(decoded.data.resultMessage == awkward)
         #expect(decoded.data.attempts == 3)
         #expect(decoded.data.detail == awkward)

@@ -10,7 +10,9 @@ struct FlowHarness: Sendable {
     let publisher = RecordingPublisher()
     let ledger: CrashingLedger
     let processor: PurchaseProcessor
-    var topics: (granted: String, failed: String, dlq: String) { ("iap.item-granted", "iap.consume-failed", "purchase.completed.dlq") }
+    var topics: (granted: String, failed: String, dlq: String) {
+        ("iap.item-granted", "iap.consume-failed", "purchase.completed.dlq")
+    }
 
     init(ledger base: any TestLedger, rejectTestPurchases: Bool = false) {
         ledger = CrashingLedger(base)
@@ -20,13 +22,16 @@ struct FlowHarness: Sendable {
             gamebase: gamebase, ledger: ledger, publisher: publisher,
             configuration: FulfilmentConfiguration(
                 groupID: "iap-worker", workerName: "test-worker", rejectTestPurchases: rejectTestPurchases,
-                verifyRetry: RetryPolicy(maxAttempts: 3, initialBackoff: .milliseconds(1), maxBackoff: .milliseconds(2)),
-                consumeRetry: RetryPolicy(maxAttempts: 3, initialBackoff: .milliseconds(1), maxBackoff: .milliseconds(2))),
+                verifyRetry: RetryPolicy(
+                    maxAttempts: 3, initialBackoff: .milliseconds(1), maxBackoff: .milliseconds(2)),
+                consumeRetry: RetryPolicy(
+                    maxAttempts: 3, initialBackoff: .milliseconds(1), maxBackoff: .milliseconds(2))),
             logger: logger)
     }
 
     static func run<T: Sendable>(
-        _ backend: LedgerBackend = .sqlite, rejectTestPurchases: Bool = false, _ body: @Sendable (FlowHarness) async throws -> T
+        _ backend: LedgerBackend = .sqlite, rejectTestPurchases: Bool = false,
+        _ body: @Sendable (FlowHarness) async throws -> T
     ) async throws -> T {
         try await TestDatabases.withFreshLedger(backend, maxConnections: 30) { store in
             try await body(FlowHarness(ledger: store, rejectTestPurchases: rejectTestPurchases))
@@ -40,14 +45,16 @@ struct FlowHarness: Sendable {
         test: Bool = false, consumed: Bool = false, product: String = "gem_pack_100"
     ) -> PaymentTransaction {
         let transaction = PaymentTransaction(
-            paymentSeq: seq, userId: user, productSeq: 1000, currency: "KRW", price: Decimal(string: "1200.5"), marketId: "GG",
+            paymentSeq: seq, userId: user, productSeq: 1000, currency: "KRW", price: Decimal(string: "1200.5"),
+            marketId: "GG",
             accessToken: token ?? "tok-\(seq)", paymentId: "GPA.\(seq)", productType: type, gamebaseProductId: product,
             purchaseTime: "2024-05-13T10:20:30+09:00", payload: "{\"c\":1}", isTestPurchase: test)
         gamebase.add(transaction, consumed: consumed)
         return transaction
     }
 
-    static func message(_ seq: String, user: String = "owner", token: String? = nil, product: String? = nil) -> [UInt8] {
+    static func message(_ seq: String, user: String = "owner", token: String? = nil, product: String? = nil) -> [UInt8]
+    {
         var object: [String: String] = ["paymentSeq": seq, "userId": user, "purchaseToken": token ?? "tok-\(seq)"]
         if let product { object["gamebaseProductId"] = product }
         return Array(try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]))
@@ -60,7 +67,9 @@ struct FlowHarness: Sendable {
             timestamp: Date(timeIntervalSince1970: 1_700_000_000))
     }
 
-    func process(_ seq: String, user: String = "owner", token: String? = nil, offset: Int64 = 0) async throws -> PurchaseOutcome {
+    func process(_ seq: String, user: String = "owner", token: String? = nil, offset: Int64 = 0) async throws
+        -> PurchaseOutcome
+    {
         try await processor.process(Self.input(Self.message(seq, user: user, token: token), offset: offset))
     }
 }

@@ -29,7 +29,8 @@ struct HostileInputTests {
             ]
             let input = PurchaseInput(
                 key: Array("k".utf8), value: Array("{}".utf8), headers: forged,
-                source: MessageSource(topic: "purchase.completed", partition: 3, offset: 41), timestampMilliseconds: 1_700_000_000_123)
+                source: MessageSource(topic: "purchase.completed", partition: 3, offset: 41),
+                timestampMilliseconds: 1_700_000_000_123)
             let outcome = try await h.processor.process(input)
             #expect(outcome == PurchaseOutcome.malformed(problem: "userId is missing"))
             let dead = try #require(h.publisher.records(on: h.topics.dlq).first)
@@ -49,14 +50,16 @@ struct HostileInputTests {
     @Test(arguments: ["9223372036854775807", "-9223372036854775808", "99999999999999999999999", "1e9", " 7", ""])
     func extremeProvenanceOnADeadLetterRecordNeverTraps(value: String) async throws {
         try await FlowHarness.run { (h: FlowHarness) async throws in
-            let headers = ["iap-attempts", "iap-original-timestamp", "iap-original-partition", "iap-original-offset"].map {
-                RecordHeader(name: $0, string: value)
-            } + [RecordHeader(name: "iap-original-topic", string: "purchase.completed")]
+            let headers =
+                ["iap-attempts", "iap-original-timestamp", "iap-original-partition", "iap-original-offset"].map {
+                    RecordHeader(name: $0, string: value)
+                } + [RecordHeader(name: "iap-original-topic", string: "purchase.completed")]
             let input = PurchaseInput(
                 key: nil, value: FlowHarness.message("h-1"), headers: headers,
                 source: MessageSource(topic: "purchase.completed.dlq", partition: 0, offset: 7),
                 timestampMilliseconds: .min, provenanceTrusted: true)
-            try await h.processor.deadLetter(input, reason: .gamebaseUnavailable, error: "still failing", attempts: Int.max)
+            try await h.processor.deadLetter(
+                input, reason: .gamebaseUnavailable, error: "still failing", attempts: Int.max)
             let dead = try #require(h.publisher.records(on: h.topics.dlq).last)
             let attempts = try #require(Self.last("iap-attempts", in: dead).flatMap { Int($0) })
             #expect(attempts >= 1)
@@ -70,7 +73,8 @@ struct HostileInputTests {
     func anyKafkaTimestampGivesATimestampHeader(milliseconds: Int64) async throws {
         try await FlowHarness.run { (h: FlowHarness) async throws in
             let input = PurchaseInput(
-                key: nil, value: Array("not json".utf8), source: MessageSource(topic: "purchase.completed", partition: 0, offset: 1),
+                key: nil, value: Array("not json".utf8),
+                source: MessageSource(topic: "purchase.completed", partition: 0, offset: 1),
                 timestampMilliseconds: milliseconds)
             _ = try await h.processor.process(input)
             let dead = try #require(h.publisher.records(on: h.topics.dlq).first)
@@ -83,10 +87,14 @@ struct HostileInputTests {
     func conflictingClaimsForAGrantedPaymentAreRejectedUnderTheirOwnIDs(backend: LedgerBackend) async throws {
         try await FlowHarness.run(backend) { (h: FlowHarness) async throws in
             h.payment("c-100", user: "owner")
-            #expect((try await h.process("c-100", user: "owner")) == PurchaseOutcome.granted(paymentSeq: "c-100", consumePending: false))
+            #expect(
+                (try await h.process("c-100", user: "owner"))
+                    == PurchaseOutcome.granted(paymentSeq: "c-100", consumePending: false))
             let verifies = h.gamebase.verifyCalls
             // Someone else's userId with the real token, then the owner's userId with a made-up token.
-            #expect((try await h.process("c-100", user: "thief")) == PurchaseOutcome.rejected(paymentSeq: "c-100", reason: .userMismatch))
+            #expect(
+                (try await h.process("c-100", user: "thief"))
+                    == PurchaseOutcome.rejected(paymentSeq: "c-100", reason: .userMismatch))
             #expect(
                 (try await h.process("c-100", user: "owner", token: "made-up"))
                     == PurchaseOutcome.rejected(paymentSeq: "c-100", reason: .invalidPurchase))
@@ -95,10 +103,15 @@ struct HostileInputTests {
             let ids = failed.compactMap { $0["id"] as? String }
             #expect(ids.count == 2 && Set(ids).count == 2)
             #expect(ids.allSatisfy { $0.hasPrefix("c-100:consume-failed:") })
-            #expect(try await h.ledger.rejections(paymentSeq: "c-100").map(\.reason).sorted() == ["invalid_purchase", "user_mismatch"])
+            #expect(
+                try await h.ledger.rejections(paymentSeq: "c-100").map(\.reason).sorted() == [
+                    "invalid_purchase", "user_mismatch",
+                ])
             // Their repeats are duplicates of their rejections; the owner's repeat is a duplicate of the grant.
             #expect((try await h.process("c-100", user: "thief")) == PurchaseOutcome.duplicate(paymentSeq: "c-100"))
-            #expect((try await h.process("c-100", user: "owner", token: "made-up")) == PurchaseOutcome.duplicate(paymentSeq: "c-100"))
+            #expect(
+                (try await h.process("c-100", user: "owner", token: "made-up"))
+                    == PurchaseOutcome.duplicate(paymentSeq: "c-100"))
             #expect((try await h.process("c-100", user: "owner")) == PurchaseOutcome.duplicate(paymentSeq: "c-100"))
             #expect(h.publisher.events(on: h.topics.failed).count == 2)
             #expect(try await h.ledger.grant(paymentSeq: "c-100")?.userId == "owner")
@@ -160,9 +173,12 @@ struct HostileInputTests {
             h.publisher.state.withLock { $0.maxRecordBytes = 100_000 }
             let value = [UInt8](repeating: UInt8(ascii: "x"), count: 1_000_000)
             let input = PurchaseInput(
-                key: Array("k".utf8), value: value, headers: [RecordHeader(name: "big", value: [UInt8](repeating: 0, count: 200_000))],
+                key: Array("k".utf8), value: value,
+                headers: [RecordHeader(name: "big", value: [UInt8](repeating: 0, count: 200_000))],
                 source: MessageSource(topic: "purchase.completed", partition: 1, offset: 9), timestampMilliseconds: 5)
-            #expect((try await h.processor.process(input)) == PurchaseOutcome.malformed(problem: "message is 1000000 bytes, over the 65536-byte limit"))
+            #expect(
+                (try await h.processor.process(input))
+                    == PurchaseOutcome.malformed(problem: "message is 1000000 bytes, over the 65536-byte limit"))
             let dead = try #require(h.publisher.records(on: h.topics.dlq).first)
             #expect(dead.value.isEmpty)
             #expect(Self.last("iap-value-omitted-bytes", in: dead) == "1000000")

@@ -10,7 +10,8 @@ struct PurchaseFlowTests {
     @Test func aValidPurchaseIsGrantedAnnouncedAndConsumed() async throws {
         try await FlowHarness.run { (h: FlowHarness) async throws in
             h.payment("1001")
-            let outcome = try await h.processor.process(FlowHarness.input(FlowHarness.message("1001", product: "something_else")))
+            let outcome = try await h.processor.process(
+                FlowHarness.input(FlowHarness.message("1001", product: "something_else")))
             #expect(outcome == PurchaseOutcome.granted(paymentSeq: "1001", consumePending: false))
             let grant = try #require(try await h.ledger.grant(paymentSeq: "1001"))
             #expect(grant.state == .consumed)
@@ -35,7 +36,10 @@ struct PurchaseFlowTests {
             #expect(data["grantedAt"] is String)
             let record = try #require(h.publisher.records(on: h.topics.granted).first)
             #expect(record.key == Array("owner".utf8))
-            #expect(record.headers.contains { $0.name == "content-type" && $0.stringValue == "application/cloudevents+json" })
+            #expect(
+                record.headers.contains {
+                    $0.name == "content-type" && $0.stringValue == "application/cloudevents+json"
+                })
             #expect(h.publisher.records(on: h.topics.failed).isEmpty)
         }
     }
@@ -52,7 +56,8 @@ struct PurchaseFlowTests {
 
     @Test func aDuplicateOfARejectionPublishesNothingNew() async throws {
         try await FlowHarness.run { (h: FlowHarness) async throws in
-            #expect((try await h.process("1003")) == PurchaseOutcome.rejected(paymentSeq: "1003", reason: .invalidPurchase))
+            #expect(
+                (try await h.process("1003")) == PurchaseOutcome.rejected(paymentSeq: "1003", reason: .invalidPurchase))
             let published = h.publisher.records.count
             #expect((try await h.process("1003")) == PurchaseOutcome.duplicate(paymentSeq: "1003"))
             #expect(h.publisher.records.count == published)
@@ -76,17 +81,22 @@ struct PurchaseFlowTests {
                 ("2004", "owner", "tok-2004", .testPurchase),
             ]
             for (seq, user, token, reason) in cases {
-                #expect((try await h.process(seq, user: user, token: token)) == PurchaseOutcome.rejected(paymentSeq: seq, reason: reason))
+                #expect(
+                    (try await h.process(seq, user: user, token: token))
+                        == PurchaseOutcome.rejected(paymentSeq: seq, reason: reason))
             }
             let events = h.publisher.events(on: h.topics.failed)
             #expect(events.count == cases.count)
-            #expect(Set(events.compactMap { ($0["data"] as? [String: Any])?["reason"] as? String }) == Set(cases.map(\.3.rawValue)))
+            #expect(
+                Set(events.compactMap { ($0["data"] as? [String: Any])?["reason"] as? String })
+                    == Set(cases.map(\.3.rawValue)))
             for event in events {
                 #expect(event["type"] as? String == "gamebase.iap.consume.failed.v1")
                 #expect((event["id"] as? String)?.contains(":consume-failed:") == true)
                 #expect((event["data"] as? [String: Any])?["retryable"] as? Bool == false)
             }
-            let invalid = try #require(events.first { ($0["data"] as? [String: Any])?["reason"] as? String == "invalid_purchase" })
+            let invalid = try #require(
+                events.first { ($0["data"] as? [String: Any])?["reason"] as? String == "invalid_purchase" })
             #expect((invalid["data"] as? [String: Any])?["resultCode"] as? Int == 1100)
             // Nothing was granted or consumed.
             #expect(try await h.ledger.stats().granted == 0)
@@ -100,12 +110,18 @@ struct PurchaseFlowTests {
         try await FlowHarness.run(backend) { (h: FlowHarness) async throws in
             h.payment("3001", user: "owner")
             h.payment("9999", user: "thief", token: "thief-own-token")
-            #expect((try await h.process("3001", user: "thief")) == PurchaseOutcome.rejected(paymentSeq: "3001", reason: .userMismatch))
-            #expect((try await h.process("3001", user: "owner", token: "forged")) == PurchaseOutcome.rejected(paymentSeq: "3001", reason: .invalidPurchase))
+            #expect(
+                (try await h.process("3001", user: "thief"))
+                    == PurchaseOutcome.rejected(paymentSeq: "3001", reason: .userMismatch))
+            #expect(
+                (try await h.process("3001", user: "owner", token: "forged"))
+                    == PurchaseOutcome.rejected(paymentSeq: "3001", reason: .invalidPurchase))
             #expect(
                 (try await h.process("3001", user: "thief", token: "thief-own-token"))
                     == PurchaseOutcome.rejected(paymentSeq: "3001", reason: .paymentMismatch))
-            #expect((try await h.process("3001", user: "owner")) == PurchaseOutcome.granted(paymentSeq: "3001", consumePending: false))
+            #expect(
+                (try await h.process("3001", user: "owner"))
+                    == PurchaseOutcome.granted(paymentSeq: "3001", consumePending: false))
             #expect(try await h.ledger.grant(paymentSeq: "3001")?.userId == "owner")
             // After the grant, the thief's repeat is a duplicate, and the owner's is too.
             #expect((try await h.process("3001", user: "thief")) == PurchaseOutcome.duplicate(paymentSeq: "3001"))
@@ -126,7 +142,9 @@ struct PurchaseFlowTests {
             }
             #expect(error.kind == .transient)
             #expect(attempts == 3)
-            #expect(try await h.ledger.stats() == LedgerStats(granted: 0, consumed: 0, rejections: [:], unpublishedEvents: 0))
+            #expect(
+                try await h.ledger.stats()
+                    == LedgerStats(granted: 0, consumed: 0, rejections: [:], unpublishedEvents: 0))
             #expect(h.publisher.records.isEmpty)
             // Fewer failures than attempts: retried within the message.
             h.gamebase.failVerify([FakeGamebase.error(.internalSystemError), FakeGamebase.timeout])
@@ -145,7 +163,9 @@ struct PurchaseFlowTests {
             // dead-letter), and no outcome at all.
             await #expect(throws: CancellationError.self) { try await flow.value }
             #expect(h.publisher.records.isEmpty)
-            #expect(try await h.ledger.stats() == LedgerStats(granted: 0, consumed: 0, rejections: [:], unpublishedEvents: 0))
+            #expect(
+                try await h.ledger.stats()
+                    == LedgerStats(granted: 0, consumed: 0, rejections: [:], unpublishedEvents: 0))
         }
     }
 
@@ -156,7 +176,9 @@ struct PurchaseFlowTests {
             let outcome = try await h.process("5001")
             #expect(outcome == PurchaseOutcome.stop(FakeGamebase.error(.invalidSecretKey), durable: false))
             #expect(h.gamebase.verifyCalls == 1, "a configuration failure is not retried")
-            #expect(try await h.ledger.stats() == LedgerStats(granted: 0, consumed: 0, rejections: [:], unpublishedEvents: 0))
+            #expect(
+                try await h.ledger.stats()
+                    == LedgerStats(granted: 0, consumed: 0, rejections: [:], unpublishedEvents: 0))
             #expect(h.publisher.records.isEmpty)
         }
     }
@@ -233,7 +255,8 @@ struct PurchaseFlowTests {
     @Test func deadLetteringAnUnavailablePurchaseKeepsItsProvenanceAndCountsAttempts() async throws {
         try await FlowHarness.run { (h: FlowHarness) async throws in
             let input = FlowHarness.input(FlowHarness.message("1234"), offset: 5)
-            try await h.processor.deadLetter(input, reason: .gamebaseUnavailable, error: "Gamebase timed out\nagain", attempts: 3)
+            try await h.processor.deadLetter(
+                input, reason: .gamebaseUnavailable, error: "Gamebase timed out\nagain", attempts: 3)
             let dead = try #require(h.publisher.records(on: h.topics.dlq).first)
             let headers = Dictionary(dead.headers.map { ($0.name, $0.stringValue ?? "") }, uniquingKeysWith: { $1 })
             #expect(headers["iap-reason"] == "gamebase_unavailable")
@@ -246,10 +269,12 @@ struct PurchaseFlowTests {
             // and failing again: provenance stays, attempts add up.
             let redriven = PurchaseInput(
                 key: dead.key, value: dead.value, headers: dead.headers,
-                source: MessageSource(topic: "purchase.completed.dlq", partition: 0, offset: 99), provenanceTrusted: true)
+                source: MessageSource(topic: "purchase.completed.dlq", partition: 0, offset: 99),
+                provenanceTrusted: true)
             try await h.processor.deadLetter(redriven, reason: .gamebaseUnavailable, error: "still down", attempts: 2)
             let again = try #require(h.publisher.records(on: h.topics.dlq).last)
-            let againHeaders = Dictionary(again.headers.map { ($0.name, $0.stringValue ?? "") }, uniquingKeysWith: { $1 })
+            let againHeaders = Dictionary(
+                again.headers.map { ($0.name, $0.stringValue ?? "") }, uniquingKeysWith: { $1 })
             #expect(againHeaders["iap-attempts"] == "5")
             #expect(againHeaders["iap-original-topic"] == "purchase.completed")
             #expect(againHeaders["iap-original-offset"] == "5")

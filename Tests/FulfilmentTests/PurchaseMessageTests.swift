@@ -34,14 +34,30 @@ import Testing
         ("bool userId", Array(#"{"userId":true,"paymentSeq":"1","purchaseToken":"t"}"#.utf8)),
         ("object token", Array(#"{"userId":"u","paymentSeq":"1","purchaseToken":{"a":1}}"#.utf8)),
         ("number product", Array(#"{"userId":"u","paymentSeq":"1","purchaseToken":"t","gamebaseProductId":5}"#.utf8)),
-        ("over-long paymentSeq", Array(#"{"userId":"u","paymentSeq":"\#(String(repeating: "9", count: 200))","purchaseToken":"t"}"#.utf8)),
-        ("over-long userId", Array(#"{"userId":"\#(String(repeating: "u", count: 300))","paymentSeq":"1","purchaseToken":"t"}"#.utf8)),
+        (
+            "over-long paymentSeq",
+            Array(#"{"userId":"u","paymentSeq":"\#(String(repeating: "9", count: 200))","purchaseToken":"t"}"#.utf8)
+        ),
+        (
+            "over-long userId",
+            Array(#"{"userId":"\#(String(repeating: "u", count: 300))","paymentSeq":"1","purchaseToken":"t"}"#.utf8)
+        ),
         ("control character", Array("{\"userId\":\"u\\n\",\"paymentSeq\":\"1\",\"purchaseToken\":\"t\"}".utf8)),
         ("invalid UTF-8", [0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x3A, 0x31, 0x7D]),
         ("binary garbage", (0..<512).map { UInt8(truncatingIfNeeded: $0 &* 7919) }),
         ("deep nesting", Array((String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)).utf8)),
-        ("deep object", Array(("{\"userId\":\"u\",\"paymentSeq\":\"1\",\"purchaseToken\":\"t\",\"x\":" + String(repeating: "{\"a\":", count: 64) + "1" + String(repeating: "}", count: 64) + "}").utf8)),
-        ("over 64 KiB", Array((#"{"userId":"u","paymentSeq":"1","purchaseToken":"t","pad":""# + String(repeating: "x", count: 70_000) + #""}"#).utf8)),
+        (
+            "deep object",
+            Array(
+                ("{\"userId\":\"u\",\"paymentSeq\":\"1\",\"purchaseToken\":\"t\",\"x\":"
+                    + String(repeating: "{\"a\":", count: 64) + "1" + String(repeating: "}", count: 64) + "}").utf8)
+        ),
+        (
+            "over 64 KiB",
+            Array(
+                (#"{"userId":"u","paymentSeq":"1","purchaseToken":"t","pad":""# + String(repeating: "x", count: 70_000)
+                    + #""}"#).utf8)
+        ),
     ]
 
     @Test(arguments: malformed)
@@ -75,9 +91,11 @@ import Testing
         #expect(owner.claimHash != thief.claimHash)
         #expect(owner.claimHash.count == 16)
         // SHA-256 of "abc" (FIPS 180-4 test vector).
-        #expect(PurchaseMessage(userId: "u", paymentSeq: "1", purchaseToken: "abc").tokenHash
-            == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(PurchaseMessage(userId: "u", paymentSeq: "1", purchaseToken: "").tokenHash
-            == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(
+            PurchaseMessage(userId: "u", paymentSeq: "1", purchaseToken: "abc").tokenHash
+                == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(
+            PurchaseMessage(userId: "u", paymentSeq: "1", purchaseToken: "").tokenHash
+                == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
     }
 }

@@ -40,7 +40,9 @@ struct GamebaseAnswerReadingTests {
             if headerOnly.header.isSuccessful {
                 reference = try? decoder.decode(ReferenceEnvelope<Result>.self, from: Data(text))
                 // The client fails closed where the model is lenient: a payment without isConsumable is no answer.
-                if let payment = reference?.result as? PaymentTransaction, payment.isConsumable == nil { reference = nil }
+                if let payment = reference?.result as? PaymentTransaction, payment.isConsumable == nil {
+                    reference = nil
+                }
                 // …and a payment with a NUL in a field the ledger stores is no answer either.
                 if let payment = reference?.result as? PaymentTransaction, Self.holdsNUL(payment) { reference = nil }
             } else {
@@ -53,7 +55,8 @@ struct GamebaseAnswerReadingTests {
 
     private static func holdsNUL(_ payment: PaymentTransaction) -> Bool {
         let fields = [
-            payment.paymentSeq, payment.userId, payment.currency, payment.marketId, payment.accessToken, payment.paymentId,
+            payment.paymentSeq, payment.userId, payment.currency, payment.marketId, payment.accessToken,
+            payment.paymentId,
             payment.paymentToken, payment.productType, payment.gamebaseProductId, payment.purchaseTime, payment.payload,
         ]
         return fields.contains { $0?.utf8.contains(0) == true }
@@ -64,11 +67,14 @@ struct GamebaseAnswerReadingTests {
     @Test(arguments: [
         #"{"paymentSeq":"1","userId":"u","isConsumable":true,"payload":"a\u0000b"}"#,
         #"{"paymentSeq":"1\u0000","userId":"u","isConsumable":true}"#,
-        #"{"paymentSeq":"1","userId":"u","isConsumable":true,"marketId":""# + String(repeating: "x", count: 8193) + #""}"#,
+        #"{"paymentSeq":"1","userId":"u","isConsumable":true,"marketId":""# + String(repeating: "x", count: 8193)
+            + #""}"#,
     ])
     func aPaymentWithAFieldTheLedgerCannotStoreIsNoAnswer(result: String) {
         let text = #"{"header":{"isSuccessful":true,"resultCode":0},"result":"# + result + "}"
-        #expect(throws: JSONReader.Failure.self) { try GamebaseEnvelope.read(Array(text.utf8), result: PaymentTransaction.read) }
+        #expect(throws: JSONReader.Failure.self) {
+            try GamebaseEnvelope.read(Array(text.utf8), result: PaymentTransaction.read)
+        }
     }
 
     /// A refusal's message is kept in bytes, not Characters (one Character can hold any number of scalars).
@@ -113,7 +119,8 @@ struct GamebaseAnswerReadingTests {
             let (reference, ours) = verdicts(Array(consume.utf8), ConsumeResult.read, as: ConsumeResult.self)
             #expect(agree(reference, ours), "\(consume)")
             let list = generator.consumableAnswer()
-            let (listReference, listOurs) = verdicts(Array(list.utf8), ConsumableItem.readList, as: [ConsumableItem].self)
+            let (listReference, listOurs) = verdicts(
+                Array(list.utf8), ConsumableItem.readList, as: [ConsumableItem].self)
             #expect(agree(listReference, listOurs), "\(list)")
         }
     }
@@ -151,11 +158,19 @@ struct GamebaseAnswerReadingTests {
         var afterComma = false
         for byte in bytes {
             if inString {
-                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
                 continue
             }
             switch byte {
-            case UInt8(ascii: "\""): inString = true; afterComma = false
+            case UInt8(ascii: "\""):
+                inString = true
+                afterComma = false
             case UInt8(ascii: ","): afterComma = true
             case UInt8(ascii: "}"), UInt8(ascii: "]"): if afterComma { return true }
             case 0x20, 0x0A, 0x0D, 0x09: break
@@ -177,7 +192,8 @@ struct GamebaseAnswerReadingTests {
         #"{"header":{"isSuccessful":true,"resultCode":.5}}"#, #"{"header":{"isSuccessful":true,"resultCode":1e}}"#,
         #"{"header":{"isSuccessful":true,"resultCode":0.5}}"#, #"{"header":{"isSuccessful":tru,"resultCode":0}}"#,
         #"{"header":{"isSuccessful":"true","resultCode":0}}"#, #"{"header":{"isSuccessful":true}}"#,
-        #"{"header":null}"#, #"{"result":{}}"#, #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"userId":"u"}}"#,
+        #"{"header":null}"#, #"{"result":{}}"#,
+        #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"userId":"u"}}"#,
         #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":1,"userId":"u"}}"#,
         #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":"1","userId":"u","productSeq":1.5}}"#,
         #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":"1","userId":"u","productSeq":1e30}}"#,
@@ -195,11 +211,14 @@ struct GamebaseAnswerReadingTests {
     }
 
     @Test(arguments: [
-        #"{"header":{"isSuccessful":true,"resultCode":0},}"#, #"{"header":{"isSuccessful":true,"resultCode":0,"x":[1,]}}"#,
+        #"{"header":{"isSuccessful":true,"resultCode":0},}"#,
+        #"{"header":{"isSuccessful":true,"resultCode":0,"x":[1,]}}"#,
         #"{"header":{"isSuccessful":true,"resultCode":0,"x":"\q"}}"#,
     ])
     func refusesInvalidJSONThatJSONDecoderLetsThrough(_ text: String) {
-        #expect(throws: JSONReader.Failure.self) { try GamebaseEnvelope.read(Array(text.utf8), result: PaymentTransaction.read) }
+        #expect(throws: JSONReader.Failure.self) {
+            try GamebaseEnvelope.read(Array(text.utf8), result: PaymentTransaction.read)
+        }
     }
 
     @Test func refusesInvalidUTF8InAString() {
@@ -209,13 +228,15 @@ struct GamebaseAnswerReadingTests {
     }
 
     @Test func readsEscapesAndSurrogatePairsAsJSONDecoderDoes() throws {
-        let text = #"{"header":{"isSuccessful":true,"resultCode":0,"resultMessage":"\"\\\/\b\f\n\r\t\u00e9\uD83D\uDE00 é 😀"}}"#
+        let text =
+            #"{"header":{"isSuccessful":true,"resultCode":0,"resultMessage":"\"\\\/\b\f\n\r\t\u00e9\uD83D\uDE00 é 😀"}}"#
         let envelope = try GamebaseEnvelope.read(Array(text.utf8), result: PaymentTransaction.read)
         #expect(envelope.header.resultMessage == "\"\\/\u{8}\u{c}\n\r\té😀 é 😀")
     }
 
     @Test func aFailedAnswerIsReadForItsHeaderWhateverItsResult() throws {
-        let text = #"{"result":{"unexpected":true},"header":{"isSuccessful":false,"resultCode":1100,"resultMessage":"invalid"}}"#
+        let text =
+            #"{"result":{"unexpected":true},"header":{"isSuccessful":false,"resultCode":1100,"resultMessage":"invalid"}}"#
         let envelope = try GamebaseEnvelope.read(Array(text.utf8), result: PaymentTransaction.read)
         #expect(envelope.header.resultCode == 1100)
         #expect(envelope.result == nil)
@@ -224,22 +245,31 @@ struct GamebaseAnswerReadingTests {
     @Test(arguments: [
         #"{"paymentSeq":"1","userId":"u"}"#, #"{"paymentSeq":"1","userId":"u","isConsumable":null}"#,
         #"{"userId":"u","isConsumable":true}"#, #"{"paymentSeq":"1","isConsumable":true}"#,
-        #"{"paymentSeq":null,"userId":"u","isConsumable":true}"#, #"{"paymentSeq":"1","userId":"u","isConsumable":"true"}"#,
+        #"{"paymentSeq":null,"userId":"u","isConsumable":true}"#,
+        #"{"paymentSeq":"1","userId":"u","isConsumable":"true"}"#,
     ])
     func aPaymentLackingWhatTheChecksNeedIsNoAnswer(result: String) {
         let text = #"{"header":{"isSuccessful":true,"resultCode":0},"result":"# + result + "}"
-        #expect(throws: JSONReader.Failure.self) { try GamebaseEnvelope.read(Array(text.utf8), result: PaymentTransaction.read) }
+        #expect(throws: JSONReader.Failure.self) {
+            try GamebaseEnvelope.read(Array(text.utf8), result: PaymentTransaction.read)
+        }
     }
 
-    @Test(arguments: ["1e400", "-1e400", "1e-400", "1" + String(repeating: "0", count: 80), "0." + String(repeating: "1", count: 80)])
+    @Test(arguments: [
+        "1e400", "-1e400", "1e-400", "1" + String(repeating: "0", count: 80), "0." + String(repeating: "1", count: 80),
+    ])
     func aPriceNoDecimalHoldsIsNoAnswer(price: String) {
-        let text = #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":"1","userId":"u","isConsumable":true,"price":"#
+        let text =
+            #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":"1","userId":"u","isConsumable":true,"price":"#
             + price + "}}"
-        #expect(throws: JSONReader.Failure.self) { try GamebaseEnvelope.read(Array(text.utf8), result: PaymentTransaction.read) }
+        #expect(throws: JSONReader.Failure.self) {
+            try GamebaseEnvelope.read(Array(text.utf8), result: PaymentTransaction.read)
+        }
     }
 
     @Test func aPriceIsReadWithoutBinaryFloatingPoint() throws {
-        let text = #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":"1","userId":"u","price":0.1,"isConsumable":true}}"#
+        let text =
+            #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":"1","userId":"u","price":0.1,"isConsumable":true}}"#
         let envelope = try GamebaseEnvelope.read(Array(text.utf8), result: PaymentTransaction.read)
         #expect(envelope.result?.price == Decimal(string: "0.1"))
         #expect("\(envelope.result!.price!)" == "0.1")
@@ -293,9 +323,12 @@ private struct AnswerGenerator {
         case 2: return pick(["true", "false"])
         case 3: return "null"
         case 4: return string()
-        case 5: return "[" + (0..<below(4)).map { _ in whitespace() + anyValue(depth: depth + 1) }.joined(separator: ",") + "]"
+        case 5:
+            return "[" + (0..<below(4)).map { _ in whitespace() + anyValue(depth: depth + 1) }.joined(separator: ",")
+                + "]"
         default:
-            return "{" + (0..<below(4)).map { _ in string() + ":" + anyValue(depth: depth + 1) }.joined(separator: ",") + "}"
+            return "{" + (0..<below(4)).map { _ in string() + ":" + anyValue(depth: depth + 1) }.joined(separator: ",")
+                + "}"
         }
     }
 
@@ -305,7 +338,8 @@ private struct AnswerGenerator {
             for _ in 0..<(1 + below(3)) { members.append(("\"extra\(below(5))\"", anyValue())) }
         }
         members.shuffle(using: &self)
-        return "{" + whitespace() + members.map { "\($0.0)" + whitespace() + ":" + whitespace() + $0.1 }
+        return "{" + whitespace()
+            + members.map { "\($0.0)" + whitespace() + ":" + whitespace() + $0.1 }
             .joined(separator: "," + whitespace()) + whitespace() + "}"
     }
 
@@ -324,7 +358,8 @@ private struct AnswerGenerator {
     private mutating func header() -> String {
         let success = chance(90)
         var members: [(String, String)] = [
-            ("\"isSuccessful\"", success ? "true" : "false"), ("\"resultCode\"", success ? "0" : pick(["1100", "-4060001", "5018"])),
+            ("\"isSuccessful\"", success ? "true" : "false"),
+            ("\"resultCode\"", success ? "0" : pick(["1100", "-4060001", "5018"])),
         ]
         members += field("transactionId", string())
         members += field("resultMessage", string())
@@ -344,7 +379,10 @@ private struct AnswerGenerator {
         members += chance(97) ? [("\"paymentSeq\"", string())] : field("paymentSeq", string())
         members += chance(97) ? [("\"userId\"", string())] : field("userId", string())
         members += field("productSeq", integer())
-        for name in ["currency", "marketId", "accessToken", "paymentId", "paymentToken", "productType", "gamebaseProductId", "purchaseTime", "payload"] {
+        for name in [
+            "currency", "marketId", "accessToken", "paymentId", "paymentToken", "productType", "gamebaseProductId",
+            "purchaseTime", "payload",
+        ] {
             members += field(name, string())
         }
         members += field("price", decimal())
@@ -367,7 +405,9 @@ private struct AnswerGenerator {
             members += field("productSeq", integer())
             members += field("price", decimal())
             members += field("isTestPurchase", bool())
-            for name in ["currency", "marketId", "accessToken", "paymentId", "gamebaseProductId", "purchaseTime", "payload"] {
+            for name in [
+                "currency", "marketId", "accessToken", "paymentId", "gamebaseProductId", "purchaseTime", "payload",
+            ] {
                 members += field(name, string())
             }
             return object(members)

@@ -30,13 +30,15 @@ struct GamebaseClientTLSTests {
         -----END PRIVATE KEY-----
         """
 
-    static let answer = #"{"header":{"transactionId":"t","isSuccessful":true,"resultCode":0,"resultMessage":"SUCCESS"},"result":{"paymentSeq":"2024051310001234","userId":"user-1","productType":"CONSUMABLE","isConsumable":true}}"#
+    static let answer =
+        #"{"header":{"transactionId":"t","isSuccessful":true,"resultCode":0,"resultMessage":"SUCCESS"},"result":{"paymentSeq":"2024051310001234","userId":"user-1","productType":"CONSUMABLE","isConsumable":true}}"#
 
     private func server() async throws -> FixedAnswerServer {
         let certificate = try NIOSSLCertificate(bytes: Array(Self.certificate.utf8), format: .pem)
         let key = try NIOSSLPrivateKey(bytes: Array(Self.privateKey.utf8), format: .pem)
         let context = try NIOSSLContext(
-            configuration: .makeServerConfiguration(certificateChain: [.certificate(certificate)], privateKey: .privateKey(key)))
+            configuration: .makeServerConfiguration(
+                certificateChain: [.certificate(certificate)], privateKey: .privateKey(key)))
         return try await FixedAnswerServer(answer: FixedAnswerServer.ok(Self.answer), tls: context)
     }
 

@@ -14,7 +14,8 @@ struct GamebaseClientTests {
         try await Support.withSimulator(payments: payments, faults: SimulatorFaults(unknownFieldRate: 1)) { _, url in
             let client = Support.client(url)
             defer { Task { try await client.shutdown() } }
-            let transaction = try await client.paymentTransaction(accessToken: "tok-2024051310001234", transactionID: .init())
+            let transaction = try await client.paymentTransaction(
+                accessToken: "tok-2024051310001234", transactionID: .init())
             #expect(transaction.paymentSeq == "2024051310001234")
             #expect(transaction.userId == "QXG774PMRZMWR3BR")
             #expect(transaction.price == Decimal(string: "2.29"))
@@ -32,7 +33,9 @@ struct GamebaseClientTests {
             defer { Task { try await client.shutdown() } }
             let transaction = try await client.paymentTransaction(accessToken: token, transactionID: .init())
             #expect(transaction.accessToken == token)
-            #expect(try await client.consume(paymentSeq: "1", accessToken: token, transactionID: .init()) != .alreadyConsumed)
+            #expect(
+                try await client.consume(paymentSeq: "1", accessToken: token, transactionID: .init())
+                    != .alreadyConsumed)
             #expect(simulator.state.consumes["1"] == 1)
         }
     }
@@ -53,7 +56,12 @@ struct GamebaseClientTests {
         try await Support.withSimulator(payments: [Support.payment("1")]) { _, url in
             let badKey = Support.client(url, secretKey: "wrong")
             let badApp = Support.client(url, appID: "other-app")
-            defer { Task { try await badKey.shutdown(); try await badApp.shutdown() } }
+            defer {
+                Task {
+                    try await badKey.shutdown()
+                    try await badApp.shutdown()
+                }
+            }
             let keyError = await #expect(throws: GamebaseError.self) {
                 try await badKey.paymentTransaction(accessToken: "tok-1", transactionID: .init())
             }
@@ -78,7 +86,9 @@ struct GamebaseClientTests {
             }
             #expect(result.gamebaseProductId == "gem_pack_100")
             #expect(result.price == Decimal(string: "2.29"))
-            #expect(try await client.consume(paymentSeq: "7", accessToken: "tok-7", transactionID: .init()) == .alreadyConsumed)
+            #expect(
+                try await client.consume(paymentSeq: "7", accessToken: "tok-7", transactionID: .init())
+                    == .alreadyConsumed)
             let after = try await client.paymentTransaction(accessToken: "tok-7", transactionID: .init())
             #expect(after.isConsumable == false)
             #expect(simulator.state.consumes["7"] == 1)
@@ -114,7 +124,8 @@ struct GamebaseClientTests {
             defer { Task { try await client.shutdown() } }
             let all = try await client.listConsumables(userId: "u", marketIds: nil, transactionID: .init())
             #expect(all.map(\.paymentSeq) == ["1", "2", "6"])
-            let amazon = try await client.listConsumables(userId: "u", marketIds: ["AMAZON", "GG"], transactionID: .init())
+            let amazon = try await client.listConsumables(
+                userId: "u", marketIds: ["AMAZON", "GG"], transactionID: .init())
             #expect(amazon.map(\.paymentSeq) == ["1", "3", "6"])
             let none = try await client.listConsumables(userId: "nobody", marketIds: [], transactionID: .init())
             #expect(none.isEmpty)
@@ -183,13 +194,17 @@ struct GamebaseClientTests {
     }
 
     @Test func aBaseURLWithAPathPrefixesEveryCall() async throws {
-        let answer = #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":"1","userId":"user-1","isConsumable":true}}"#
+        let answer =
+            #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":"1","userId":"user-1","isConsumable":true}}"#
         let server = try await FixedAnswerServer(answer: FixedAnswerServer.ok(answer))
         let client = Support.client("http://127.0.0.1:\(server.port)/gateway/")
         _ = try await client.paymentTransaction(accessToken: "tok/1", transactionID: .init())
         try await client.shutdown()
         await server.close()
-        #expect(server.requests.map(\.uri) == ["/gateway/tcgb-inapp/v1.3/apps/\(Support.appID)/payment/transaction?accessToken=tok%2F1"])
+        #expect(
+            server.requests.map(\.uri) == [
+                "/gateway/tcgb-inapp/v1.3/apps/\(Support.appID)/payment/transaction?accessToken=tok%2F1"
+            ])
     }
 
     @Test func aRedirectIsNotFollowedSoTheSecretKeyGoesNowhereElse() async throws {
@@ -203,7 +218,8 @@ struct GamebaseClientTests {
     }
 
     @Test(arguments: [
-        "<html><body>502 Bad Gateway</body></html>", #"{"header":{"isSuccessful":true}}"#, #"{"header":{"isSuccessful":true,"resultCode":0}"#,
+        "<html><body>502 Bad Gateway</body></html>", #"{"header":{"isSuccessful":true}}"#,
+        #"{"header":{"isSuccessful":true,"resultCode":0}"#,
         #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"userId":"u"}}"#,
         // Fail closed: a payment that does not say whether it may be consumed is no answer, never a grant.
         #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":"1","userId":"u","productType":"CONSUMABLE"}}"#,
@@ -217,7 +233,8 @@ struct GamebaseClientTests {
     @Test func cancellingTheCallerEndsACallThatIsWaitingForItsAnswer() async throws {
         // The first request is never answered and the client would wait 50 s for it: only cancellation can end
         // the call within the suite's one-minute limit.
-        let answer = #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":"1","userId":"user-1","isConsumable":true}}"#
+        let answer =
+            #"{"header":{"isSuccessful":true,"resultCode":0},"result":{"paymentSeq":"1","userId":"user-1","isConsumable":true}}"#
         let server = try await FixedAnswerServer(answer: FixedAnswerServer.ok(answer), unanswered: 1)
         let client = Support.client("http://127.0.0.1:\(server.port)", timeoutMilliseconds: 50_000)
         let call = Task { try await client.paymentTransaction(accessToken: "tok-1", transactionID: .init()) }
@@ -234,7 +251,9 @@ struct GamebaseClientTests {
     }
 
     @Test func aSlowAnswerTimesOut() async throws {
-        try await Support.withSimulator(payments: [Support.payment("1")], faults: SimulatorFaults(latencyMs: 800, unknownFieldRate: 0)) { _, url in
+        try await Support.withSimulator(
+            payments: [Support.payment("1")], faults: SimulatorFaults(latencyMs: 800, unknownFieldRate: 0)
+        ) { _, url in
             let client = Support.client(url, timeoutMilliseconds: 200)
             defer { Task { try await client.shutdown() } }
             let error = await #expect(throws: GamebaseError.self) {
@@ -246,7 +265,9 @@ struct GamebaseClientTests {
 
     @Test func secretKeyAndTokensNeverAppearInErrorsOrLogs() async throws {
         let token = "tok/SECRET+TOKEN=value"
-        try await Support.withSimulator(payments: [Support.payment("1", token: token)], faults: SimulatorFaults(unknownFieldRate: 0)) {
+        try await Support.withSimulator(
+            payments: [Support.payment("1", token: token)], faults: SimulatorFaults(unknownFieldRate: 0)
+        ) {
             simulator, url in
             let lines = CapturingLogHandler.Lines()
             let logger = Logger(label: "capture") { _ in CapturingLogHandler(sink: lines) }
@@ -256,7 +277,13 @@ struct GamebaseClientTests {
             let good = Support.client(url, timeoutMilliseconds: 5_000, consumeTimeoutMilliseconds: 300, logger: logger)
             let badKey = Support.client(url, secretKey: "wrong-\(Support.secretKey)", logger: logger)
             let down = Support.client("http://127.0.0.1:1", logger: logger)
-            defer { Task { try await good.shutdown(); try await badKey.shutdown(); try await down.shutdown() } }
+            defer {
+                Task {
+                    try await good.shutdown()
+                    try await badKey.shutdown()
+                    try await down.shutdown()
+                }
+            }
             _ = try await good.paymentTransaction(accessToken: token, transactionID: .init())
             for client in [badKey, down] {
                 do { _ = try await client.paymentTransaction(accessToken: token, transactionID: .init()) } catch {

@@ -1,22 +1,26 @@
 import Gamebase
-import Wire
 import Testing
+import Wire
 
 @Suite struct GamebaseResultCodeTests {
     /// Every code of contract §8.1 with the class the consume flow acts on.
-    static let table: [(Int, GamebaseFailureKind)] = [
-        (5018, .alreadyConsumed),
-        (5000, .permanent), (1100, .permanent), (5032, .permanent), (9999, .transient),
-        (-4001002, .permanent),
-        (-4000001, .permanent), (-4000006, .permanent), (-4000002, .permanent), (-4000004, .permanent),
-        (-4000005, .permanent), (-4000003, .permanent), (-4000007, .configuration), (-4000008, .permanent),
-        (-4010001, .configuration), (-4010002, .configuration), (-4010003, .configuration), (-4010004, .configuration),
-        (-4060001, .configuration), (-4060002, .permanent), (-4060003, .configuration),
-        (-4090001, .transient), (-4090002, .transient), (-4090003, .transient), (-4090004, .transient),
-        (-4150001, .permanent),
-        (-4010202, .configuration), (-4040201, .configuration), (-4040202, .configuration), (-4120201, .configuration),
-        (-4040401, .permanent),
-    ] + (1...15).map { (-5000000 - $0, GamebaseFailureKind.transient) } + (1...8).map { (-5000200 - $0, .transient) }
+    static let table: [(Int, GamebaseFailureKind)] =
+        [
+            (5018, .alreadyConsumed),
+            (5000, .permanent), (1100, .permanent), (5032, .permanent), (9999, .transient),
+            (-4_001_002, .permanent),
+            (-4_000_001, .permanent), (-4_000_006, .permanent), (-4_000_002, .permanent), (-4_000_004, .permanent),
+            (-4_000_005, .permanent), (-4_000_003, .permanent), (-4_000_007, .configuration), (-4_000_008, .permanent),
+            (-4_010_001, .configuration), (-4_010_002, .configuration), (-4_010_003, .configuration),
+            (-4_010_004, .configuration),
+            (-4_060_001, .configuration), (-4_060_002, .permanent), (-4_060_003, .configuration),
+            (-4_090_001, .transient), (-4_090_002, .transient), (-4_090_003, .transient), (-4_090_004, .transient),
+            (-4_150_001, .permanent),
+            (-4_010_202, .configuration), (-4_040_201, .configuration), (-4_040_202, .configuration),
+            (-4_120_201, .configuration),
+            (-4_040_401, .permanent),
+        ] + (1...15).map { (-5_000_000 - $0, GamebaseFailureKind.transient) }
+        + (1...8).map { (-5_000_200 - $0, .transient) }
 
     @Test(arguments: table)
     func resultCodeIsClassifiedAsTheContractSays(code: Int, kind: GamebaseFailureKind) {
@@ -24,7 +28,8 @@ import Testing
     }
 
     @Test(arguments: [
-        (GamebaseError.Code.timeout, GamebaseFailureKind.transient), (.connection, .transient), (.httpStatus, .transient),
+        (GamebaseError.Code.timeout, GamebaseFailureKind.transient), (.connection, .transient),
+        (.httpStatus, .transient),
         (.invalidResponse, .transient), (.invalidRequest, .permanent),
     ])
     func transportFailuresAreClassified(code: GamebaseError.Code, kind: GamebaseFailureKind) {

@@ -34,7 +34,8 @@ enum GamebaseTestSupport {
         _ body: @Sendable (GamebaseSimulator, String) async throws -> T
     ) async throws -> T {
         let simulator = GamebaseSimulator(
-            configuration: .init(appID: appID, secretKey: secretKey), state: SimulatorState(payments: payments, faults: faults),
+            configuration: .init(appID: appID, secretKey: secretKey),
+            state: SimulatorState(payments: payments, faults: faults),
             logger: quietLogger)
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {

@@ -40,12 +40,15 @@ public final class FakeGamebase: GamebaseAPI {
     public var listCalls: [String] { state.withLock { $0.listCalls } }
     public func successfulConsumes(_ seq: String) -> Int { state.withLock { $0.successfulConsumes[seq] ?? 0 } }
 
-    public func paymentTransaction(accessToken: String, transactionID: GamebaseTransactionID) async throws(GamebaseError) -> PaymentTransaction {
+    public func paymentTransaction(accessToken: String, transactionID: GamebaseTransactionID)
+        async throws(GamebaseError) -> PaymentTransaction
+    {
         if let interceptor = verifyInterceptor.withLock({ $0 }) { await interceptor(accessToken) }
         if state.withLock({ $0.verifyHangsUntilCancelled }) {
             state.withLock { $0.verifyCalls += 1 }
             while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(5)) }
-            throw GamebaseError(code: .connection, api: "payment_transaction", transactionID: "t", message: "the connection closed")
+            throw GamebaseError(
+                code: .connection, api: "payment_transaction", transactionID: "t", message: "the connection closed")
         }
         let result: Result<PaymentTransaction, GamebaseError> = state.withLock { state in
             state.verifyCalls += 1
@@ -59,7 +62,9 @@ public final class FakeGamebase: GamebaseAPI {
         return try result.get()
     }
 
-    public func consume(paymentSeq: String, accessToken: String, transactionID: GamebaseTransactionID) async throws(GamebaseError) -> ConsumeOutcome {
+    public func consume(paymentSeq: String, accessToken: String, transactionID: GamebaseTransactionID)
+        async throws(GamebaseError) -> ConsumeOutcome
+    {
         let result: Result<ConsumeOutcome, GamebaseError> = state.withLock { state in
             state.consumeCalls += 1
             if !state.consumeFailures.isEmpty { return .failure(state.consumeFailures.removeFirst()) }
@@ -78,13 +83,17 @@ public final class FakeGamebase: GamebaseAPI {
         return try result.get()
     }
 
-    public func listConsumables(userId: String, marketIds: [String]?, transactionID: GamebaseTransactionID) async throws(GamebaseError) -> [ConsumableItem] {
+    public func listConsumables(userId: String, marketIds: [String]?, transactionID: GamebaseTransactionID)
+        async throws(GamebaseError) -> [ConsumableItem]
+    {
         state.withLock { $0.listCalls.append(userId) }
         return []
     }
 
     public static func error(_ code: GamebaseResultCode, api: String = "payment_transaction") -> GamebaseError {
-        GamebaseError(code: .resultCode, api: api, resultCode: code, resultMessage: "fake", transactionID: "t", message: "fake \(code)")
+        GamebaseError(
+            code: .resultCode, api: api, resultCode: code, resultMessage: "fake", transactionID: "t",
+            message: "fake \(code)")
     }
 
     public static let timeout = GamebaseError(code: .timeout, api: "consume", transactionID: "t", message: "no answer")

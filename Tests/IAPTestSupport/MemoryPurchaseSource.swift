@@ -42,7 +42,8 @@ public final class MemoryPurchaseSource: PurchaseSource {
                 source: MessageSource(topic: partition.topic, partition: partition.partition, offset: offset),
                 timestampMilliseconds: timestampMilliseconds)
             state.logs[partition, default: []].append(
-                SourcedRecord(input: input, assignmentEpoch: 0, byteCount: byteCount ?? value.count + (key?.count ?? 0)))
+                SourcedRecord(input: input, assignmentEpoch: 0, byteCount: byteCount ?? value.count + (key?.count ?? 0))
+            )
             return state.takeWaiter()
         }
         waiter?.resume()

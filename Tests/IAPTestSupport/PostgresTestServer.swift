@@ -87,7 +87,8 @@ public struct PostgresTestServer: Sendable {
 
     /// Runs `body` with a connection of the test's own to `database` (a plain one: the test looks over the
     /// worker's shoulder, it is not the worker).
-    public func withConnection<T>(to database: String, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+    public func withConnection<T>(to database: String, _ body: (PostgresConnection) async throws -> T) async throws -> T
+    {
         let connection = try await PostgresConnection.connect(
             configuration: .init(
                 host: host, port: port, username: username, password: password, database: database, tls: .disable),

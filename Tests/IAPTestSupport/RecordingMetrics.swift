@@ -38,7 +38,9 @@ public final class RecordingMetrics: EngineMetrics {
     }
     public func setInFlight(_ count: Int) { state.withLock { $0.inFlight = count } }
     public func setUnconsumedGrants(_ count: Int) { state.withLock { $0.unconsumedGrants = count } }
-    public func setOldestUnconsumedGrantAge(_ seconds: Double) { state.withLock { $0.oldestUnconsumedGrantAge = seconds } }
+    public func setOldestUnconsumedGrantAge(_ seconds: Double) {
+        state.withLock { $0.oldestUnconsumedGrantAge = seconds }
+    }
     public func setCircuitOpen(_ open: Bool) { state.withLock { $0.circuitOpen = open } }
     public func setStopped(_ stopped: Bool) { state.withLock { $0.stopped = stopped } }
     public func setLedgerUnavailable(_ unavailable: Bool) { state.withLock { $0.ledgerUnavailable = unavailable } }

@@ -27,7 +27,8 @@ public final class RecordingPublisher: EventPublisher {
                 state.failuresLeft -= 1
                 throw PublishFailed()
             }
-            let size = record.value.count + (record.key?.count ?? 0)
+            let size =
+                record.value.count + (record.key?.count ?? 0)
                 + record.headers.reduce(0) { $0 + $1.name.utf8.count + ($1.value?.count ?? 0) }
             if size > state.maxRecordBytes { throw RecordTooLarge() }
             state.records.append(record)

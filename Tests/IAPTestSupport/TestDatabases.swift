@@ -22,7 +22,6 @@ public enum LedgerBackend: String, CaseIterable, Sendable {
 public typealias TestLedger =
     PurchaseLedger & SweepLedger & ReconciliationLedger & RetentionLedger & HistoryLedger & AdminLedger
 
-
 public enum TestDatabases {
     public static var quietLogger: Logger {
         var logger = Logger(label: "test.ledger")
@@ -34,7 +33,8 @@ public enum TestDatabases {
     public static func postgresURL() throws -> String {
         if let url = ProcessInfo.processInfo.environment["IAP_TEST_POSTGRES_URL"], !url.isEmpty { return url }
         throw TestSetupError(
-            message: "IAP_TEST_POSTGRES_URL is not set: run the tests with `make test`, which starts a PostgreSQL server")
+            message:
+                "IAP_TEST_POSTGRES_URL is not set: run the tests with `make test`, which starts a PostgreSQL server")
     }
 
     /// A `ledger.url` for a new, empty ledger of `backend`, one of ``LedgerBackend/sql``.
@@ -45,7 +45,8 @@ public enum TestDatabases {
         case .memory:
             throw TestSetupError(message: "the memory ledger has no ledger.url: run this test on LedgerBackend.sql")
         case .sqlite:
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-ledger-\(UUID().uuidString)")
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "iap-ledger-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             return "sqlite://\(folder.path)/ledger.sqlite"
         case .postgres:

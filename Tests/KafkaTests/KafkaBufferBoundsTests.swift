@@ -28,8 +28,10 @@ struct KafkaBufferBoundsTests {
         await producer.close()
         let consumer = try KafkaConsumer(
             configuration: KafkaConsumerConfiguration(
-                bootstrapServers: cluster.bootstrapServers, groupID: KafkaTestSupport.uniqueGroup(), maxBufferedMessages: 10_000,
-                maxBufferedBytes: 1_000_000, properties: [
+                bootstrapServers: cluster.bootstrapServers, groupID: KafkaTestSupport.uniqueGroup(),
+                maxBufferedMessages: 10_000,
+                maxBufferedBytes: 1_000_000,
+                properties: [
                     "session.timeout.ms": "3000", "heartbeat.interval.ms": "300", "queued.max.messages.kbytes": "1024",
                 ]),
             logger: KafkaTestSupport.logger)

@@ -7,7 +7,8 @@ struct KafkaErrorTests {
     @Test func unknownPropertyIsAConfigurationErrorNamingIt() throws {
         let error = #expect(throws: KafkaError.self) {
             _ = try KafkaProducer(
-                configuration: KafkaProducerConfiguration(bootstrapServers: "127.0.0.1:9", properties: ["no.such.property": "1"]),
+                configuration: KafkaProducerConfiguration(
+                    bootstrapServers: "127.0.0.1:9", properties: ["no.such.property": "1"]),
                 logger: KafkaTestSupport.logger)
         }
         #expect(error?.code == .configuration)
@@ -31,7 +32,8 @@ struct KafkaErrorTests {
                 configuration: KafkaProducerConfiguration(
                     bootstrapServers: "127.0.0.1:9",
                     properties: [
-                        "security.protocol": "ssl", "ssl.key.password": "hunter2", "ssl.key.location": "/nonexistent/key.pem",
+                        "security.protocol": "ssl", "ssl.key.password": "hunter2",
+                        "ssl.key.location": "/nonexistent/key.pem",
                     ]),
                 logger: KafkaTestSupport.logger)
         }

@@ -103,7 +103,9 @@ struct KafkaGroupTests {
         try a.subscribe(topics: ["revoke"])
         let first = try await KafkaTestSupport.take(40, from: a)
         processed.withLock { done in
-            for message in first { done[message.topicPartition] = max(done[message.topicPartition] ?? -1, message.offset) }
+            for message in first {
+                done[message.topicPartition] = max(done[message.topicPartition] ?? -1, message.offset)
+            }
         }
 
         let bSaw = Shared<[KafkaMessage]>([])
@@ -188,7 +190,8 @@ struct KafkaGroupTests {
 
             try b.subscribe(topics: ["roam"])
             group.addTask { for try await _ in b.messages {} }
-            #expect(await KafkaTestSupport.eventually(within: 40) { a.assignment.count == 1 && b.assignment.count == 1 })
+            #expect(
+                await KafkaTestSupport.eventually(within: 40) { a.assignment.count == 1 && b.assignment.count == 1 })
             let kept = try #require(a.assignment.first)
             await b.close()
             #expect(await KafkaTestSupport.eventually(within: 40) { a.assignment.count == 2 })

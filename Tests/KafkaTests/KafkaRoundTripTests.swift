@@ -19,7 +19,8 @@ struct KafkaRoundTripTests {
             KafkaProducerRecord(topic: "round-trip", partition: 3, key: Array("big".utf8), value: big),
         ]
         for i in 0..<96 {
-            records.append(KafkaProducerRecord(topic: "round-trip", partition: Int32(i % 12), value: Array("p\(i)".utf8)))
+            records.append(
+                KafkaProducerRecord(topic: "round-trip", partition: Int32(i % 12), value: Array("p\(i)".utf8)))
         }
         var reports: [KafkaDeliveryReport] = []
         for record in records { reports.append(try await producer.send(record)) }

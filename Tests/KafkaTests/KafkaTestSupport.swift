@@ -56,7 +56,9 @@ enum KafkaTestSupport {
     }
 
     /// Takes `count` messages, or fails after `seconds`.
-    static func take(_ count: Int, from consumer: KafkaConsumer, within seconds: Double = 20) async throws -> [KafkaMessage] {
+    static func take(_ count: Int, from consumer: KafkaConsumer, within seconds: Double = 20) async throws
+        -> [KafkaMessage]
+    {
         try await withThrowingTaskGroup(of: [KafkaMessage]?.self) { group in
             group.addTask {
                 var taken: [KafkaMessage] = []

@@ -24,15 +24,21 @@ struct LedgerBatchTests {
     func grantsInOneBatchAreWrittenOnceEachWithTheirEvents(backend: LedgerBackend) async throws {
         try await TestDatabases.withFreshLedger(backend) { store in
             _ = try await store.insertGrant(T.grant("b0"), event: T.event("b0:item-granted", seq: "b0"))
-            var writes = (0..<5).map { GrantWrite(grant: T.grant("b\($0)"), event: T.event("b\($0):item-granted", seq: "b\($0)")) }
+            var writes = (0..<5).map {
+                GrantWrite(grant: T.grant("b\($0)"), event: T.event("b\($0):item-granted", seq: "b\($0)"))
+            }
             // The same paymentSeq twice in one batch (another user's claim racing): the first wins.
             writes.append(GrantWrite(grant: T.grant("b3", user: "other"), event: T.event("b3:item-granted", seq: "b3")))
             let results = try await store.insertGrants(writes)
             #expect(results.count == 6)
-            guard case .alreadyGranted(let existing) = results[0] else { return #expect(Bool(false), "b0 was granted before") }
+            guard case .alreadyGranted(let existing) = results[0] else {
+                return #expect(Bool(false), "b0 was granted before")
+            }
             #expect(existing.paymentSeq == "b0")
             #expect(Array(results[1...4]) == Array(repeating: .inserted, count: 4))
-            guard case .alreadyGranted(let first) = results[5] else { return #expect(Bool(false), "b3 twice in a batch") }
+            guard case .alreadyGranted(let first) = results[5] else {
+                return #expect(Bool(false), "b3 twice in a batch")
+            }
             #expect(first.userId == "user-1")
             for i in 0..<5 {
                 #expect(try await store.events(paymentSeq: "b\(i)").map(\.id) == ["b\(i):item-granted"])
@@ -45,7 +51,9 @@ struct LedgerBatchTests {
     func aLookupBatchFindsEachMessagesGrantAndOwnRejection(backend: LedgerBackend) async throws {
         try await TestDatabases.withFreshLedger(backend) { store in
             _ = try await store.insertGrant(T.grant("l1"), event: T.event("l1:item-granted", seq: "l1"))
-            _ = try await store.insertRejections([Self.rejection("l1", user: "thief"), Self.rejection("l2", user: "u2")])
+            _ = try await store.insertRejections([
+                Self.rejection("l1", user: "thief"), Self.rejection("l2", user: "u2"),
+            ])
             let keys = [
                 RejectionKey(paymentSeq: "l1", userId: "thief", tokenHash: "hash-thief"),
                 RejectionKey(paymentSeq: "l1", userId: "user-1", tokenHash: "hash-user-1"),
@@ -67,7 +75,9 @@ struct LedgerBatchTests {
     @Test(arguments: LedgerBackend.allCases)
     func rejectionsInABatchAreWrittenOnce(backend: LedgerBackend) async throws {
         try await TestDatabases.withFreshLedger(backend) { store in
-            let first = try await store.insertRejections([Self.rejection("r1", user: "a"), Self.rejection("r1", user: "b")])
+            let first = try await store.insertRejections([
+                Self.rejection("r1", user: "a"), Self.rejection("r1", user: "b"),
+            ])
             #expect(first == [true, true])
             let again = try await store.insertRejections([
                 Self.rejection("r1", user: "a"), Self.rejection("r2", user: "c"), Self.rejection("r2", user: "c"),
@@ -86,8 +96,10 @@ struct LedgerBatchTests {
             }
             let now = Date()
             let results = try await store.recordConsumes([
-                ConsumeRecord(paymentSeq: "c1", consumed: true, resultCode: 0, at: now, publishedEventID: "c1:item-granted"),
-                ConsumeRecord(paymentSeq: "c2", consumed: false, resultCode: nil, at: now, publishedEventID: "c2:item-granted"),
+                ConsumeRecord(
+                    paymentSeq: "c1", consumed: true, resultCode: 0, at: now, publishedEventID: "c1:item-granted"),
+                ConsumeRecord(
+                    paymentSeq: "c2", consumed: false, resultCode: nil, at: now, publishedEventID: "c2:item-granted"),
                 ConsumeRecord(paymentSeq: "c3", consumed: true, resultCode: 5018, at: now),
                 ConsumeRecord(paymentSeq: "missing", consumed: true, resultCode: 0, at: now),
             ])
@@ -95,11 +107,17 @@ struct LedgerBatchTests {
             let c1 = try #require(try await store.grant(paymentSeq: "c1"))
             #expect(c1.state == .consumed && c1.eventPublishedAt != nil && c1.consumeAttempts == 1)
             let c2 = try #require(try await store.grant(paymentSeq: "c2"))
-            #expect(c2.state == .granted && c2.eventPublishedAt != nil && c2.consumeAttempts == 1 && c2.lastResultCode == nil)
+            #expect(
+                c2.state == .granted && c2.eventPublishedAt != nil && c2.consumeAttempts == 1
+                    && c2.lastResultCode == nil)
             let c3 = try #require(try await store.grant(paymentSeq: "c3"))
             #expect(c3.state == .consumed && c3.lastResultCode == 5018 && c3.eventPublishedAt == nil)
-            #expect(try await store.recordConsumes([ConsumeRecord(paymentSeq: "c1", consumed: true, resultCode: 0, at: now)]) == [false])
-            try await store.markPublished([PublishedEvent(id: "c3:item-granted", at: now), PublishedEvent(id: "nothing", at: now)])
+            #expect(
+                try await store.recordConsumes([ConsumeRecord(paymentSeq: "c1", consumed: true, resultCode: 0, at: now)]
+                ) == [false])
+            try await store.markPublished([
+                PublishedEvent(id: "c3:item-granted", at: now), PublishedEvent(id: "nothing", at: now),
+            ])
             #expect(try await store.grant(paymentSeq: "c3")?.eventPublishedAt != nil)
             #expect(try await store.stats().unpublishedEvents == 0)
         }
@@ -166,7 +184,12 @@ struct LedgerBatchTests {
                         var grant = T.grant("n\(i)")
                         if i == 7 { grant.payload = "before\u{0}after" }
                         do {
-                            return (i, .success(try await store.insertGrant(grant, event: T.event("n\(i):item-granted", seq: "n\(i)"))))
+                            return (
+                                i,
+                                .success(
+                                    try await store.insertGrant(
+                                        grant, event: T.event("n\(i):item-granted", seq: "n\(i)")))
+                            )
                         } catch {
                             return (i, .failure(error))
                         }
@@ -202,7 +225,10 @@ struct LedgerBatchTests {
             let now = Date()
             try await store.recordConsumeFailure(paymentSeq: "x1", resultCode: Int.max)
             _ = try await store.markConsumed(paymentSeq: "x2", resultCode: Int.min, at: now)
-            #expect(try await store.recordConsumes([ConsumeRecord(paymentSeq: "x3", consumed: false, resultCode: Int.max, at: now)]) == [false], "a failed attempt, counted")
+            #expect(
+                try await store.recordConsumes([
+                    ConsumeRecord(paymentSeq: "x3", consumed: false, resultCode: Int.max, at: now)
+                ]) == [false], "a failed attempt, counted")
             var rejection = Self.rejection("x4", user: "u4")
             rejection.rejection.resultCode = Int.min
             #expect(try await store.insertRejections([rejection]) == [true])

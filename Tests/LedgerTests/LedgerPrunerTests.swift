@@ -178,13 +178,15 @@ struct LedgerPrunerTests {
         let url = try await TestDatabases.freshLedgerURL(.postgres)
         let database = String(url.split(separator: "/").last ?? "")
         try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { store in
-            try await store.recordDeadLetter(Self.deadLetter("d", reason: .gamebaseUnavailable, at: Self.ago(hours: 1_000)))
+            try await store.recordDeadLetter(
+                Self.deadLetter("d", reason: .gamebaseUnavailable, at: Self.ago(hours: 1_000)))
             let retention = store.roles.retention
             let server = try PostgresTestServer.current()
             try await server.withConnection(to: database) { connection in
                 // Another instance's batch: its transaction holds the pruning lock.
                 try await connection.query("BEGIN", logger: TestDatabases.quietLogger)
-                try await connection.query("SELECT pg_advisory_xact_lock(\(0x1A9_0003))", logger: TestDatabases.quietLogger)
+                try await connection.query(
+                    "SELECT pg_advisory_xact_lock(\(0x1A9_0003))", logger: TestDatabases.quietLogger)
                 #expect(try await retention.prune(.deadLetters, before: Self.now, limit: 100) == nil)
                 let pass = await Self.pruner(store, metrics: RecordingMetrics()).pruneOnce()
                 #expect(pass.leftToAnotherInstance)
@@ -216,7 +218,8 @@ struct LedgerPrunerTests {
                 try await Task.sleep(for: .milliseconds(500))  // the delete picked both and waits for the row lock
                 try await connection.query("COMMIT", logger: TestDatabases.quietLogger)
                 #expect(try await prune.value == 1)
-                let left = try await connection.query("SELECT user_id FROM reconcile_users", logger: TestDatabases.quietLogger)
+                let left = try await connection.query(
+                    "SELECT user_id FROM reconcile_users", logger: TestDatabases.quietLogger)
                 var users: [String] = []
                 for try await user in left.decode(String.self) { users.append(user) }
                 #expect(users == ["returning"])
@@ -231,7 +234,8 @@ struct LedgerPrunerTests {
         func fileBytes() throws -> Int {
             try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0
         }
-        try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger, convertsToIncrementalVacuum: true) { store in
+        try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger, convertsToIncrementalVacuum: true)
+        { store in
             for i in 0..<2_000 {
                 let (grant, _) = Self.grant("g\(i)", at: Self.ago(hours: 100), published: nil)
                 _ = try await store.insertGrant(
@@ -244,7 +248,9 @@ struct LedgerPrunerTests {
         }
         let full = try fileBytes()
         #expect(full > 16_000_000)
-        let pass = try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger, convertsToIncrementalVacuum: true) { store in
+        let pass = try await LedgerStores.withStore(
+            url: url, logger: TestDatabases.quietLogger, convertsToIncrementalVacuum: true
+        ) { store in
             await Self.pruner(store, metrics: RecordingMetrics()).pruneOnce()
         }
         #expect(pass.pruned[.publishedOutbox] == 2_000)

@@ -86,9 +86,10 @@ struct OnlineMigrationTests {
         #expect(worst < .milliseconds(3_500), "a write waited \(worst) behind the migration")
         try await server.withConnection(to: database) { (connection: PostgresConnection) async throws in
             var names: [String] = []
-            for try await name in try await connection.query("SELECT name FROM iap_schema_migrations ORDER BY name", logger: TestDatabases.quietLogger)
-                .decode(String.self)
-            {
+            for try await name in try await connection.query(
+                "SELECT name FROM iap_schema_migrations ORDER BY name", logger: TestDatabases.quietLogger
+            )
+            .decode(String.self) {
                 names.append(name)
             }
             #expect(names == LedgerSchema.migrations(.postgres).map(\.name))
@@ -104,7 +105,8 @@ struct OnlineMigrationTests {
             }
             try await group.waitForAll()
         }
-        try await PostgresTestServer.current().withConnection(to: database) { (connection: PostgresConnection) async throws in
+        try await PostgresTestServer.current().withConnection(to: database) {
+            (connection: PostgresConnection) async throws in
             #expect(try await Self.invalidOrMissing(connection).isEmpty)
         }
     }
@@ -155,12 +157,14 @@ struct OnlineMigrationTests {
         let database = String(url.split(separator: "/").last ?? "")
         _ = try await server.withConnection(to: database) { (connection: PostgresConnection) async throws in
             try await connection.query(
-                "INSERT INTO iap_schema_migrations VALUES ('900_future_additive', 0, false)", logger: TestDatabases.quietLogger)
+                "INSERT INTO iap_schema_migrations VALUES ('900_future_additive', 0, false)",
+                logger: TestDatabases.quietLogger)
         }
         try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { _ in }
         _ = try await server.withConnection(to: database) { (connection: PostgresConnection) async throws in
             try await connection.query(
-                "INSERT INTO iap_schema_migrations VALUES ('901_future_breaking', 0, true)", logger: TestDatabases.quietLogger)
+                "INSERT INTO iap_schema_migrations VALUES ('901_future_breaking', 0, true)",
+                logger: TestDatabases.quietLogger)
         }
         await #expect {
             try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { _ in }

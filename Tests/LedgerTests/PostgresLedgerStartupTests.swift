@@ -1,6 +1,6 @@
 import Foundation
-import IAPTestSupport
 import Fulfilment
+import IAPTestSupport
 import Ledger
 import Logging
 import NIOCore
@@ -52,7 +52,10 @@ struct PostgresLedgerStartupTests {
         let server = try PostgresTestServer.current()
         let database = try await server.createDatabase()
         let url = server.url(database: database)
-        #expect(try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { try await $0.countUnconsumed() } == 0)
+        #expect(
+            try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) {
+                try await $0.countUnconsumed()
+            } == 0)
         try await server.withConnection(to: database) { connection in
             _ = try await connection.query(
                 PostgresQuery(unsafeSQL: "ALTER DATABASE \(database) SET default_transaction_read_only = on"),
@@ -235,7 +238,9 @@ struct PostgresLedgerStartupTests {
 
     @Test func theWaitBetweenAttemptsDoublesUpToItsCapWithAtMostAQuarterTakenOff() {
         let retry = LedgerConnectRetry.untilConnected
-        for (attempt, full) in [(1, 500), (2, 1_000), (3, 2_000), (6, 16_000), (7, 30_000), (40, 30_000), (10_000, 30_000)] {
+        for (attempt, full) in [
+            (1, 500), (2, 1_000), (3, 2_000), (6, 16_000), (7, 30_000), (40, 30_000), (10_000, 30_000),
+        ] {
             let wait = retry.backoff(afterAttempt: attempt)
             #expect(wait <= .milliseconds(full) && wait >= .milliseconds(full) * 0.75, "attempt \(attempt): \(wait)")
         }

@@ -59,7 +59,9 @@ struct ReconciliationLedgerTests {
             #expect(try await store.refreshReconciliationUsers(activeSince: since))
             #expect(try await store.reconciliationUsers(activeSince: since, dueAt: now, limit: 100) == expected)
             #expect(
-                try await store.reconciliationUsers(activeSince: since, dueAt: now, limit: 2) == ["u-two", "u-elsewhere"])
+                try await store.reconciliationUsers(activeSince: since, dueAt: now, limit: 2) == [
+                    "u-two", "u-elsewhere",
+                ])
             // Activity after the pass started is due at the next pass.
             #expect(
                 try await store.reconciliationUsers(activeSince: since, dueAt: now.addingTimeInterval(-45), limit: 100)
@@ -101,7 +103,8 @@ struct ReconciliationLedgerTests {
             // committed late).
             for (seq, user, at) in [("now", "u-now", now), ("late", "u-late", now.addingTimeInterval(-60))] {
                 _ = try await store.insertGrant(
-                    LedgerStoreTests.grant(seq, user: user, at: at), event: LedgerStoreTests.event("\(seq):item-granted", seq: seq))
+                    LedgerStoreTests.grant(seq, user: user, at: at),
+                    event: LedgerStoreTests.event("\(seq):item-granted", seq: seq))
             }
             #expect(try await store.refreshReconciliationUsers(activeSince: since))
             #expect(

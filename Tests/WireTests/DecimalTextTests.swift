@@ -1,6 +1,6 @@
 import Foundation
-import Wire
 import Testing
+import Wire
 
 /// Prices are converted through a memory of the catalogue's values: what it answers must be what Foundation answers,
 /// the first time and every time after, also once it is full.

@@ -1,6 +1,6 @@
 import Foundation
-import Wire
 import Testing
+import Wire
 
 @Suite("Hand-written JSON")
 struct JSONTextTests {

@@ -1,5 +1,5 @@
-import Wire
 import Testing
+import Wire
 
 /// Text read from bytes must be what the standard library's validating initializer reads: the same string for
 /// valid UTF-8, `nil` for anything else, whatever the bytes.

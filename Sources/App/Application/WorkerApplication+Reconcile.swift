@@ -20,8 +20,10 @@ extension WorkerApplication {
             dryRun ? nil : try KafkaProducer(configuration: configuration.producerConfiguration, logger: logger)
         let publisher: any EventPublisher = producer.map { KafkaEventPublisher(producer: $0) } ?? RefusingPublisher()
         let processor = PurchaseProcessor(
-            gamebase: gamebase, ledger: ledger.purchases, ledgerDeadline: LedgerDeadline(configuration.ledgerCallTimeout),
-            publisher: publisher, configuration: configuration.fulfilmentConfiguration(workerName: "iap-worker reconcile"),
+            gamebase: gamebase, ledger: ledger.purchases,
+            ledgerDeadline: LedgerDeadline(configuration.ledgerCallTimeout),
+            publisher: publisher,
+            configuration: configuration.fulfilmentConfiguration(workerName: "iap-worker reconcile"),
             logger: logger)
         let pass = ReconcilePass(
             processor: processor, ledger: ledger.reconciliation, configuration: configuration.reconcile,
@@ -51,7 +53,8 @@ extension WorkerApplication {
             throw error
         }
         let processor = PurchaseProcessor(
-            gamebase: gamebase, ledger: ledger.purchases, ledgerDeadline: LedgerDeadline(configuration.ledgerCallTimeout),
+            gamebase: gamebase, ledger: ledger.purchases,
+            ledgerDeadline: LedgerDeadline(configuration.ledgerCallTimeout),
             publisher: KafkaEventPublisher(producer: producer),
             configuration: configuration.fulfilmentConfiguration(workerName: "iap-worker reprocess"), logger: logger)
         let reprocessor = Reprocessor(

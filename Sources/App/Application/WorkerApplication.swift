@@ -59,9 +59,12 @@ public enum WorkerApplication {
                     let metrics = WorkerMetrics()
                     let gamebase = GamebaseClient(
                         configuration: configuration.gamebaseConfiguration, logger: logger,
-                        observer: { api, result, seconds in metrics.recordGamebase(api: api, result: result, seconds: seconds) })
+                        observer: { api, result, seconds in
+                            metrics.recordGamebase(api: api, result: result, seconds: seconds)
+                        })
                     let (group, _) = try buildServiceGroup(
-                        configuration: configuration, ledger: ledger, gamebase: gamebase, signals: false, metrics: metrics,
+                        configuration: configuration, ledger: ledger, gamebase: gamebase, signals: false,
+                        metrics: metrics,
                         logger: logger)
                     await shutdown.attach(group)
                     try await group.run()
@@ -105,14 +108,17 @@ public enum WorkerApplication {
             source: KafkaPurchaseSource(consumer: consumer), ledger: ledger, gamebase: gamebase,
             publisher: KafkaEventPublisher(producer: producer),
             configuration: configuration.engineConfiguration(workerName: workerName), metrics: metrics,
-            health: health, reloadSecretKey: secretKeyReloader(configuration: configuration, gamebase: gamebase, logger: logger),
+            health: health,
+            reloadSecretKey: secretKeyReloader(configuration: configuration, gamebase: gamebase, logger: logger),
             logger: logger)
-        let admin = AdminServer(host: adminHost, port: configuration.serverPort, metrics: metrics, health: health, logger: logger)
+        let admin = AdminServer(
+            host: adminHost, port: configuration.serverPort, metrics: metrics, health: health, logger: logger)
         var console: ConsoleServer?
         if configuration.console.isEnabled {
             console = ConsoleServer(
                 configuration: configuration.console, reader: ledger.history, gamebase: gamebase,
-                status: WorkerStatusReport(configuration: configuration, metrics: metrics, health: health, instance: workerName),
+                status: WorkerStatusReport(
+                    configuration: configuration, metrics: metrics, health: health, instance: workerName),
                 reconcileGrace: configuration.reconcile.isEnabled ? configuration.reconcile.grace : nil,
                 records: configuration.console.showPayloads
                     ? KafkaDeadLetterRecords(configuration: configuration, logger: logger) : nil,
@@ -142,13 +148,16 @@ public enum WorkerApplication {
 
 /// While Gamebase refuses the worker's configuration, the monitor calls this before each probe: a secret key file
 /// that now holds another key gives the client that key (a key rotated at the console, then in the mounted secret).
-func secretKeyReloader(configuration: WorkerConfiguration, gamebase: any GamebaseAPI, logger: Logger) -> @Sendable () -> Void {
+func secretKeyReloader(configuration: WorkerConfiguration, gamebase: any GamebaseAPI, logger: Logger)
+    -> @Sendable () -> Void
+{
     guard let path = configuration.gamebaseSecretKeyFile, let client = gamebase as? GamebaseClient else { return {} }
     let file = SecretKeyFile(path: path)
     _ = try? file.read()
     return {
         guard let key = file.changedKey() else { return }
-        logger.notice("the secret key file holds a new key; trying it", metadata: ["gamebase.secret_key_file": "\(path)"])
+        logger.notice(
+            "the secret key file holds a new key; trying it", metadata: ["gamebase.secret_key_file": "\(path)"])
         client.updateSecretKey(key)
     }
 }

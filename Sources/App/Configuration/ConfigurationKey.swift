@@ -10,7 +10,9 @@ public struct ConfigurationKey: Sendable, Hashable {
     public var isSecret: Bool
     public var isRequired: Bool
 
-    public init(_ name: String, default defaultValue: String?, _ meaning: String, secret: Bool = false, required: Bool = false) {
+    public init(
+        _ name: String, default defaultValue: String?, _ meaning: String, secret: Bool = false, required: Bool = false
+    ) {
         self.name = name
         self.defaultValue = defaultValue
         self.meaning = meaning
@@ -30,18 +32,24 @@ public struct ConfigurationKey: Sendable, Hashable {
         ConfigurationKey(
             "kafka.group_instance_id", default: nil,
             "Static membership id (e.g. the pod name): a restarted instance keeps its partitions without a rebalance"),
-        ConfigurationKey("kafka.topics.purchases", default: "purchase.completed", "Topic of purchase-completed messages"),
+        ConfigurationKey(
+            "kafka.topics.purchases", default: "purchase.completed", "Topic of purchase-completed messages"),
         ConfigurationKey("kafka.topics.item_granted", default: "iap.item-granted", "Topic of item-granted events"),
-        ConfigurationKey("kafka.topics.consume_failed", default: "iap.consume-failed", "Topic of consume-failed events"),
+        ConfigurationKey(
+            "kafka.topics.consume_failed", default: "iap.consume-failed", "Topic of consume-failed events"),
         ConfigurationKey("kafka.topics.dead_letter", default: "purchase.completed.dlq", "Dead-letter topic"),
         ConfigurationKey(
             "kafka.librdkafka.<property>", default: nil,
             "Any librdkafka property, passed through (security.protocol, sasl.*, ssl.*, session.timeout.ms …)"),
-        ConfigurationKey("gamebase.base_url", default: "https://api-gamebase.nhncloudservice.com", "Gamebase API base URL"),
+        ConfigurationKey(
+            "gamebase.base_url", default: "https://api-gamebase.nhncloudservice.com", "Gamebase API base URL"),
         ConfigurationKey("gamebase.app_id", default: nil, "NHN Cloud project id (app id)", required: true),
-        ConfigurationKey("gamebase.secret_key", default: nil, "Gamebase secret key (or use gamebase.secret_key_file)", secret: true),
-        ConfigurationKey("gamebase.secret_key_file", default: nil, "File holding the secret key (e.g. a mounted Kubernetes secret)"),
-        ConfigurationKey("gamebase.timeout_ms", default: "10000", "Timeout of each Gamebase call (Consume never below 10000)"),
+        ConfigurationKey(
+            "gamebase.secret_key", default: nil, "Gamebase secret key (or use gamebase.secret_key_file)", secret: true),
+        ConfigurationKey(
+            "gamebase.secret_key_file", default: nil, "File holding the secret key (e.g. a mounted Kubernetes secret)"),
+        ConfigurationKey(
+            "gamebase.timeout_ms", default: "10000", "Timeout of each Gamebase call (Consume never below 10000)"),
         ConfigurationKey(
             "gamebase.max_connections", default: "worker.max_in_flight, at most 1024",
             "Connections kept to Gamebase at most (fewer than purchases in flight queues calls)"),
@@ -57,24 +65,33 @@ public struct ConfigurationKey: Sendable, Hashable {
             "Published outbox rows (events already on Kafka) are deleted after this; unpublished ones never (0: kept)"),
         ConfigurationKey(
             "ledger.retention.rejections_days", default: "30",
-            "Rejections Gamebase confirmed as the claimant's (not_consumable, consumed_without_grant, test_purchase); at least reconcile.lookback_hours (0: kept)"),
+            "Rejections Gamebase confirmed as the claimant's (not_consumable, consumed_without_grant, test_purchase); at least reconcile.lookback_hours (0: kept)"
+        ),
         ConfigurationKey(
             "ledger.retention.unconfirmed_rejections_hours", default: "24",
-            "Rejections anyone could cause (invalid_purchase, payment_mismatch, user_mismatch…), with their published events (0: kept)"),
-        ConfigurationKey("ledger.retention.dead_letters_days", default: "30", "Recorded dead letters (the topic keeps its own) (0: kept)"),
+            "Rejections anyone could cause (invalid_purchase, payment_mismatch, user_mismatch…), with their published events (0: kept)"
+        ),
+        ConfigurationKey(
+            "ledger.retention.dead_letters_days", default: "30",
+            "Recorded dead letters (the topic keeps its own) (0: kept)"),
         ConfigurationKey(
             "ledger.retention.max_unconfirmed_rows", default: "1000000",
-            "At most this many unconfirmed rejections, and as many dead letters of malformed records, oldest removed first (0: no bound)"),
+            "At most this many unconfirmed rejections, and as many dead letters of malformed records, oldest removed first (0: no bound)"
+        ),
         ConfigurationKey("worker.max_in_flight", default: "512", "Purchases processed at once"),
         ConfigurationKey("worker.max_message_bytes", default: "65536", "Larger purchase messages are malformed"),
         ConfigurationKey(
             "worker.max_buffered_bytes", default: "67108864",
             "Bytes of fetched records held at most: ¼ librdkafka prefetch, ¼ waiting, ½ in flight"),
-        ConfigurationKey("worker.retry.max_attempts", default: "4", "Attempts of a failing Gamebase call within one message"),
-        ConfigurationKey("worker.retry.initial_backoff_ms", default: "200", "First retry wait (exponential, full jitter)"),
+        ConfigurationKey(
+            "worker.retry.max_attempts", default: "4", "Attempts of a failing Gamebase call within one message"),
+        ConfigurationKey(
+            "worker.retry.initial_backoff_ms", default: "200", "First retry wait (exponential, full jitter)"),
         ConfigurationKey("worker.retry.max_backoff_ms", default: "5000", "Longest retry wait"),
-        ConfigurationKey("worker.reject_test_purchases", default: "false", "Reject store test purchases (reason test_purchase)"),
-        ConfigurationKey("worker.shutdown_timeout_ms", default: "30000", "How long SIGTERM waits for in-flight purchases"),
+        ConfigurationKey(
+            "worker.reject_test_purchases", default: "false", "Reject store test purchases (reason test_purchase)"),
+        ConfigurationKey(
+            "worker.shutdown_timeout_ms", default: "30000", "How long SIGTERM waits for in-flight purchases"),
         ConfigurationKey(
             "reconcile.interval_ms", default: "600000",
             "Between reconciliation passes through Gamebase's List Consumables (0 turns reconciliation off)"),

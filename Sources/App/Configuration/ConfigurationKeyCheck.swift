@@ -28,7 +28,8 @@ public enum ConfigurationKeyCheck {
         public var error: ConfigurationError {
             ConfigurationError(
                 key: key,
-                problem: "\(problem ?? "unknown key") (\(file):\(line))" + (suggestion.map { "; did you mean \($0)?" } ?? ""))
+                problem: "\(problem ?? "unknown key") (\(file):\(line))"
+                    + (suggestion.map { "; did you mean \($0)?" } ?? ""))
         }
     }
 
@@ -54,7 +55,9 @@ public enum ConfigurationKeyCheck {
                     switch value {
                     case .mapping, .sequence:
                         shapes.append(
-                            UnknownKey(key: name, file: path, line: line, suggestion: nil, problem: "must be one value, not a list or a map"))
+                            UnknownKey(
+                                key: name, file: path, line: line, suggestion: nil,
+                                problem: "must be one value, not a list or a map"))
                     default: break
                     }
                     continue
@@ -66,7 +69,9 @@ public enum ConfigurationKeyCheck {
                         break  // a section whose keys are all commented out
                     default:
                         shapes.append(
-                            UnknownKey(key: name, file: path, line: line, suggestion: nil, problem: "must be a section of keys"))
+                            UnknownKey(
+                                key: name, file: path, line: line, suggestion: nil, problem: "must be a section of keys"
+                            ))
                     }
                     continue
                 }
@@ -87,7 +92,8 @@ public enum ConfigurationKeyCheck {
             prefixes.contains { name.hasPrefix($0) } && !names.contains(name) && !name.hasPrefix("KAFKA_LIBRDKAFKA_")
         }.sorted().map { name in
             let key = name.lowercased()
-            let suggestion = nearest(to: key.replacingOccurrences(of: "_", with: "."), among: known.map { $0 })
+            let suggestion =
+                nearest(to: key.replacingOccurrences(of: "_", with: "."), among: known.map { $0 })
                 .map { " (did you mean \(ConfigurationKey.environmentName(of: $0))?)" } ?? ""
             return "environment variable \(name) names no configuration key\(suggestion)"
         }

@@ -1,8 +1,8 @@
 import Engine
 import Foundation
-import GamebaseHTTP
 import Fulfilment
 import Gamebase
+import GamebaseHTTP
 import Synchronization
 
 /// `gamebase.secret_key_file`: the secret key in a file (a mounted Kubernetes secret, a systemd credential).

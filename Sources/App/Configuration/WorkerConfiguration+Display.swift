@@ -1,9 +1,9 @@
 import Console
 import Engine
 import Foundation
-import GamebaseHTTP
-import Gamebase
 import Fulfilment
+import Gamebase
+import GamebaseHTTP
 import Ledger
 import Logging
 import Wire

@@ -1,13 +1,13 @@
-import Console
 import Configuration
+import Console
 import Engine
 import Foundation
-import GamebaseHTTP
 import Gamebase
+import GamebaseHTTP
 import Logging
 import SystemPackage
-import Yams
 import Wire
+import Yams
 
 extension WorkerConfiguration {
     /// Loads the configuration: the YAML file (`configFile`, else `IAP_WORKER_CONFIG`), overridden by environment
@@ -29,12 +29,15 @@ extension WorkerConfiguration {
                 providers.append(try await FileProvider<YAMLSnapshot>(filePath: FilePath(path)))
             } catch {
                 // The parser's message quotes the file, secrets included: only where it went wrong is said.
-                throw ConfigurationError(key: "--config", problem: "\(path) is not valid YAML\(Self.yamlErrorLine(error))")
+                throw ConfigurationError(
+                    key: "--config", problem: "\(path) is not valid YAML\(Self.yamlErrorLine(error))")
             }
             let unknown = try ConfigurationKeyCheck.unknownKeys(inYAMLAt: path)
             if var error = unknown.first?.error {
                 if unknown.count > 1 {
-                    error.problem += "; also unknown: " + unknown.dropFirst().map { "\($0.key) (line \($0.line))" }.joined(separator: ", ")
+                    error.problem +=
+                        "; also unknown: "
+                        + unknown.dropFirst().map { "\($0.key) (line \($0.line))" }.joined(separator: ", ")
                 }
                 throw error
             }
@@ -45,7 +48,8 @@ extension WorkerConfiguration {
         // kafka.librdkafka.<property>: from the file, then KAFKA_LIBRDKAFKA_<PROPERTY> (underscores as dots).
         configuration.librdkafka = fileLibrdkafka
         for (name, value) in environment where name.hasPrefix("KAFKA_LIBRDKAFKA_") {
-            let property = name.dropFirst("KAFKA_LIBRDKAFKA_".count).lowercased().replacingOccurrences(of: "_", with: ".")
+            let property = name.dropFirst("KAFKA_LIBRDKAFKA_".count).lowercased().replacingOccurrences(
+                of: "_", with: ".")
             configuration.librdkafka[property] = value
         }
         // librdkafka's own validation of every passed-through property, with its message, before any client exists.
@@ -72,7 +76,8 @@ extension WorkerConfiguration {
             throw ConfigurationError(key: "gamebase.base_url", problem: "must start with http:// or https://")
         }
         guard let host = URLComponents(string: gamebaseBaseURL)?.host, !host.isEmpty else {
-            throw ConfigurationError(key: "gamebase.base_url", problem: "must name a host, as in https://api-gamebase.nhncloudservice.com")
+            throw ConfigurationError(
+                key: "gamebase.base_url", problem: "must name a host, as in https://api-gamebase.nhncloudservice.com")
         }
         gamebaseAppID = try values.required("gamebase.app_id")
         if let key = try values.optionalString("gamebase.secret_key", secret: true) {
@@ -83,7 +88,8 @@ extension WorkerConfiguration {
         } else {
             throw ConfigurationError(key: "gamebase.secret_key", problem: "required (or gamebase.secret_key_file)")
         }
-        gamebaseTimeoutMilliseconds = try values.int("gamebase.timeout_ms", default: gamebaseTimeoutMilliseconds, in: 100...600_000)
+        gamebaseTimeoutMilliseconds = try values.int(
+            "gamebase.timeout_ms", default: gamebaseTimeoutMilliseconds, in: 100...600_000)
 
         ledgerURL = try values.string("ledger.url", default: ledgerURL, secret: true)
 
@@ -93,16 +99,20 @@ extension WorkerConfiguration {
         gamebaseMaxConnections = try values.int(
             "gamebase.max_connections", default: min(maxInFlight, Self.defaultMaxConnectionsLimit), in: 1...4_096)
         maxMessageBytes = try values.int("worker.max_message_bytes", default: maxMessageBytes, in: 256...10_000_000)
-        maxBufferedBytes = try values.int("worker.max_buffered_bytes", default: maxBufferedBytes, in: (4 << 20)...(16 << 30))
+        maxBufferedBytes = try values.int(
+            "worker.max_buffered_bytes", default: maxBufferedBytes, in: (4 << 20)...(16 << 30))
         let attempts = try values.int("worker.retry.max_attempts", default: 4, in: 1...100)
         let initial = try values.int("worker.retry.initial_backoff_ms", default: 200, in: 0...600_000)
         let maximum = try values.int("worker.retry.max_backoff_ms", default: 5_000, in: 0...3_600_000)
         guard maximum >= initial else {
-            throw ConfigurationError(key: "worker.retry.max_backoff_ms", problem: "must not be below worker.retry.initial_backoff_ms")
+            throw ConfigurationError(
+                key: "worker.retry.max_backoff_ms", problem: "must not be below worker.retry.initial_backoff_ms")
         }
-        retry = RetryPolicy(maxAttempts: attempts, initialBackoff: .milliseconds(initial), maxBackoff: .milliseconds(maximum))
+        retry = RetryPolicy(
+            maxAttempts: attempts, initialBackoff: .milliseconds(initial), maxBackoff: .milliseconds(maximum))
         rejectTestPurchases = try values.bool("worker.reject_test_purchases", default: false)
-        shutdownTimeoutMilliseconds = try values.int("worker.shutdown_timeout_ms", default: shutdownTimeoutMilliseconds, in: 0...3_600_000)
+        shutdownTimeoutMilliseconds = try values.int(
+            "worker.shutdown_timeout_ms", default: shutdownTimeoutMilliseconds, in: 0...3_600_000)
         reconcile = try Self.reconcile(values)
         retention = try Self.retention(values, reconcile: reconcile)
         reconcile.prunesOwnState = retention.interval == nil
@@ -111,7 +121,8 @@ extension WorkerConfiguration {
         (console, consoleTokenFile) = try Self.console(values)
         let level = try values.string("log.level", default: "info")
         guard let parsedLevel = Logger.Level(rawValue: level.lowercased()) else {
-            throw ConfigurationError(key: "log.level", problem: "must be one of trace, debug, info, notice, warning, error, critical")
+            throw ConfigurationError(
+                key: "log.level", problem: "must be one of trace, debug, info, notice, warning, error, critical")
         }
         logLevel = parsedLevel
         let format = try values.string("log.format", default: "json")
@@ -199,7 +210,8 @@ extension WorkerConfiguration {
         policy.batchRows = try values.int("ledger.retention.batch_rows", default: policy.batchRows, in: 10...100_000)
         policy.publishedOutboxHours = try values.int(
             "ledger.retention.published_outbox_hours", default: policy.publishedOutboxHours, in: 0...87_600)
-        policy.rejectionsDays = try values.int("ledger.retention.rejections_days", default: policy.rejectionsDays, in: 0...3_650)
+        policy.rejectionsDays = try values.int(
+            "ledger.retention.rejections_days", default: policy.rejectionsDays, in: 0...3_650)
         policy.unconfirmedRejectionsHours = try values.int(
             "ledger.retention.unconfirmed_rejections_hours", default: policy.unconfirmedRejectionsHours, in: 0...87_600)
         policy.deadLettersDays = try values.int(
@@ -283,7 +295,9 @@ struct ConfigValues {
 
     func int(_ key: String, default defaultValue: Int, in range: ClosedRange<Int>) throws -> Int {
         guard let text = try optionalString(key) else { return defaultValue }
-        guard let value = Int(text) else { throw ConfigurationError(key: key, problem: "\"\(text)\" is not a whole number") }
+        guard let value = Int(text) else {
+            throw ConfigurationError(key: key, problem: "\"\(text)\" is not a whole number")
+        }
         guard range.contains(value) else {
             throw ConfigurationError(key: key, problem: "\(value) is outside \(range.lowerBound)…\(range.upperBound)")
         }

@@ -1,8 +1,8 @@
 import Console
 import Engine
 import Foundation
-import GamebaseHTTP
 import Gamebase
+import GamebaseHTTP
 import Kafka
 import Logging
 
@@ -113,7 +113,8 @@ public struct WorkerConfiguration: Sendable {
     public var producerConfiguration: KafkaProducerConfiguration {
         // Consumer-only properties would make librdkafka warn on a producer.
         let consumerOnly: Set<String> = [
-            "session.timeout.ms", "heartbeat.interval.ms", "auto.offset.reset", "enable.auto.commit", "max.poll.interval.ms",
+            "session.timeout.ms", "heartbeat.interval.ms", "auto.offset.reset", "enable.auto.commit",
+            "max.poll.interval.ms",
             "partition.assignment.strategy", "group.instance.id", "auto.commit.interval.ms", "fetch.max.bytes",
             "max.partition.fetch.bytes", "fetch.wait.max.ms", "fetch.min.bytes", "queued.max.messages.kbytes",
         ]
@@ -121,7 +122,8 @@ public struct WorkerConfiguration: Sendable {
         // consumer can read, with room for them (librdkafka's own default, 1,000,000, is below a real broker's
         // 1,048,588, so a record near the size limit could not be dead-lettered whole).
         var properties = [
-            "client.id": "\(clientID)-producer", "message.max.bytes": String(min(1_000_000_000, largestReadableRecord + 65_536)),
+            "client.id": "\(clientID)-producer",
+            "message.max.bytes": String(min(1_000_000_000, largestReadableRecord + 65_536)),
         ]
         properties.merge(librdkafka.filter { !consumerOnly.contains($0.key) }) { $1 }
         return KafkaProducerConfiguration(bootstrapServers: bootstrapServers, properties: properties)
@@ -130,7 +132,8 @@ public struct WorkerConfiguration: Sendable {
     public var gamebaseConfiguration: GamebaseConfiguration {
         GamebaseConfiguration(
             baseURL: gamebaseBaseURL, appID: gamebaseAppID, secretKey: gamebaseSecretKey,
-            timeoutMilliseconds: gamebaseTimeoutMilliseconds, consumeTimeoutMilliseconds: max(10_000, gamebaseTimeoutMilliseconds),
+            timeoutMilliseconds: gamebaseTimeoutMilliseconds,
+            consumeTimeoutMilliseconds: max(10_000, gamebaseTimeoutMilliseconds),
             maxConnections: gamebaseMaxConnections)
     }
 }

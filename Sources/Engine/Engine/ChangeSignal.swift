@@ -26,7 +26,8 @@ final class ChangeSignal: Sendable {
                 if cancelled { return continuation.resume() }
                 let (seconds, attoseconds) = timeout.components
                 let nanoseconds = max(0, seconds) &* 1_000_000_000 &+ max(0, attoseconds / 1_000_000_000)
-                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds))) { [self] in
+                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds))) {
+                    [self] in
                     resume(id)
                 }
             }

@@ -66,7 +66,8 @@ public struct CircuitBreaker: Sendable {
     public mutating func record(failed: Bool, now: ContinuousClock.Instant) -> Transition? {
         forget(before: now - configuration.window)
         verdicts.append((now, failed))
-        guard state == .closed, failed, verdicts.count >= configuration.minimumSamples, failureShare >= configuration.failureRatio
+        guard state == .closed, failed, verdicts.count >= configuration.minimumSamples,
+            failureShare >= configuration.failureRatio
         else { return nil }
         state = .open
         return .opened

@@ -145,7 +145,9 @@ public final class GamebaseMonitor: Sendable {
         guard let transition else { return }
         switch transition {
         case .opened:
-            logger.error("Gamebase does not answer: circuit open, purchases wait and partitions are paused; probing every \(probeInterval)")
+            logger.error(
+                "Gamebase does not answer: circuit open, purchases wait and partitions are paused; probing every \(probeInterval)"
+            )
             metrics.setCircuitOpen(true)
             health.setCircuitOpen(true)
         case .closed:

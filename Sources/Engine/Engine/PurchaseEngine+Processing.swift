@@ -20,7 +20,9 @@ extension PurchaseEngine {
         let gate: PurchaseProcessor.GamebaseGate = { [self] in try await waitForGamebase(work) }
         while stillRuns(work) {
             do {
-                if !ledgerMonitor.isAvailable { try await hold(work) { try await ledgerMonitor.waitUntilAvailable(stillWanted: $0) } }
+                if !ledgerMonitor.isAvailable {
+                    try await hold(work) { try await ledgerMonitor.waitUntilAvailable(stillWanted: $0) }
+                }
                 let outcome = try await processor.process(work.input, parsed: work.parsed, gate: gate)
                 switch outcome {
                 case .granted, .rejected:
@@ -47,13 +49,16 @@ extension PurchaseEngine {
                     failedRounds += 1
                     totalAttempts += attempts
                     if failedRounds < Self.roundsBeforeDeadLetter {
-                        let wait = configuration.infrastructureRetry.backoff(afterAttempt: failedRounds, using: &generator)
+                        let wait = configuration.infrastructureRetry.backoff(
+                            afterAttempt: failedRounds, using: &generator)
                         do { try await clock.sleep(for: wait) } catch { return false }
                         continue
                     }
                     try await processor.deadLetter(
                         work.input, reason: .gamebaseUnavailable, error: error.description, attempts: totalAttempts)
-                    finish(work, outcome: outcome, deadLettered: true, reason: ConsumeFailureReason.gamebaseUnavailable.rawValue)
+                    finish(
+                        work, outcome: outcome, deadLettered: true,
+                        reason: ConsumeFailureReason.gamebaseUnavailable.rawValue)
                     return true
                 case .stop(let error, let durable):
                     gamebaseMonitor.configurationRejected(error)
@@ -61,7 +66,7 @@ extension PurchaseEngine {
                         finish(work, outcome: outcome)
                         return true
                     }
-                    // Nothing was decided: the next attempt waits until the configuration is accepted again.
+                // Nothing was decided: the next attempt waits until the configuration is accepted again.
                 }
             } catch is CancellationError {
                 return false
@@ -74,17 +79,22 @@ extension PurchaseEngine {
                 let policy = configuration.infrastructureRetry
                 logger.error(
                     "purchase could not be finished; retrying",
-                    metadata: logMetadata(work).merging(["iap.error": "\(error)", "iap.attempt": "\(infrastructureFailures)"]) { $1 })
+                    metadata: logMetadata(work).merging([
+                        "iap.error": "\(error)", "iap.attempt": "\(infrastructureFailures)",
+                    ]) { $1 })
                 if infrastructureFailures >= policy.maxAttempts {
                     do {
                         guard stillRuns(work) else { return false }
                         try await processor.deadLetter(
                             work.input, reason: .internalError, error: "\(error)", attempts: infrastructureFailures)
-                        finish(work, outcome: nil, deadLettered: true, reason: ConsumeFailureReason.internalError.rawValue)
+                        finish(
+                            work, outcome: nil, deadLettered: true, reason: ConsumeFailureReason.internalError.rawValue)
                         return true
                     } catch {
                         // Not even the dead-letter topic takes it: keep it, and keep trying.
-                        logger.error("dead-lettering failed", metadata: logMetadata(work).merging(["iap.error": "\(error)"]) { $1 })
+                        logger.error(
+                            "dead-lettering failed",
+                            metadata: logMetadata(work).merging(["iap.error": "\(error)"]) { $1 })
                     }
                 }
                 let wait = policy.backoff(afterAttempt: min(infrastructureFailures, 8), using: &generator)

@@ -130,9 +130,12 @@ public struct ReconcilePass: Sendable {
         // the next passes, saying so.
         if options.claim, options.users == nil {
             var refreshes = 1
-            while try await !reconciliation("reconciliation users refresh", {
-                try await $0.refreshReconciliationUsers(activeSince: activeSince)
-            }) {
+            while try await !reconciliation(
+                "reconciliation users refresh",
+                {
+                    try await $0.refreshReconciliationUsers(activeSince: activeSince)
+                })
+            {
                 guard refreshes < Self.maxRefreshesPerPass, options.deadline.map({ clock.instant < $0 }) ?? true
                 else {
                     logger.notice(

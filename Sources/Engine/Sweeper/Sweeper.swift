@@ -39,21 +39,6 @@ public struct Sweeper: Service {
     let clock: any WorkerClock
     let logger: Logger
 
-    init(
-        processor: PurchaseProcessor, ledger: any SweepLedger, configuration: Configuration,
-        metrics: any EngineMetrics, gamebaseMonitor: GamebaseMonitor, ledgerMonitor: LedgerMonitor,
-        clock: any WorkerClock, logger: Logger
-    ) {
-        self.processor = processor
-        self.ledger = ledger
-        self.configuration = configuration
-        self.metrics = metrics
-        self.gamebaseMonitor = gamebaseMonitor
-        self.ledgerMonitor = ledgerMonitor
-        self.clock = clock
-        self.logger = logger
-    }
-
     public func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
@@ -101,7 +86,8 @@ public struct Sweeper: Service {
                     }
                 }
             }
-            metrics.setUnconsumedGrants(try await deadline.run("count unconsumed") { try await ledger.countUnconsumed() })
+            metrics.setUnconsumedGrants(
+                try await deadline.run("count unconsumed") { try await ledger.countUnconsumed() })
             let oldest = try await deadline.run("oldest unconsumed grant") {
                 try await ledger.oldestUnconsumedGrantedAt()
             }

@@ -28,7 +28,8 @@ public struct DeadLetterFactory: Sendable {
         // A re-driven record's provenance headers are the worker's own: replaced by the new ones. On a purchase
         // record they are its producer's data: kept as they are, and the worker's own follow them (readers take
         // the last header of a name).
-        let original = input.provenanceTrusted ? input.headers.filter { !$0.name.hasPrefix(Self.headerPrefix) } : input.headers
+        let original =
+            input.provenanceTrusted ? input.headers.filter { !$0.name.hasPrefix(Self.headerPrefix) } : input.headers
         let source = input.originalSource ?? input.source
         let timestamp = input.originalTimestampMilliseconds ?? input.timestampMilliseconds
         let (total, overflow) = input.previousAttempts.addingReportingOverflow(max(0, attempts))

@@ -1,4 +1,3 @@
-
 /// A header of an inbound or outbound record.
 public struct RecordHeader: Sendable, Hashable {
     public var name: String
@@ -35,6 +34,8 @@ public struct OutboundRecord: Sendable, Hashable {
     public init(_ event: OutboxEvent) {
         self.init(
             topic: event.topic, key: event.key, value: event.payload,
-            headers: event.headers.filter { !$0.name.lowercased().hasPrefix("ce_") }.map { RecordHeader(name: $0.name, string: $0.value) })
+            headers: event.headers.filter { !$0.name.lowercased().hasPrefix("ce_") }.map {
+                RecordHeader(name: $0.name, string: $0.value)
+            })
     }
 }

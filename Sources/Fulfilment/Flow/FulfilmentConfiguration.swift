@@ -14,12 +14,14 @@ public struct FulfilmentConfiguration: Sendable {
     public var consumeRetry: RetryPolicy
 
     public init(
-        groupID: String, itemGrantedTopic: String = "iap.item-granted", consumeFailedTopic: String = "iap.consume-failed",
+        groupID: String, itemGrantedTopic: String = "iap.item-granted",
+        consumeFailedTopic: String = "iap.consume-failed",
         deadLetterTopic: String = "purchase.completed.dlq", workerName: String = "iap-worker",
         rejectTestPurchases: Bool = false, maxMessageBytes: Int = 65_536, verifyRetry: RetryPolicy = RetryPolicy(),
         consumeRetry: RetryPolicy = RetryPolicy()
     ) {
-        self.events = EventFactory(groupID: groupID, itemGrantedTopic: itemGrantedTopic, consumeFailedTopic: consumeFailedTopic)
+        self.events = EventFactory(
+            groupID: groupID, itemGrantedTopic: itemGrantedTopic, consumeFailedTopic: consumeFailedTopic)
         self.deadLetters = DeadLetterFactory(topic: deadLetterTopic, workerName: workerName)
         self.rejectTestPurchases = rejectTestPurchases
         self.maxMessageBytes = maxMessageBytes

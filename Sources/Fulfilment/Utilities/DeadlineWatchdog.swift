@@ -133,7 +133,8 @@ private final class PendingResult<T: Sendable>: Sendable {
     }
 
     func finish(_ result: Result<T, any Error>) {
-        let (continuation, cleanup) = state.withLock { state -> (CheckedContinuation<T, any Error>?, (@Sendable () -> Void)?) in
+        let (continuation, cleanup) = state.withLock {
+            state -> (CheckedContinuation<T, any Error>?, (@Sendable () -> Void)?) in
             guard !state.done else { return (nil, nil) }
             state.done = true
             defer {

@@ -1,4 +1,5 @@
 import Wire
+
 /// The response envelope every Gamebase API answers with (contract §3.3).
 package struct GamebaseEnvelope<Result> {
     package struct Header {
@@ -55,6 +56,8 @@ extension GamebaseEnvelope.Header {
         guard let isSuccessful, let resultCode else {
             throw JSONReader.Failure(offset: 0, problem: "the header lacks isSuccessful or resultCode")
         }
-        return Self(transactionId: transactionId, isSuccessful: isSuccessful, resultCode: resultCode, resultMessage: resultMessage)
+        return Self(
+            transactionId: transactionId, isSuccessful: isSuccessful, resultCode: resultCode,
+            resultMessage: resultMessage)
     }
 }

@@ -14,7 +14,7 @@ final class PollThread: Sendable {
                 defer { state.waiters = [] }
                 return state.waiters
             }
-            waiters.forEach { $0.resume() }
+            for waiter in waiters { waiter.resume() }
         }
         thread.name = name
         thread.start()

@@ -30,7 +30,9 @@ package final class RDKafkaClient: @unchecked Sendable {
         rd_kafka_conf_set_log_cb(conf) { rk, level, facility, message in
             guard let rk, let opaque = rd_kafka_opaque(rk) else { return }
             let context = Unmanaged<RDKafkaClientContext>.fromOpaque(opaque).takeUnretainedValue()
-            context.log(level: level, facility: facility.map { String(cString: $0) } ?? "", message: message.map { String(cString: $0) } ?? "")
+            context.log(
+                level: level, facility: facility.map { String(cString: $0) } ?? "",
+                message: message.map { String(cString: $0) } ?? "")
         }
         rd_kafka_conf_set_error_cb(conf) { rk, err, reason, opaque in
             guard let rk, let opaque else { return }

@@ -39,7 +39,9 @@ final class TopicPartitionList {
         entries(of: list).map { TopicPartition(String(cString: $0.topic), $0.partition) }
     }
 
-    private static func entries(of list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) -> UnsafeBufferPointer<rd_kafka_topic_partition_t> {
+    private static func entries(of list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) -> UnsafeBufferPointer<
+        rd_kafka_topic_partition_t
+    > {
         UnsafeBufferPointer(start: list.pointee.elems, count: Int(list.pointee.cnt))
     }
 }
@@ -65,7 +67,10 @@ extension KafkaMessage {
                 guard rd_kafka_header_get_all(cHeaders, index, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR,
                     let name
                 else { continue }
-                headers.append(KafkaHeader(name: String(cString: name), value: value.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) }))
+                headers.append(
+                    KafkaHeader(
+                        name: String(cString: name),
+                        value: value.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) }))
             }
         }
         self.init(

@@ -9,7 +9,9 @@ struct RebalanceTarget: Sendable {
 
 extension RDKafkaClientContext {
     /// Called by librdkafka on the poll thread, inside `rd_kafka_consumer_poll` or `rd_kafka_consumer_close`.
-    func rebalance(rk: OpaquePointer, err: rd_kafka_resp_err_t, partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) {
+    func rebalance(
+        rk: OpaquePointer, err: rd_kafka_resp_err_t, partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>
+    ) {
         if let core = rebalanceTarget.withLock({ $0?.core }) {
             core.rebalance(err: err, partitions: partitions)
         } else {
@@ -61,7 +63,8 @@ extension ConsumerCore {
                 if commitErr != RD_KAFKA_RESP_ERR_NO_ERROR && commitErr != RD_KAFKA_RESP_ERR__NO_OFFSET {
                     control.withLock { $0.revokeCommitFailures += 1 }
                     logger.warning(
-                        "commit before revoke failed", metadata: ["kafka.error": "\(RDKafkaErrorCode(commitErr).message)"])
+                        "commit before revoke failed",
+                        metadata: ["kafka.error": "\(RDKafkaErrorCode(commitErr).message)"])
                 }
             }
             Self.applyAssignment(rk: client.handle, err: err, partitions: partitions)
@@ -80,11 +83,14 @@ extension ConsumerCore {
     }
 
     /// Tells librdkafka to take or drop the partitions, incrementally under the cooperative protocol.
-    static func applyAssignment(rk: OpaquePointer, err: rd_kafka_resp_err_t, partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) {
+    static func applyAssignment(
+        rk: OpaquePointer, err: rd_kafka_resp_err_t, partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>
+    ) {
         let cooperative = String(cString: rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE"
         let assigning = err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS
         if cooperative {
-            let error = assigning ? rd_kafka_incremental_assign(rk, partitions) : rd_kafka_incremental_unassign(rk, partitions)
+            let error =
+                assigning ? rd_kafka_incremental_assign(rk, partitions) : rd_kafka_incremental_unassign(rk, partitions)
             if let error { rd_kafka_error_destroy(error) }
         } else {
             rd_kafka_assign(rk, assigning ? partitions : nil)

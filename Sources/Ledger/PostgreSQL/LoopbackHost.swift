@@ -1,4 +1,5 @@
 import Fulfilment
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)

@@ -1,7 +1,7 @@
+import Fulfilment
 import NIOCore
 import NIOSSL
 import PostgresNIO
-import Fulfilment
 
 /// Why one connection attempt to the PostgreSQL ledger failed, sorted into what waiting can heal and what it
 /// cannot. `reason` names no password: it is built from SQLSTATEs, the server's message and NIO's error names.

@@ -1,8 +1,8 @@
 import Foundation
 import Fulfilment
-import Wire
 import Logging
 import PostgresNIO
+import Wire
 
 /// Batches on PostgreSQL: one statement (one round trip, one implicit transaction) for many purchases. The rows go
 /// in as one JSON array expanded by `jsonb_to_recordset`, which carries NULLs and any count of rows in a single

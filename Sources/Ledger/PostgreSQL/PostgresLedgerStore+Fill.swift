@@ -31,7 +31,12 @@ extension PostgresLedgerStore {
                                 convert_to('fill-user-' || (i % \(fill.users)), 'UTF8'), $1,
                                 convert_to(repeat('x', \(fill.payloadBytes)), 'UTF8'), \(at) + 10, \(at) + 50
                             FROM \(series) WHERE i < \(fill.count(within: fill.outboxHours))
-                            """, binds: { var b = PostgresBindings(); b.append(headers); return b }()), logger: logger)
+                            """,
+                        binds: {
+                            var b = PostgresBindings()
+                            b.append(headers)
+                            return b
+                        }()), logger: logger)
                 try await client.query(
                     PostgresQuery(
                         unsafeSQL: """

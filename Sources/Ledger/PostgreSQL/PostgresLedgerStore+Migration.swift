@@ -25,7 +25,7 @@ extension PostgresLedgerStore {
         while true {
             do {
                 return try await migrateSchemaOnce()
-            } catch where ["55P03", "40P01"].contains(Self.sqlState(of: error)) && attempt < Self.migrationAttempts {
+            } catch  where ["55P03", "40P01"].contains(Self.sqlState(of: error)) && attempt < Self.migrationAttempts {
                 // lock_not_available: another instance's transaction holds a table this migration alters (or a lock
                 // cycle the server broke by failing this side).
                 logger.warning(
@@ -60,7 +60,8 @@ extension PostgresLedgerStore {
             }
             if !hasColumn {
                 try await connection.query(
-                    "ALTER TABLE iap_schema_migrations ADD COLUMN breaks_older BOOLEAN NOT NULL DEFAULT false", logger: logger)
+                    "ALTER TABLE iap_schema_migrations ADD COLUMN breaks_older BOOLEAN NOT NULL DEFAULT false",
+                    logger: logger)
             }
             var applied: [String: Bool] = [:]
             for try await (name, breaks) in try await connection.query(
@@ -146,7 +147,9 @@ extension PostgresLedgerStore {
     }
 
     /// Whether the index exists and is valid (`nil`: it does not exist).
-    static func validity(of index: LedgerIndex, _ connection: PostgresConnection, _ logger: Logger) async throws -> Bool? {
+    static func validity(of index: LedgerIndex, _ connection: PostgresConnection, _ logger: Logger) async throws
+        -> Bool?
+    {
         var valid: Bool?
         for try await isValid in try await connection.query(
             """
@@ -164,8 +167,10 @@ extension PostgresLedgerStore {
         if valid == true { return }
         if valid == false {
             // Left by a build that was interrupted (a killed instance): it is maintained by writes but never used.
-            logger.warning("dropping an index an interrupted build left invalid", metadata: ["ledger.index": "\(index.name)"])
-            try await connection.query(PostgresQuery(unsafeSQL: "DROP INDEX CONCURRENTLY IF EXISTS \(index.name)"), logger: logger)
+            logger.warning(
+                "dropping an index an interrupted build left invalid", metadata: ["ledger.index": "\(index.name)"])
+            try await connection.query(
+                PostgresQuery(unsafeSQL: "DROP INDEX CONCURRENTLY IF EXISTS \(index.name)"), logger: logger)
         }
         logger.info("building a ledger index concurrently", metadata: ["ledger.index": "\(index.name)"])
         try await connection.query(PostgresQuery(unsafeSQL: index.create(concurrently: true)), logger: logger)

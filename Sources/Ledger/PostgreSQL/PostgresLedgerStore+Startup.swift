@@ -1,7 +1,7 @@
+import Fulfilment
 import Logging
 import NIOCore
 import PostgresNIO
-import Fulfilment
 
 extension PostgresLedgerStore {
     /// Makes one real connection with the pool's settings before anything uses the ledger, so that a ledger that

@@ -1,8 +1,8 @@
 import Foundation
+import Fulfilment
 import Logging
 import PostgresNIO
 import ServiceLifecycle
-import Fulfilment
 import Wire
 
 /// The shared ledger: PostgreSQL through postgres-nio, for many worker instances.
@@ -48,14 +48,16 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
         } catch {
             if let error = Self.unwrapped(error) as? LedgerError { throw error }
             throw LedgerError(
-                code: .migration, message: "migrating the PostgreSQL ledger failed: \(Self.describe(Self.unwrapped(error)))")
+                code: .migration,
+                message: "migrating the PostgreSQL ledger failed: \(Self.describe(Self.unwrapped(error)))")
         }
     }
 
     public func grant(paymentSeq: String) async throws -> GrantRecord? {
         try await wrap {
             let rows = try await client.query(
-                "SELECT \(unescaped: LedgerSchema.grantColumns) FROM grants WHERE payment_seq = \(paymentSeq)", logger: logger)
+                "SELECT \(unescaped: LedgerSchema.grantColumns) FROM grants WHERE payment_seq = \(paymentSeq)",
+                logger: logger)
             for try await row in rows { return try Self.grant(from: row) }
             return nil
         }
@@ -70,7 +72,9 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
         }
     }
 
-    public func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [GrantRecord] {
+    public func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws
+        -> [GrantRecord]
+    {
         let nowMs = now.epochMilliseconds
         let until = nowMs + Int64(lease.components.seconds * 1000)
         return try await wrap {
@@ -91,7 +95,9 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
         }
     }
 
-    public func claimUnpublishedEvents(createdBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [OutboxEvent] {
+    public func claimUnpublishedEvents(createdBefore: Date, limit: Int, lease: Duration, now: Date) async throws
+        -> [OutboxEvent]
+    {
         let nowMs = now.epochMilliseconds
         let until = nowMs + Int64(lease.components.seconds * 1000)
         return try await wrap {
@@ -138,9 +144,10 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
         try await wrap {
             var granted = 0
             var consumed = 0
-            for try await (state, count) in try await client.query("SELECT state, COUNT(*) FROM grants GROUP BY state", logger: logger)
-                .decode((String, Int64).self)
-            {
+            for try await (state, count) in try await client.query(
+                "SELECT state, COUNT(*) FROM grants GROUP BY state", logger: logger
+            )
+            .decode((String, Int64).self) {
                 if state == "granted" { granted = Int(count) } else { consumed = Int(count) }
             }
             var rejections: [String: Int] = [:]
@@ -155,7 +162,8 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
             ).decode(Int64.self) {
                 unpublished = Int(count)
             }
-            return LedgerStats(granted: granted, consumed: consumed, rejections: rejections, unpublishedEvents: unpublished)
+            return LedgerStats(
+                granted: granted, consumed: consumed, rejections: rejections, unpublishedEvents: unpublished)
         }
     }
 
@@ -168,7 +176,8 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
                 logger: logger
             ).decode((Int64, String).self) {
                 guard readOnly == "off" else {
-                    throw LedgerError(code: .unavailable, message: "PostgreSQL takes no writes (transaction_read_only is on)")
+                    throw LedgerError(
+                        code: .unavailable, message: "PostgreSQL takes no writes (transaction_read_only is on)")
                 }
                 return Int(count)
             }
@@ -237,10 +246,12 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
         return GrantRecord(
             paymentSeq: try r["payment_seq"].decode(String.self), userId: try r["user_id"].decode(String.self),
             gamebaseProductId: try r["gamebase_product_id"].decode(String.self),
-            purchaseToken: try r["purchase_token"].decode(String.self), productSeq: try r["product_seq"].decode(Int64?.self),
+            purchaseToken: try r["purchase_token"].decode(String.self),
+            productSeq: try r["product_seq"].decode(Int64?.self),
             marketId: try r["market_id"].decode(String?.self), productType: try r["product_type"].decode(String?.self),
             price: try r["price"].decode(String?.self), currency: try r["currency"].decode(String?.self),
-            paymentId: try r["payment_id"].decode(String?.self), isTestPurchase: try r["is_test_purchase"].decode(Bool.self),
+            paymentId: try r["payment_id"].decode(String?.self),
+            isTestPurchase: try r["is_test_purchase"].decode(Bool.self),
             purchaseTime: try r["purchase_time"].decode(String?.self), payload: try r["payload"].decode(String?.self),
             state: GrantState(rawValue: try r["state"].decode(String.self)) ?? .granted,
             grantedAt: Date(epochMilliseconds: try r["granted_at_ms"].decode(Int64.self)),
@@ -259,7 +270,8 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
             key: RejectionKey(
                 paymentSeq: try r["payment_seq"].decode(String.self), userId: try r["user_id"].decode(String.self),
                 tokenHash: try r["token_hash"].decode(String.self)),
-            reason: try r["reason"].decode(String.self), resultCode: try r["result_code"].decode(Int32?.self).map(Int.init),
+            reason: try r["reason"].decode(String.self),
+            resultCode: try r["result_code"].decode(Int32?.self).map(Int.init),
             resultMessage: try r["result_message"].decode(String?.self), detail: try r["detail"].decode(String?.self),
             eventID: try r["event_id"].decode(String.self),
             rejectedAt: Date(epochMilliseconds: try r["rejected_at_ms"].decode(Int64.self)), source: try source(r),
@@ -268,8 +280,10 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
 
     static func verdict(_ r: PostgresRandomAccessRow) throws -> PaymentVerdict? {
         let verdict = PaymentVerdict(
-            paymentId: try r["payment_id"].decode(String?.self), gamebaseProductId: try r["verdict_product_id"].decode(String?.self),
-            marketId: try r["verdict_market_id"].decode(String?.self), price: try r["verdict_price"].decode(String?.self),
+            paymentId: try r["payment_id"].decode(String?.self),
+            gamebaseProductId: try r["verdict_product_id"].decode(String?.self),
+            marketId: try r["verdict_market_id"].decode(String?.self),
+            price: try r["verdict_price"].decode(String?.self),
             currency: try r["verdict_currency"].decode(String?.self))
         return verdict == PaymentVerdict() ? nil : verdict
     }

@@ -1,7 +1,7 @@
 import Foundation
+import Fulfilment
 import NIOSSL
 import PostgresNIO
-import Fulfilment
 
 extension PostgresLedgerURL {
     /// The TLS settings `sslMode` asks for: `nil` for `disable`; no verification for `require`; for `verify-full`,

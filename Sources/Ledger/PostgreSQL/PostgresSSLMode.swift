@@ -1,4 +1,5 @@
 import Fulfilment
+
 /// The `sslmode` of a `postgres://` ledger URL: libpq's names, for the modes that never fall back silently.
 public enum PostgresSSLMode: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// No TLS: only for a database on loopback or a network you trust.

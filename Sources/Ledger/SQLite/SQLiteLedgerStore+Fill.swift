@@ -11,7 +11,8 @@ extension SQLiteLedgerStore {
         for start in stride(from: range.lowerBound, to: range.upperBound, by: 200_000) {
             let end = min(start + 200_000, range.upperBound)
             try await writeAlone { db in
-                let series = "WITH RECURSIVE s(i) AS (SELECT \(start) UNION ALL SELECT i + 1 FROM s WHERE i + 1 < \(end))"
+                let series =
+                    "WITH RECURSIVE s(i) AS (SELECT \(start) UNION ALL SELECT i + 1 FROM s WHERE i + 1 < \(end))"
                 let at = "(\(now) - (i + 1) * \(spacing))"
                 try db.execute(
                     sql: """

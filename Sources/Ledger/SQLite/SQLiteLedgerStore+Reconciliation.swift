@@ -44,7 +44,9 @@ extension SQLiteLedgerStore {
     public func refreshReconciliationUsers(activeSince: Date) async throws -> Bool {
         let since = activeSince.epochMilliseconds
         return try await ReconcileScan.catchUp { source, from in
-            try await write { db in try Self.scanChunk(source, since: since, from: from, now: Date().epochMilliseconds, db) }
+            try await write { db in
+                try Self.scanChunk(source, since: since, from: from, now: Date().epochMilliseconds, db)
+            }
         }
     }
 
@@ -59,7 +61,8 @@ extension SQLiteLedgerStore {
         let filter = source.reasons.map { "AND reason IN (\(marks($0.count)))" } ?? ""
         let reasons = StatementArguments(source.reasons ?? [])
         let column = source.timeColumn
-        let chunk = "SELECT \(column) AS t, user_id FROM \(source.table) WHERE \(column) >= ? \(filter) ORDER BY \(column) LIMIT ?"
+        let chunk =
+            "SELECT \(column) AS t, user_id FROM \(source.table) WHERE \(column) >= ? \(filter) ORDER BY \(column) LIMIT ?"
         let arguments = StatementArguments([from]) + reasons + StatementArguments([Int64(ReconcileScan.chunkRows)])
         guard let summary = try Row.fetchOne(db, sql: "SELECT count(*), max(t) FROM (\(chunk))", arguments: arguments),
             let last = summary[1] as Int64?

@@ -162,20 +162,23 @@ extension SQLiteLedgerStore {
             guard !hasTables || convertsToIncrementalVacuum else { return }
             if hasTables, let shortfall = conversionSpaceShortfall(db) {
                 logger.warning(
-                    "the ledger file is not converted to incremental vacuum: \(shortfall); it keeps its size and is tried again at the next start")
+                    "the ledger file is not converted to incremental vacuum: \(shortfall); it keeps its size and is tried again at the next start"
+                )
                 return
             }
             let started = ContinuousClock.now
             if hasTables {
                 logger.notice(
-                    "converting the ledger file to incremental vacuum, once: a VACUUM that takes about as long as copying the file")
+                    "converting the ledger file to incremental vacuum, once: a VACUUM that takes about as long as copying the file"
+                )
             }
             try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
             try db.execute(sql: "VACUUM")
             try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
             if hasTables {
                 logger.notice(
-                    "ledger file converted to incremental vacuum", metadata: ["ledger.duration": "\(ContinuousClock.now - started)"])
+                    "ledger file converted to incremental vacuum",
+                    metadata: ["ledger.duration": "\(ContinuousClock.now - started)"])
             }
         }
     }
@@ -197,7 +200,8 @@ extension SQLiteLedgerStore {
             problems.append("\(directory) has \(available) bytes free for a write-ahead log of \(needed)")
         }
         if let available = free(temporary), available < needed {
-            problems.append("\(temporary) (SQLITE_TMPDIR, TMPDIR or /var/tmp) has \(available) bytes free for a copy of \(needed)")
+            problems.append(
+                "\(temporary) (SQLITE_TMPDIR, TMPDIR or /var/tmp) has \(available) bytes free for a copy of \(needed)")
         }
         return problems.isEmpty ? nil : problems.joined(separator: "; ")
     }

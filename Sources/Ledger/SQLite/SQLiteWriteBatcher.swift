@@ -1,6 +1,6 @@
+import Fulfilment
 import GRDB
 import Synchronization
-import Fulfilment
 
 /// Group commit for the SQLite ledger: writes that arrive while a transaction is being written wait and go
 /// together into the next one, each inside its own savepoint.
@@ -27,7 +27,8 @@ final class SQLiteWriteBatcher: Sendable {
     }
 
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        let value = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<any Sendable, any Error>) in
+        let value = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<any Sendable, any Error>) in
             let startDrain = state.withLock { state in
                 state.pending.append(Pending(body: { try body($0) }, continuation: continuation))
                 guard !state.draining else { return false }

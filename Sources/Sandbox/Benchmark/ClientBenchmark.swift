@@ -77,7 +77,8 @@ public enum ClientBenchmark {
 
     /// Runs each client `runs` times, alternating, against one simulator process.
     public static func run(_ options: Options, logger: Logger) async throws -> Result {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-bench-client-\(UUID().uuidString.prefix(8))")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "iap-bench-client-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let payments = folder.appendingPathComponent("payments.json")
@@ -85,7 +86,8 @@ public enum ClientBenchmark {
         let simulator = try MeasuredProcess(
             executable: options.simulatorExecutable,
             arguments: [
-                "gamebase-sim", "--port", "0", "--app-id", appID, "--secret-key", secretKey, "--payments", payments.path,
+                "gamebase-sim", "--port", "0", "--app-id", appID, "--secret-key", secretKey, "--payments",
+                payments.path,
                 "--unknown-field-rate", "0",
             ],
             logPath: folder.appendingPathComponent("simulator.log").path)
@@ -105,10 +107,13 @@ public enum ClientBenchmark {
             let values = runs.filter { $0.client == client }.map(\.cpuMicrosecondsPerRequest).sorted()
             medians[client.rawValue] = values[values.count / 2]
         }
-        return Result(requests: options.requests, concurrency: options.concurrency, runs: runs, medianCPUMicrosecondsPerRequest: medians)
+        return Result(
+            requests: options.requests, concurrency: options.concurrency, runs: runs,
+            medianCPUMicrosecondsPerRequest: medians)
     }
 
-    private static func measure(_ client: Client, baseURL: String, options: Options, logger: Logger) async throws -> Run {
+    private static func measure(_ client: Client, baseURL: String, options: Options, logger: Logger) async throws -> Run
+    {
         let perTask = max(1, options.requests / options.concurrency)
         let requests = perTask * options.concurrency
         let cpuBefore = MeasuredProcess.harnessCPUTime
@@ -124,7 +129,8 @@ public enum ClientBenchmark {
                     for _ in 0..<options.concurrency {
                         group.addTask {
                             for _ in 0..<perTask {
-                                _ = try await gamebase.paymentTransaction(accessToken: token, transactionID: GamebaseTransactionID())
+                                _ = try await gamebase.paymentTransaction(
+                                    accessToken: token, transactionID: GamebaseTransactionID())
                             }
                         }
                     }
@@ -172,13 +178,16 @@ public enum ClientBenchmark {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<options.concurrency {
                     group.addTask {
-                        let exchange = try await BareHTTPExchange.connect(host: url.host ?? "127.0.0.1", port: url.port ?? 80)
+                        let exchange = try await BareHTTPExchange.connect(
+                            host: url.host ?? "127.0.0.1", port: url.port ?? 80)
                         defer { exchange.close() }
                         for _ in 0..<perTask {
-                            let body = try await exchange.get(path, headers: [
-                                ("Content-Type", "application/json; charset=UTF-8"), ("X-Secret-Key", secretKey),
-                                ("X-TCGB-Transaction-Id", GamebaseTransactionID().value),
-                            ])
+                            let body = try await exchange.get(
+                                path,
+                                headers: [
+                                    ("Content-Type", "application/json; charset=UTF-8"), ("X-Secret-Key", secretKey),
+                                    ("X-TCGB-Transaction-Id", GamebaseTransactionID().value),
+                                ])
                             guard body.readableBytes > 0 else { throw BareHTTPExchange.Failure.emptyAnswer }
                         }
                     }
@@ -188,7 +197,9 @@ public enum ClientBenchmark {
         }
         let seconds = (ContinuousClock.now - started) / .seconds(1)
         let cpu = (MeasuredProcess.harnessCPUTime - cpuBefore) / .microseconds(1)
-        return Run(client: client, requestsPerSecond: Double(requests) / seconds, cpuMicrosecondsPerRequest: cpu / Double(requests))
+        return Run(
+            client: client, requestsPerSecond: Double(requests) / seconds,
+            cpuMicrosecondsPerRequest: cpu / Double(requests))
     }
 }
 

@@ -41,7 +41,9 @@ final class LoadGenerator: Sendable {
             var ticks = 0
             while next < count {
                 // At a rate: release what is due by the next tick; otherwise everything, in chunks.
-                let due = rate.map { min(count, Int((Double(ticks + 1) * 0.01 * $0).rounded(.up))) } ?? min(count, next + 1_000)
+                let due =
+                    rate.map { min(count, Int((Double(ticks + 1) * 0.01 * $0).rounded(.up))) }
+                    ?? min(count, next + 1_000)
                 while next < due {
                     let (key, value, seq) = message(next)
                     sent[seq] = Date()
@@ -51,8 +53,11 @@ final class LoadGenerator: Sendable {
                     next += 1
                 }
                 ticks += 1
-                if rate != nil { try await Task.sleep(until: started + tick * ticks, clock: .continuous) }
-                else { await Task.yield() }
+                if rate != nil {
+                    try await Task.sleep(until: started + tick * ticks, clock: .continuous)
+                } else {
+                    await Task.yield()
+                }
             }
             try await group.waitForAll()
         }

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A separate `iap-worker` process — the worker as deployed, or the simulator — with its CPU time and memory
@@ -51,7 +51,9 @@ final class MeasuredProcess: @unchecked Sendable {
     var memory: (resident: Int, peak: Int)? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
         func kibibytes(_ field: String) -> Int? {
-            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else { return nil }
+            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else {
+                return nil
+            }
             return line.split(separator: " ").compactMap { Int($0) }.first
         }
         guard let resident = kibibytes("VmRSS"), let peak = kibibytes("VmHWM") else { return nil }

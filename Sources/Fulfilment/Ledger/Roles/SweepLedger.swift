@@ -7,7 +7,8 @@ import Foundation
 public protocol SweepLedger: Sendable {
     /// Claims up to `limit` grants still `granted` since before `grantedBefore`, leasing them until `now + lease` so
     /// other workers' sweepers skip them.
-    func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws -> [GrantRecord]
+    func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws
+        -> [GrantRecord]
 
     /// Claims up to `limit` events unpublished since before `createdBefore`, leased the same way.
     func claimUnpublishedEvents(createdBefore: Date, limit: Int, lease: Duration, now: Date) async throws
