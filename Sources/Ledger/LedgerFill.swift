@@ -32,7 +32,9 @@ public protocol LedgerFilling: Sendable {
     func fill(_ fill: LedgerFill, purchases range: Range<Int>) async throws
     /// Refreshes the planner's statistics (after a fill).
     func analyze() async throws
-    /// Whether the database holds no table at all, so filling it can touch nobody's purchases. Read before any
-    /// migration: a ledger a daemon uses (even one migrated and still empty) answers `false`.
+    /// Whether the database holds no table at all where this connection looks (PostgreSQL: every schema of the
+    /// search path, so an empty schema named after the role does not hide a ledger in `public`), so filling it can
+    /// touch nobody's purchases. Read before any migration: a ledger a daemon uses (even one migrated and still
+    /// empty) answers `false`.
     func holdsNoTables() async throws -> Bool
 }

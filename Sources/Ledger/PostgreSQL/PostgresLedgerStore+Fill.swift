@@ -60,7 +60,8 @@ extension PostgresLedgerStore {
         try await wrap {
             var tables: Int64 = 0
             for try await count in try await client.query(
-                "SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema()", logger: logger
+                "SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = ANY (current_schemas(false))",
+                logger: logger
             ).decode(Int64.self) {
                 tables = count
             }
