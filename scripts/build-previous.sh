@@ -8,7 +8,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 swift=${SWIFT:-swift}
-rev=${IAP_WORKER_PREVIOUS_REV:-ea9144401b8a1ec0ac04e5962641c31c784b3c45}
+rev=${IAP_WORKER_PREVIOUS_REV:-b3eb644b51a13c6161ab4915a512dc8d1f1dbf5d}
 out="$root/.build-previous"
 commit=$(git -C "$root" rev-parse --verify "$rev^{commit}")
 if [[ -x "$out/bin/iap-worker" && "$(cat "$out/bin/commit" 2>/dev/null)" == "$commit" ]]; then

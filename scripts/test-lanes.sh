@@ -41,7 +41,16 @@ esac
 # Every test must belong to a lane: a suite added without one would silently never run.
 if [ "$1" = all ]; then
     pattern=$(printf '%s\n' "${lanes[@]}" | sed 's/^[^=]*=//' | paste -sd'|')
-    missing=$($SWIFT test --skip-build --ignore-lock --list-tests 2>/dev/null | grep -E '^[A-Za-z]+Tests\.' | grep -Ev "$pattern" || true)
+    if ! listed=$($SWIFT test --skip-build --ignore-lock --list-tests 2>.build/test-lanes-list.err); then
+        echo "test-lanes: could not list the tests:" >&2
+        cat .build/test-lanes-list.err >&2
+        exit 1
+    fi
+    if ! grep -qE '^[A-Za-z]+Tests\.' <<<"$listed"; then
+        echo "test-lanes: the test list is empty" >&2
+        exit 1
+    fi
+    missing=$(grep -E '^[A-Za-z]+Tests\.' <<<"$listed" | grep -Ev "$pattern" || true)
     if [ -n "$missing" ]; then
         echo "test-lanes: tests in no lane (add their suite to scripts/test-lanes.sh):" >&2
         echo "$missing" >&2

@@ -254,6 +254,46 @@ struct PostgresLedgerStartupTests {
         try await channel.close()
         return port
     }
+
+    /// With the default search path, an empty schema named after the role, made after the ledger was built in
+    /// `public`, is where new tables would go: a start must refuse rather than migrate a second, empty ledger there and
+    /// lose sight of the real grants.
+    @Test func aStartRefusesALedgerThatAnEmptySchemaOfTheRoleWouldHide() async throws {
+        let server = try PostgresTestServer.current()
+        let database = try await server.createDatabase()
+        let url = server.url(database: database)
+        let logger = TestDatabases.quietLogger
+        try await LedgerStores.withStore(url: url, logger: logger) { store in
+            _ = try await store.insertGrant(
+                LedgerStoreTests.grant("live-1", user: "player"),
+                event: LedgerStoreTests.event("live-1:item-granted", seq: "live-1"))
+        }
+        let role = try await server.withConnection(to: database) { connection in
+            try await connection.query("CREATE SCHEMA AUTHORIZATION CURRENT_USER", logger: logger)
+            var role = ""
+            for try await name in try await connection.query("SELECT current_user::text", logger: logger).decode(
+                String.self)
+            {
+                role = name
+            }
+            return role
+        }
+        let (error, _) = await Self.refusal {
+            try await LedgerStores.withStore(url: url, logger: logger) { _ in }
+        }
+        #expect(error?.code == .configuration)
+        #expect(error?.message.contains("schema public") == true && error?.message.contains("schema \(role)") == true)
+        let tablesInRoleSchema = try await server.withConnection(to: database) { connection in
+            var count: Int64 = -1
+            for try await value in try await connection.query(
+                "SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = \(role)", logger: logger
+            ).decode(Int64.self) {
+                count = value
+            }
+            return count
+        }
+        #expect(tablesInRoleSchema == 0, "the refused start created tables in the role's schema")
+    }
 }
 
 /// Answers PostgreSQL's SSLRequest with 'N' (no TLS here), as a server with `ssl=off` does.

@@ -41,6 +41,7 @@ extension PostgresLedgerStore {
         let known = LedgerSchema.migrations(.postgres)
         try await client.withTransaction(logger: logger) { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLockID))", logger: logger)
+            try await Self.checkPlacement(connection, logger: logger)
             try await connection.query(
                 "CREATE TABLE IF NOT EXISTS iap_schema_migrations (name TEXT PRIMARY KEY, applied_at_ms BIGINT NOT NULL)",
                 logger: logger)
@@ -83,6 +84,46 @@ extension PostgresLedgerStore {
                 logger.info("ledger migration applied", metadata: ["ledger.migration": "\(migration.name)"])
             }
         }
+    }
+
+    /// The oldest server the migrations run on: `005_reconcile_scan_xid` needs `xid8` and `pg_current_xact_id()`.
+    static let minimumServerVersion = 130_000
+
+    /// Refuses, before anything is created, a server too old for the migrations, and a ledger this connection would not
+    /// see: with the default search path (`"$user", public`), an empty schema named after the role, made after the
+    /// ledger was built in `public`, becomes the schema new tables go to. Migrating there would build a second, empty
+    /// ledger and every statement would then find it instead of the real one (its grants out of sight: a redelivered
+    /// purchase granted again).
+    static func checkPlacement(_ connection: PostgresConnection, logger: Logger) async throws {
+        var version = 0
+        for try await text in try await connection.query("SHOW server_version_num", logger: logger).decode(String.self)
+        {
+            version = Int(text) ?? 0
+        }
+        guard version >= minimumServerVersion else {
+            throw LedgerError(
+                code: .configuration,
+                message: "the ledger needs PostgreSQL 13 or later; this server is version \(version / 10_000)")
+        }
+        var current: String?
+        var holders: [String] = []
+        for try await (schema, holder) in try await connection.query(
+            """
+            SELECT current_schema(), n.nspname FROM pg_catalog.pg_class c
+            JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+            WHERE c.relname = 'iap_schema_migrations' AND c.relkind = 'r' AND n.nspname = ANY (current_schemas(false))
+            """, logger: logger
+        ).decode((String?, String).self) {
+            current = schema
+            holders.append(holder)
+        }
+        guard let current, !holders.isEmpty, !holders.contains(current) else { return }
+        throw LedgerError(
+            code: .configuration,
+            message:
+                "the ledger's tables are in schema \(holders.sorted().joined(separator: ", ")), but this connection "
+                + "creates tables in schema \(current), first on its search path: set the role's search_path to the "
+                + "ledger's schema (ALTER ROLE … SET search_path), or drop the empty schema \(current)")
     }
 
     /// Refuses a ledger whose schema has a migration this version does not know and cannot run beside.
