@@ -140,8 +140,9 @@ package enum LedgerSchema {
     /// order they became visible rather than by their stamps (``ReconcileScan``). PostgreSQL only: SQLite's one writer
     /// stamps with the clock it scans by, and nothing is added there. The column is added without a default (a volatile
     /// one would rewrite the table under its exclusive lock), then given one that only new rows take — older
-    /// instances' too, which do not name it; rows written before stay NULL and are read once by time. Needs
-    /// PostgreSQL 13 (`xid8`, `pg_current_xact_id`).
+    /// instances' too, which do not name it; rows written before stay NULL and are read once by time. The scan's
+    /// position keeps, beside how far it got, the transactions it passed while they were still running
+    /// (`ledger_marks.pending_xids`, NULL for other marks). Needs PostgreSQL 13 (`xid8`, `pg_current_xact_id`).
     static func reconcileScanTransaction(_ dialect: Dialect) -> [String] {
         guard dialect == .postgres else { return [] }
         return [
@@ -149,6 +150,7 @@ package enum LedgerSchema {
             "ALTER TABLE grants ALTER COLUMN scan_xid SET DEFAULT pg_current_xact_id()",
             "ALTER TABLE rejections ADD COLUMN scan_xid xid8",
             "ALTER TABLE rejections ALTER COLUMN scan_xid SET DEFAULT pg_current_xact_id()",
+            "ALTER TABLE ledger_marks ADD COLUMN pending_xids BIGINT[]",
         ]
     }
 

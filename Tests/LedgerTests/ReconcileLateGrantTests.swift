@@ -35,6 +35,30 @@ struct ReconcileLateGrantTests {
             """, logger: logger)
     }
 
+    /// The id of the transaction `connection` is in (given one if it had none).
+    static func currentTransaction(_ connection: PostgresConnection) async throws -> Int64 {
+        var xid: Int64 = 0
+        for try await value in try await connection.query(
+            "SELECT pg_current_xact_id()::text::bigint", logger: logger
+        ).decode(Int64.self) {
+            xid = value
+        }
+        return xid
+    }
+
+    /// The scan's stored position in the grants.
+    static func grantsPosition(_ connection: PostgresConnection) async throws -> (next: Int64, pending: [Int64]) {
+        var position: (next: Int64, pending: [Int64]) = (0, [])
+        for try await row in try await connection.query(
+            """
+            SELECT value_ms, COALESCE(pending_xids, '{}') FROM ledger_marks WHERE name = 'reconcile_scan_grants_xid'
+            """, logger: logger
+        ).decode((Int64, [Int64]).self) {
+            position = row
+        }
+        return position
+    }
+
     static func users(_ store: any SQLLedgerStore, since: Date) async throws -> Set<String> {
         Set(try await store.reconciliationUsers(activeSince: since, dueAt: Date(), limit: 10_000))
     }
@@ -68,6 +92,120 @@ struct ReconcileLateGrantTests {
             #expect(try await store.refreshReconciliationUsers(activeSince: since))
             #expect(try await Self.users(store, since: since) == ["early", "slow"])
         }
+    }
+
+    /// A transaction still running when the scan passes its id, committed only after several later refreshes (each
+    /// moving the position past newer grants): it stays pending in the position, and its user is due once it commits.
+    @Test func aTransactionRunningWhenTheScanPassedItMakesItsUserDueWhenItCommitsRefreshesLater() async throws {
+        try await Self.withLedger { store, connection in
+            let since = Date().addingTimeInterval(-72 * 3_600)
+            #expect(try await store.refreshReconciliationUsers(activeSince: since))
+            try await connection.query("BEGIN", logger: Self.logger)
+            try await Self.insertGrant(connection, "slow", user: "slow", at: Date().addingTimeInterval(-180))
+            let slow = try await Self.currentTransaction(connection)
+            var users: Set<String> = []
+            for i in 0..<3 {
+                // Other instances' grants, committed after it began.
+                #expect(
+                    try await store.insertGrant(
+                        LedgerStoreTests.grant("g\(i)", user: "u\(i)"),
+                        event: LedgerStoreTests.event("g\(i):item-granted", seq: "g\(i)")) == .inserted)
+                users.insert("u\(i)")
+                #expect(try await store.refreshReconciliationUsers(activeSince: since))
+                #expect(try await Self.users(store, since: since) == users)
+                let position = try await Self.grantsPosition(connection)
+                #expect(position.next > slow, "the scan moves past a transaction still running")
+                #expect(position.pending.contains(slow))
+            }
+            try await connection.query("COMMIT", logger: Self.logger)
+            #expect(try await store.refreshReconciliationUsers(activeSince: since))
+            #expect(try await Self.users(store, since: since) == users.union(["slow"]))
+            #expect(try await !Self.grantsPosition(connection).pending.contains(slow))
+        }
+    }
+
+    /// A write transaction left open anywhere in the cluster (here another database; as well a session idle in
+    /// transaction, an orphaned prepared transaction) is running in every snapshot: the scan keeps it pending and
+    /// moves on, instead of keeping its position below it and reading everything written since at every refresh.
+    @Test func aTransactionLeftOpenElsewhereDoesNotHoldTheScanBack() async throws {
+        let server = try PostgresTestServer.current()
+        let database = try await server.createDatabase()
+        let other = try await server.createDatabase()
+        let since = Date().addingTimeInterval(-72 * 3_600)
+        try await LedgerStores.withStore(url: server.url(database: database), logger: Self.logger) { store in
+            try await server.withConnection(to: other) { open in
+                try await open.query("BEGIN", logger: Self.logger)
+                let pinned = try await Self.currentTransaction(open)
+                try await server.withConnection(to: database) { connection in
+                    for i in 0..<20 {
+                        try await Self.insertGrant(
+                            connection, "g\(i)", user: "u\(i)", at: Date().addingTimeInterval(-60))
+                    }
+                    #expect(try await store.refreshReconciliationUsers(activeSince: since))
+                    #expect(try await store.refreshReconciliationUsers(activeSince: since))
+                    #expect(try await Self.users(store, since: since).count == 20)
+                    let position = try await Self.grantsPosition(connection)
+                    #expect(position.next > pinned, "the scan's position is held at a transaction in another database")
+                    #expect(position.pending.contains(pinned))
+                }
+                try await open.query("ROLLBACK", logger: Self.logger)
+            }
+        }
+    }
+
+    /// While a transaction is left open, more grants written than one refresh reads in its budget are all read over
+    /// the next refreshes, the newest included: each goes on from where the last got to. (A position held below the
+    /// open transaction made every refresh start again there, and the newest grants were never reached.)
+    @Test func grantsBeyondARefreshsBudgetAreReachedWhileATransactionIsLeftOpen() async throws {
+        let server = try PostgresTestServer.current()
+        let database = try await server.createDatabase()
+        let other = try await server.createDatabase()
+        let since = Date().addingTimeInterval(-72 * 3_600)
+        let rows = 300_000
+        try await LedgerStores.withStore(url: server.url(database: database), logger: Self.logger) { store in
+            #expect(try await store.refreshReconciliationUsers(activeSince: since))
+            try await server.withConnection(to: other) { open in
+                try await open.query("BEGIN", logger: Self.logger)
+                _ = try await Self.currentTransaction(open)
+                try await server.withConnection(to: database) { connection in
+                    let start = Date().addingTimeInterval(-600).epochMilliseconds
+                    // A busy ledger: many transactions of 1,000 grants (four per user).
+                    for batch in stride(from: 0, to: rows, by: 1_000) {
+                        try await connection.query(
+                            """
+                            INSERT INTO grants (payment_seq, user_id, gamebase_product_id, purchase_token,
+                                is_test_purchase, state, granted_at_ms)
+                            SELECT 'b' || i, 'bu-' || (i / 4), 'gems', 'tok' || i, false, 'consumed', \(start) + i / 1000
+                            FROM generate_series(\(batch), \(batch + 999)) AS i
+                            """, logger: Self.logger)
+                    }
+                    try await Self.insertGrant(connection, "newest", user: "u-newest", at: Date())
+                    var caughtUp = false
+                    for _ in 0..<10 where !caughtUp {
+                        caughtUp = try await store.refreshReconciliationUsers(activeSince: since)
+                    }
+                    #expect(caughtUp, "every refresh starts again below the open transaction")
+                    let due = Set(
+                        try await store.reconciliationUsers(activeSince: since, dueAt: Date(), limit: 1_000_000))
+                    let newestDue = due.contains("u-newest")
+                    #expect(newestDue, "a grant committed before the refreshes is out of their reach")
+                    #expect(due.count == rows / 4 + 1)
+                }
+                try await open.query("ROLLBACK", logger: Self.logger)
+            }
+        }
+    }
+
+    /// Never more pending transactions stored than the limit: past it the stored position moves back to the first one
+    /// not kept, so what the others wrote is read again by the scan from there.
+    @Test func pendingTransactionsPastTheLimitMoveTheStoredPositionBack() {
+        let snapshot = TransactionSnapshot(xmax: 100, running: [12, 40, 55, 70, 99])
+        let scan = TransactionScan(next: 30, pending: [5, 12]).passing(to: 80, snapshot)
+        #expect(scan == TransactionScan(next: 80, pending: [12, 40, 55, 70]))
+        #expect(TransactionScan(next: 30, pending: [5, 12]).ended(by: snapshot) == [5])
+        #expect(scan.bounded(4) == scan)
+        #expect(scan.bounded(2) == TransactionScan(next: 55, pending: [12, 40]))
+        #expect(scan.bounded(0) == TransactionScan(next: 12, pending: []))
     }
 
     @Test func aMarkAheadOfTheDatabaseIsNotTrusted() async throws {
