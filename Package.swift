@@ -23,7 +23,7 @@ let package = Package(
         .executable(name: "iap-dev", targets: ["iap-dev"]),
         // For the fuzz targets, a package of their own in FuzzTesting/ that depends on this one by path (so that a
         // build of this package never links them). Not an API for other packages.
-        .library(name: "IAPFuzzable", targets: ["Wire", "Fulfilment", "Gamebase", "Ledger"]),
+        .library(name: "IAPFuzzable", targets: ["Wire", "Gamebase", "Fulfilment", "InMemoryLedger"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
@@ -224,6 +224,10 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        /// The memory ledger: every role of the ledger over tables in memory, held to the SQL stores by the conformance
+        /// suites (Tests/LedgerTests). Test rig: the tests (through IAPTestSupport) and the fuzz targets (through
+        /// IAPFuzzable) run on it; `iap-worker` never links it.
+        .target(name: "InMemoryLedger", dependencies: ["Fulfilment"], swiftSettings: strictSettings),
         /// The in-process sandbox (mock cluster, simulator, a worker), the demo and the benchmarks.
         .target(
             name: "Sandbox",
@@ -281,6 +285,7 @@ let package = Package(
                 "Engine",
                 "Fulfilment",
                 "Gamebase",
+                "InMemoryLedger",
                 "Ledger",
                 "Wire",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -343,6 +348,7 @@ let package = Package(
                 "Fulfilment",
                 "Gamebase",
                 "IAPTestSupport",
+                "InMemoryLedger",
                 "Wire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -13,7 +13,9 @@ For every target of Package.swift that has Swift sources (Sources/<name>, or the
   the module along breaks as soon as that other dependency goes);
 - `CRdKafka.Mock` (librdkafka's mock cluster) is imported by KafkaTesting alone (Sources and Tests);
 - the `iap-worker` executable links none of the test rig, also through other targets;
-- every non-test target of Package.swift has an entry in ALLOWED, and every entry names a target.
+- every non-test target of Package.swift has an entry in ALLOWED, and every entry names a target;
+- the core modules (CORE_PRODUCTS) link no other package's module beyond their entry, through any of our targets;
+- an import of another package's module (one some target lists as a product) is a declared product dependency.
 
 Prints each violation as `Sources/X/File.swift:LINE: X may not import Y (allowed: …)` (or `Package.swift:LINE: …`)
 and exits 1; prints one ok line otherwise. Test targets (Tests/*Tests) are not checked, except for CRdKafka.Mock.
@@ -31,7 +33,7 @@ PRODUCTION = {
     "Wire", "Gamebase", "Fulfilment", "Engine", "CRdKafka", "Kafka", "GamebaseHTTP", "Ledger", "Lookup", "Console",
     "EventTail", "App",
 }
-TEST_RIG = {"KafkaTesting", "GamebaseSimulator", "Sandbox"}
+TEST_RIG = {"KafkaTesting", "GamebaseSimulator", "Sandbox", "InMemoryLedger"}
 # librdkafka's C API is seen by the Kafka module (and the mock cluster's wrapper) alone.
 C_BOUNDARY = {"CRdKafka"}
 
@@ -57,10 +59,20 @@ ALLOWED = {
     # The test rig and the development executable.
     "KafkaTesting": {"Kafka", "CRdKafka"},
     "GamebaseSimulator": {"Gamebase", "Wire"},
+    # The memory ledger: every role over tables in memory (the tests' and the fuzz targets' ledger).
+    "InMemoryLedger": {"Fulfilment", "Wire"},
     "Sandbox": (PRODUCTION | TEST_RIG) - {"Sandbox"} - C_BOUNDARY,
     "iap-dev": (PRODUCTION | TEST_RIG) - C_BOUNDARY,
-    # The tests' shared fakes of the ports (the memory ledger, a scripted Gamebase, a clock) and store factories.
-    "IAPTestSupport": {"Wire", "Gamebase", "Fulfilment", "Engine", "Ledger"},
+    # The tests' shared fakes of the ports (a scripted Gamebase, a clock, recorders) and store factories.
+    "IAPTestSupport": {"Wire", "Gamebase", "Fulfilment", "Engine", "Ledger", "InMemoryLedger"},
+}
+# The other packages' modules the core may link (through any of its targets): pure Swift, no NIO, no SQL driver, no C
+# client. Every other target may link what Package.swift gives it.
+CORE_PRODUCTS = {
+    "Wire": set(),
+    "Gamebase": set(),
+    "Fulfilment": {"Crypto", "Logging"},
+    "Engine": {"Crypto", "Logging", "ServiceLifecycle", "DequeModule"},
 }
 # Who may import the mock cluster's header module.
 MOCK_SUBMODULE = "CRdKafka.Mock"
@@ -155,7 +167,7 @@ def read_package():
         name = re.search(r'\bname\s*:\s*"([^"]+)"', item).group(1)
         path = re.search(r'\bpath\s*:\s*"([^"]+)"', item)
         folder = path.group(1) if path else f"{'Tests' if kind == 'testTarget' else 'Sources'}/{name}"
-        dependencies = {}
+        dependencies, products = {}, {}
         key = re.search(r"\bdependencies\s*:\s*\[", item)
         if key:
             start = offset + key.end() - 1
@@ -163,12 +175,17 @@ def read_package():
             for dep_offset, dep in top_level_items(text, start, end):
                 dep = dep.strip()
                 if dep.startswith(".product"):
-                    continue  # another package's product
+                    # Another package's product: its module has the product's name.
+                    product = re.search(r'\bname\s*:\s*"([^"]+)"', dep)
+                    if product:
+                        position = dep_offset + text[dep_offset:end].find(product.group(0))
+                        products[product.group(1)] = line_of(text, position)
+                    continue
                 literal = re.search(r'"([^"]+)"', dep)
                 if literal:
                     position = dep_offset + text[dep_offset:end].find(literal.group(0))
                     dependencies[literal.group(1)] = line_of(text, position)
-        targets[name] = {"kind": kind, "folder": folder, "dependencies": dependencies}
+        targets[name] = {"kind": kind, "folder": folder, "dependencies": dependencies, "products": products}
     if not targets:
         sys.exit("check-imports: found no targets in Package.swift; update this script")
     return targets
@@ -193,9 +210,11 @@ def imports(path):
             if line.count('"""') % 2 == 1:
                 in_string = False
             continue
-        match = IMPORT.match(line)
-        if match:
-            found.append((number, match.group(1)))
+        # `/* … */ import X` and `…; import X` import too.
+        statements = re.sub(r"/\*.*?\*/", " ", line).split(";")
+        matches = [m for m in (IMPORT.match(statement) for statement in statements) if m]
+        if matches:
+            found.extend((number, m.group(1)) for m in matches)
             continue
         code = line.split("//", 1)[0]
         if code.count('"""') % 2 == 1:
@@ -220,6 +239,7 @@ def closure(targets, name):
 def main():
     targets = read_package()
     ours = set(targets)
+    all_products = {product for target in targets.values() for product in target["products"]}
     violations = []
 
     def allowed_text(name):
@@ -240,12 +260,25 @@ def main():
             if dep in ours and dep not in ALLOWED[name]:
                 violations.append(
                     f"Package.swift:{line}: {name} may not depend on {dep} (allowed: {allowed_text(name)})")
+        if name in CORE_PRODUCTS:
+            for member in closure(targets, name):
+                for product, line in sorted(targets.get(member, {}).get("products", {}).items()):
+                    if product not in CORE_PRODUCTS[name]:
+                        via = "" if member == name else f" (through {member})"
+                        violations.append(
+                            f"Package.swift:{line}: the core module {name} may not link {product}{via} (allowed: "
+                            f"{', '.join(sorted(CORE_PRODUCTS[name])) or 'no other package'})")
         folder = root / target["folder"]
         for path in sorted(folder.rglob("*.swift")) if folder.is_dir() else []:
             checked_files += 1
             where = path.relative_to(root)
             for line, module_path in imports(path):
                 module = module_path.split(".")[0]
+                if module in all_products and module not in target["products"]:
+                    violations.append(
+                        f"{where}:{line}: {name} imports {module}, which Package.swift does not list among {name}'s "
+                        f"dependencies (another package's product; it builds only while something else brings it)")
+                    continue
                 if module not in ours or module == name:
                     continue
                 checked_imports += 1

@@ -2,6 +2,7 @@ import Foundation
 import Fulfilment
 import Gamebase
 import IAPTestSupport
+import InMemoryLedger
 import Logging
 
 @testable import Engine

@@ -1,6 +1,7 @@
 import Foundation
 import Fulfilment
 import IAPTestSupport
+import InMemoryLedger
 import Testing
 
 @testable import Engine

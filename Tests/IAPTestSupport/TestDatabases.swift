@@ -1,5 +1,6 @@
 import Foundation
 import Fulfilment
+import InMemoryLedger
 import Ledger
 import Logging
 import PostgresNIO

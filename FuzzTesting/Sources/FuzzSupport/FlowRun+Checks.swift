@@ -1,7 +1,8 @@
 import Foundation
 import Fulfilment
 import Gamebase
-import Ledger
+import InMemoryLedger
+import Wire
 
 extension FlowRun {
     // MARK: Input
@@ -51,12 +52,22 @@ extension FlowRun {
         RejectionKey(paymentSeq: message.paymentSeq, userId: message.userId, tokenHash: message.tokenHash)
     }
 
+    /// The grant of `paymentSeq` (its bytes) in the ledger.
+    func storedGrant(_ paymentSeq: String) async -> GrantRecord? {
+        await fuzzRead("the ledger's grant") { try await ledger.memory.grant(paymentSeq: paymentSeq) }
+    }
+
+    /// The rejection of the message `key` names (its bytes) in the ledger.
+    func storedRejection(_ key: RejectionKey) async -> RejectionRecord? {
+        await fuzzRead("the ledger's rejection") { try await ledger.memory.rejection(key) }
+    }
+
     static func matches(_ grant: GrantRecord, _ message: PurchaseMessage) -> Bool {
         grant.userId.hasSameBytes(as: message.userId) && grant.purchaseToken.hasSameBytes(as: message.purchaseToken)
     }
 
     /// What an outcome claims is what the ledger holds.
-    mutating func check(_ outcome: PurchaseOutcome, _ input: PurchaseInput, _ message: PurchaseMessage?) {
+    mutating func check(_ outcome: PurchaseOutcome, _ input: PurchaseInput, _ message: PurchaseMessage?) async {
         switch outcome {
         case .malformed:
             fuzzCheck(message == nil, "a message that parses judged malformed")
@@ -68,14 +79,14 @@ extension FlowRun {
         switch outcome {
         case .granted(let paymentSeq, _):
             fuzzCheck(paymentSeq.hasSameBytes(as: message.paymentSeq), "granted another paymentSeq than the message's")
-            guard let grant = ledger.grant(bytes: paymentSeq) else { fuzzFailure("granted without a grant row") }
+            guard let grant = await storedGrant(paymentSeq) else { fuzzFailure("granted without a grant row") }
             fuzzCheck(Self.matches(grant, message), "granted, but the grant row is not this message's")
             grantedOutcomes[Array(paymentSeq.utf8), default: 0] += 1
             fuzzCheck(grantedOutcomes[Array(paymentSeq.utf8)] == 1, "one paymentSeq granted twice")
         case .duplicate(let paymentSeq):
             fuzzCheck(paymentSeq.hasSameBytes(as: message.paymentSeq), "a duplicate of another paymentSeq")
-            let grant = ledger.grant(bytes: paymentSeq)
-            let rejection = ledger.rejection(bytes: Self.key(message))
+            let grant = await storedGrant(paymentSeq)
+            let rejection = await storedRejection(Self.key(message))
             // Only the owner's message (same userId and token, byte for byte) is a duplicate of a grant; any other
             // claim is rejected under its own id.
             fuzzCheck(
@@ -83,15 +94,15 @@ extension FlowRun {
                 "a conflicting claim judged a duplicate (it matches neither the grant nor a rejection of this message)")
         case .rejected(let paymentSeq, _):
             fuzzCheck(paymentSeq.hasSameBytes(as: message.paymentSeq), "rejected another paymentSeq than the message's")
-            fuzzCheck(
-                ledger.rejection(bytes: Self.key(message)) != nil, "rejected without a rejection row for this message")
-            if let grant = ledger.grant(bytes: paymentSeq) {
+            let rejection = await storedRejection(Self.key(message))
+            fuzzCheck(rejection != nil, "rejected without a rejection row for this message")
+            if let grant = await storedGrant(paymentSeq) {
                 fuzzCheck(!Self.matches(grant, message), "the owner's own message rejected while its grant stands")
             }
             let id = "\(message.paymentSeq):consume-failed:\(message.claimHash)"
             fuzzCheck(
                 publisher.records.contains {
-                    $0.topic == PurchaseRecordFuzz.failedTopic && PublishedEvent.read($0.value, "event").id == id
+                    $0.topic == PurchaseRecordFuzz.failedTopic && PublishedCloudEvent.read($0.value, "event").id == id
                 },
                 "rejected without its consume-failed event")
         case .malformed, .gamebaseUnavailable, .stop:
@@ -106,11 +117,11 @@ extension FlowRun {
     mutating func checkPublished(
         from mark: Int, _ input: PurchaseInput, _ message: PurchaseMessage?,
         deadLetter: (reason: ConsumeFailureReason, attempts: Int)
-    ) {
+    ) async {
         for record in publisher.records[mark...] {
             switch record.topic {
-            case PurchaseRecordFuzz.grantedTopic: checkItemGranted(record)
-            case PurchaseRecordFuzz.failedTopic: checkConsumeFailed(record, input, message)
+            case PurchaseRecordFuzz.grantedTopic: await checkItemGranted(record)
+            case PurchaseRecordFuzz.failedTopic: await checkConsumeFailed(record, input, message)
             case PurchaseRecordFuzz.deadLetterTopic:
                 checkDeadLetter(record, input, reason: deadLetter.reason, attempts: deadLetter.attempts)
             default: fuzzFailure("a record published to \(record.topic)")
@@ -120,10 +131,10 @@ extension FlowRun {
 
     /// An item-granted event: valid JSON, the documented id of a grant in the ledger, keyed by its userId, its price
     /// the one Gamebase answered, the same event whenever it is sent again.
-    mutating func checkItemGranted(_ record: OutboundRecord) {
-        let event = PublishedEvent.read(record.value, "an item-granted event")
+    mutating func checkItemGranted(_ record: OutboundRecord) async {
+        let event = PublishedCloudEvent.read(record.value, "an item-granted event")
         fuzzCheck(event.type == EventFactory.itemGrantedType, "an item-granted event of type \(event.type ?? "-")")
-        guard let paymentSeq = event.paymentSeq, let grant = ledger.grant(bytes: paymentSeq) else {
+        guard let paymentSeq = event.paymentSeq, let grant = await storedGrant(paymentSeq) else {
             fuzzFailure("an item-granted event without a grant")
         }
         fuzzCheck(
@@ -146,8 +157,8 @@ extension FlowRun {
     }
 
     /// A consume-failed event: valid JSON, a documented reason, and one of the documented ids of this record.
-    func checkConsumeFailed(_ record: OutboundRecord, _ input: PurchaseInput, _ message: PurchaseMessage?) {
-        let event = PublishedEvent.read(record.value, "a consume-failed event")
+    func checkConsumeFailed(_ record: OutboundRecord, _ input: PurchaseInput, _ message: PurchaseMessage?) async {
+        let event = PublishedCloudEvent.read(record.value, "a consume-failed event")
         fuzzCheck(event.type == EventFactory.consumeFailedType, "a consume-failed event of type \(event.type ?? "-")")
         guard let reason = event.reason.flatMap(ConsumeFailureReason.init(rawValue:)) else {
             fuzzFailure("a consume-failed event with an undocumented reason")
@@ -161,7 +172,8 @@ extension FlowRun {
         fuzzCheck(
             ids.contains { event.id?.hasSameBytes(as: $0) == true }, "a consume-failed event id that is not documented")
         if reason == .consumeRejected {
-            fuzzCheck(message.flatMap { ledger.grant(bytes: $0.paymentSeq) } != nil, "consume_rejected without a grant")
+            let grant = if let message { await storedGrant(message.paymentSeq) } else { GrantRecord?.none }
+            fuzzCheck(grant != nil, "consume_rejected without a grant")
         }
     }
 
@@ -234,10 +246,17 @@ extension FlowRun {
     }
 
     /// No grant unless Gamebase said that paymentSeq belongs to that userId with that token, consumable.
-    func checkGrants() {
+    func checkGrants() async {
         let answers = gamebase.answers
-        for grant in ledger.grants {
-            fuzzCheck(ledger.grantInserts(grant.paymentSeq) == 1, "one paymentSeq granted twice")
+        let inserts = ledger.grantInserts
+        // Every grant row is one an insert put in: the rows the loop below checks are all the ledger holds.
+        let stats = await fuzzRead("the ledger's stats") { try await ledger.memory.stats() }
+        fuzzCheck(stats.granted + stats.consumed == inserts.count, "a grant row no grant insert put in")
+        for (paymentSeq, count) in inserts {
+            fuzzCheck(count == 1, "one paymentSeq granted twice")
+            guard let grant = await storedGrant(paymentSeq) else {
+                fuzzFailure("a grant insert that left no grant row")
+            }
             guard let answer = answers.last(where: { Self.said($0, grant) }) else {
                 fuzzFailure("a grant that Gamebase never confirmed for that paymentSeq, userId and token")
             }

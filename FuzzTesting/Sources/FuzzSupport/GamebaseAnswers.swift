@@ -1,8 +1,7 @@
 import Foundation
-import Fulfilment
-import Ledger
 
 @testable import Gamebase
+@testable import Wire
 
 /// The Gamebase answer target (docs/fuzzing.md): any bytes as the body of a Get Payment Transaction, Consume and
 /// List Consumables answer, read as ``GamebaseClient`` reads them, and the probe's verdict on it.

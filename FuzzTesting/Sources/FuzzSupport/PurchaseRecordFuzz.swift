@@ -1,7 +1,6 @@
 import Foundation
 import Fulfilment
 import Gamebase
-import Ledger
 import Logging
 
 /// The purchase record target (docs/fuzzing.md): up to four records, each with any value, key, headers, Kafka
@@ -73,7 +72,7 @@ public enum PurchaseRecordFuzz {
         runBlocking {
             var flow = FlowRun(settings)
             for record in inputs { await flow.handle(record) }
-            flow.checkGrants()
+            await flow.checkGrants()
         }
     }
 
@@ -113,7 +112,8 @@ public enum PurchaseRecordFuzz {
 /// The fakes and the processor of one input, and what the checks remember across its records.
 struct FlowRun {
     let settings: PurchaseRecordFuzz.Settings
-    let ledger = MemoryLedger()
+    /// The memory ledger (InMemoryLedger's), through a wrapper that injects the input's write faults.
+    let ledger = FaultyLedger()
     let gamebase: ScriptedGamebase
     let publisher = RecordingPublisher()
     let processor: PurchaseProcessor
@@ -124,10 +124,9 @@ struct FlowRun {
 
     init(_ settings: PurchaseRecordFuzz.Settings) {
         self.settings = settings
-        gamebase = ScriptedGamebase(ledger: ledger)
+        gamebase = ScriptedGamebase(ledger: ledger.memory)
         publisher.limit(deadLetterTopic: PurchaseRecordFuzz.deadLetterTopic, maxRecordBytes: settings.deadLetterLimit)
         let noRetryWait = RetryPolicy(maxAttempts: 3, initialBackoff: .zero, maxBackoff: .zero)
-        let now = settings.now
         processor = PurchaseProcessor(
             gamebase: gamebase, ledger: ledger, publisher: publisher,
             configuration: FulfilmentConfiguration(
@@ -135,7 +134,8 @@ struct FlowRun {
                 consumeFailedTopic: PurchaseRecordFuzz.failedTopic, deadLetterTopic: PurchaseRecordFuzz.deadLetterTopic,
                 workerName: PurchaseRecordFuzz.workerName, rejectTestPurchases: settings.rejectTestPurchases,
                 maxMessageBytes: settings.maxMessageBytes, verifyRetry: noRetryWait, consumeRetry: noRetryWait),
-            logger: Logger(label: "fuzz", factory: { _ in SwiftLogNoOpLogHandler() }), now: { now })
+            logger: Logger(label: "fuzz", factory: { _ in SwiftLogNoOpLogHandler() }),
+            clock: FixedClock(now: settings.now))
     }
 
     /// Runs `body` until it succeeds; only the faults the input injected may make it fail (the engine retries
@@ -144,7 +144,7 @@ struct FlowRun {
         for _ in 0..<4 {
             do {
                 return try await body()
-            } catch is MemoryLedger.InjectedFailure {
+            } catch is FaultyLedger.InjectedFailure {
                 continue
             } catch is RecordingPublisher.InjectedFailure {
                 continue
@@ -181,8 +181,8 @@ struct FlowRun {
         var mark = publisher.count
         let outcome = await durably("process") { try await processor.process(input) }
         if PurchaseRecordFuzz.trace { print("record \(input.source.offset): \(outcome)") }
-        check(outcome, input, message)
-        checkPublished(from: mark, input, message, deadLetter: (.malformedMessage, 1))
+        await check(outcome, input, message)
+        await checkPublished(from: mark, input, message, deadLetter: (.malformedMessage, 1))
 
         if case .gamebaseUnavailable(let error, let attempts) = outcome {
             // What the engine does when the prober says Gamebase answers: this purchase is the problem.
@@ -194,7 +194,7 @@ struct FlowRun {
             fuzzCheck(
                 publisher.records[mark...].contains { $0.topic == PurchaseRecordFuzz.deadLetterTopic },
                 "no dead-letter record")
-            checkPublished(from: mark, input, message, deadLetter: (.gamebaseUnavailable, attempts))
+            await checkPublished(from: mark, input, message, deadLetter: (.gamebaseUnavailable, attempts))
         }
         if let deadLetter = record.deadLetter {
             mark = publisher.count
@@ -205,7 +205,7 @@ struct FlowRun {
             fuzzCheck(
                 publisher.records[mark...].contains { $0.topic == PurchaseRecordFuzz.deadLetterTopic },
                 "no dead-letter record")
-            checkPublished(from: mark, input, message, deadLetter: deadLetter)
+            await checkPublished(from: mark, input, message, deadLetter: deadLetter)
         }
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
 import Fulfilment
 import Gamebase
-import Ledger
+import InMemoryLedger
 import Synchronization
+import Wire
 
 /// A Gamebase whose answers the fuzzer's input chooses (docs/fuzzing.md): refusals with any result code, transport
 /// failures, and payments that are the message's own or hostile — another paymentSeq or userId, a look-alike in
@@ -203,7 +204,7 @@ public final class ScriptedGamebase: GamebaseAPI {
         -> ConsumeOutcome
     {
         // Consume comes after the grant, for the grant's payment and token: never for a claim that was not granted.
-        let grant = ledger.grant(bytes: paymentSeq)
+        let grant = await fuzzRead("the ledger's grant") { try await ledger.grant(paymentSeq: paymentSeq) }
         fuzzCheck(grant != nil, "Consume called for a paymentSeq that has no grant")
         fuzzCheck(
             grant?.purchaseToken.hasSameBytes(as: accessToken) == true,

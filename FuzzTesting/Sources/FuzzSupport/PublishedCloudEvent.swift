@@ -1,10 +1,10 @@
 import Foundation
 
-@testable import Gamebase
+@testable import Wire
 
 /// A published CloudEvent read back strictly (RFC 8259, the project's reader) and by Foundation's parser: what a
 /// downstream consumer sees.
-public struct PublishedEvent {
+public struct PublishedCloudEvent {
     public var specversion: String?
     public var id: String?
     public var type: String?
@@ -19,8 +19,8 @@ public struct PublishedEvent {
     public var hasPrice = false
 
     /// Reads an event; traps with `what` when it is not a JSON object of the expected shape.
-    public static func read(_ value: [UInt8], _ what: String) -> PublishedEvent {
-        var event = PublishedEvent()
+    public static func read(_ value: [UInt8], _ what: String) -> PublishedCloudEvent {
+        var event = PublishedCloudEvent()
         var reader = JSONReader(value)
         do {
             try reader.readObject { reader, key throws(JSONReader.Failure) in

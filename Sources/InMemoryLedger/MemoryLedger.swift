@@ -2,18 +2,21 @@ import Foundation
 import Fulfilment
 import Synchronization
 
-/// The ledger without a database: every role (``TestLedger``) over tables held in memory, with what the SQL stores
-/// do observably — SQLite's behaviour where the two differ: times kept to the millisecond, identifiers compared by
-/// their bytes, guarded state changes, leases, orders, limits and counts as their statements have them. The
-/// conformance suites run it beside SQLite and PostgreSQL (``LedgerBackend/memory``), which keeps it true to them.
+/// The ledger without a database: every role over tables held in memory, with what the SQL stores do observably —
+/// SQLite's behaviour where the two differ: times kept to the millisecond, identifiers compared by their bytes, guarded
+/// state changes, leases, orders, limits and counts as their statements have them. The conformance suites
+/// (`Tests/LedgerTests`) run it beside SQLite and PostgreSQL, which keeps it true to them; the flow and engine tests and
+/// the fuzz targets (`FuzzTesting/`) run on it.
 ///
 /// Each call is one transaction: it runs under one lock over one ``State`` value, so concurrent calls see each other
 /// whole, as the stores' transactions do. There is no database to refuse a value or go away, so no call fails; the
 /// one ``LedgerError`` a store throws for a healthy database (a grant that conflicts and cannot be read) cannot arise.
 ///
-/// - Important: Each instance is a ledger of its own, gone with its last reference; it is a test double, not a
-///   backend of the worker.
-public final class MemoryLedger: TestLedger {
+/// - Important: Each instance is a ledger of its own, gone with its last reference; it is a test rig, never a backend
+///   of the worker (`iap-worker` does not link this module).
+public final class MemoryLedger:
+    PurchaseLedger, SweepLedger, ReconciliationLedger, RetentionLedger, HistoryLedger, AdminLedger
+{
     let state = Mutex(State())
 
     public init() {}
