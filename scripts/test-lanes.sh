@@ -68,6 +68,9 @@ for lane in "${lanes[@]}"; do
     $SWIFT test --skip-build --ignore-lock --no-parallel --filter "$filter" >".build/test-lanes/$name.log" 2>&1 &
     pids+=($!)
     names+=("$name")
+    # The next lane starts once this one runs its tests: two `swift test` opening the build database at the same
+    # moment make one fail ("database is locked"), even with --skip-build.
+    while kill -0 "$!" 2>/dev/null && ! grep -q 'Test run started' ".build/test-lanes/$name.log"; do sleep 0.2; done
 done
 status=0
 for i in "${!pids[@]}"; do
