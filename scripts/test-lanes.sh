@@ -27,7 +27,7 @@ all)
     # Balanced by the suites' serial times (docs/architecture.md has the figures); the kill and fault suites in
     # different lanes.
     lanes=(
-        "one=$fast_a|${e2e}(ProcessTests/LastingFaults/|MixedVersionProcessTests|SchemaTests|ReadmeCommandTableTests)"
+        "one=$fast_a|${e2e}(ProcessTests/LastingFaults/|MixedVersionProcessTests|SchemaTests|ReadmeCommandTableTests|FindCommandLineTests)"
         "two=$fast_b|${e2e}(ProcessTests/[a-z]|ProcessTests/(Reconciliation|EventsTail)/|RetentionProcessTests|DemoTests)"
         "three=^KafkaTests\.|${e2e}(WorkerEndToEndTests|ProcessTests/HostileRecords/|CloudEventsInteropTests|ConsoleBrowserTests|ReconcilePassTests|LedgerStartupProcessTests|TestPostgresScriptTests|FindStoryTests|BenchCommandTests)"
     )
@@ -68,9 +68,10 @@ for lane in "${lanes[@]}"; do
     $SWIFT test --skip-build --ignore-lock --no-parallel --filter "$filter" >".build/test-lanes/$name.log" 2>&1 &
     pids+=($!)
     names+=("$name")
-    # The next lane starts once this one runs its tests: two `swift test` opening the build database at the same
-    # moment make one fail ("database is locked"), even with --skip-build.
-    while kill -0 "$!" 2>/dev/null && ! grep -q 'Test run started' ".build/test-lanes/$name.log"; do sleep 0.2; done
+    # The next lane starts once this one has started its test process: two `swift test` opening the build database
+    # at the same moment make one fail ("database is locked"), even with --skip-build. (Not by its output: written
+    # to a file, it is block-buffered and can come minutes later.)
+    while kill -0 "$!" 2>/dev/null && ! pgrep -P "$!" >/dev/null; do sleep 0.2; done
 done
 status=0
 for i in "${!pids[@]}"; do

@@ -52,8 +52,13 @@ public enum CursorText {
         else { return nil }
         guard let slash else { return (date, nil) }
         let id = text[text.index(after: slash)...]
-        return id.isEmpty ? nil : (date, String(id))
+        // A NUL no ledger can compare (PostgreSQL refuses it in text), and no id is this long.
+        guard !id.isEmpty, id.utf8.count <= maxIDBytes, !id.utf8.contains(0) else { return nil }
+        return (date, String(id))
     }
+
+    /// The longest id a cursor carries.
+    static let maxIDBytes = 1_024
 
     private static let timeCharacters = CharacterSet(charactersIn: "0123456789-:.+TZtz")
 }

@@ -36,8 +36,8 @@ public enum FindTextRenderer {
         }
         if let next = result.nextBefore {
             out +=
-                "\nmore: iap-worker find --user \(shellWord(printable(result.id))) "
-                + "--before \(shellWord(printable(CursorText.string(next))))\n"
+                "\nmore: iap-worker find --user \(exactShellWord(result.id)) "
+                + "--before \(exactShellWord(CursorText.string(next)))\n"
         }
         return out
     }
@@ -50,14 +50,37 @@ public enum FindTextRenderer {
         return "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
+    /// A shell word that is safe on a terminal and gives the shell back `text` exactly: as ``shellWord(_:)``, or, when
+    /// `text` holds characters ``printable(_:)`` would escape, ANSI-C quoted (`$'…'`) with those characters' bytes as
+    /// `\xHH`. The next page's command line must carry the last row's paymentSeq byte for byte, or the page would skip
+    /// or repeat rows; escaped for the eye only, it would be another paymentSeq.
+    public static func exactShellWord(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: hidden) else { return shellWord(text) }
+        var out = "$'"
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "'": out += "\\'"
+            case "\\": out += "\\\\"
+            case _ where hidden(scalar):
+                for byte in String(scalar).utf8 {
+                    // Always two digits: `\xA` before a hex digit would read as another byte.
+                    out += "\\x" + (byte < 0x10 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+                }
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "'"
+    }
+
+    /// Control characters, and format characters (a bidi override, a zero-width space) that make a line read other
+    /// than it is.
+    public static func hidden(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || scalar.value == 0x7F || (0x80..<0xA0).contains(scalar.value)
+            || scalar.properties.generalCategory == .format || scalar.value == 0x2028 || scalar.value == 0x2029
+    }
+
     /// A value as it may be shown on a terminal: control characters (a hostile userId's newline or escape) escaped.
     public static func printable(_ text: String) -> String {
-        // Control characters, and format characters (a bidi override, a zero-width space) that make a line read
-        // other than it is.
-        func hidden(_ scalar: Unicode.Scalar) -> Bool {
-            scalar.value < 0x20 || scalar.value == 0x7F || (0x80..<0xA0).contains(scalar.value)
-                || scalar.properties.generalCategory == .format || scalar.value == 0x2028 || scalar.value == 0x2029
-        }
         guard text.unicodeScalars.contains(where: hidden) else { return text }
         var out = ""
         for scalar in text.unicodeScalars {

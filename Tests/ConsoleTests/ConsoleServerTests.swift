@@ -283,6 +283,9 @@ struct ConsoleServerTests {
                 "/user?id=\(user)&before=%2Fs1", "/user?id=\(user)&before=\(time)junk%2Fs1",
                 "/dead-letters?before=\(time)%2Fx", "/dead-letters?before=\(time)%2F",
                 "/dead-letters?before=\(time)%2F-1", "/dead-letters?before=12",
+                // A NUL no ledger can compare, an id longer than any the ledger hands out.
+                "/user?id=\(user)&before=\(time)%2Fs%001",
+                "/user?id=\(user)&before=\(time)%2F\(String(repeating: "s", count: 1_025))",
             ] {
                 let reply = try await request(client, base + bad, headers: [("Accept", "application/json")])
                 #expect(reply.status == 400, "\(bad)")

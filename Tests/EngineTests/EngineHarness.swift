@@ -23,19 +23,30 @@ struct EngineHarness: Sendable {
 
     init(
         sweep: Sweeper.Configuration = .init(), reconcile: Reconciler.Configuration = .init(interval: .zero),
-        retention: RetentionPolicy = .init()
+        retention: RetentionPolicy = .init(),
+        reconciliation: (@Sendable (MemoryLedger) -> any ReconciliationLedger)? = nil
     ) {
         var logger = Logger(label: "engine.test")
         logger.logLevel = .critical
         let quick = RetryPolicy(maxAttempts: 2, initialBackoff: .milliseconds(1), maxBackoff: .milliseconds(1))
         services = WorkerServices(
-            source: source, ledger: LedgerRoles(ledger), gamebase: gamebase, publisher: publisher,
+            source: source, ledger: Self.roles(ledger, reconciliation: reconciliation), gamebase: gamebase,
+            publisher: publisher,
             configuration: EngineConfiguration(
                 engine: PurchaseEngine.Configuration(purchasesTopic: Self.topic, maxInFlight: 8),
                 fulfilment: FulfilmentConfiguration(
                     groupID: "iap-worker", workerName: "engine-test", verifyRetry: quick, consumeRetry: quick),
                 sweep: sweep, reconcile: reconcile, retention: retention),
             metrics: metrics, clock: clock, logger: logger)
+    }
+
+    /// The memory ledger's roles, its reconciliation role replaced when a test gives one.
+    static func roles(
+        _ ledger: MemoryLedger, reconciliation: (@Sendable (MemoryLedger) -> any ReconciliationLedger)?
+    ) -> LedgerRoles {
+        var roles = LedgerRoles(ledger)
+        if let reconciliation { roles.reconciliation = reconciliation(ledger) }
+        return roles
     }
 
     /// A payment Gamebase knows, and the purchase-completed message that reports it.

@@ -81,6 +81,20 @@ struct ServiceClockTests {
         }
     }
 
+    /// A refresh of the users table that fails must not stop the pass: the users already due are still checked.
+    @Test func aPassWhoseRefreshFailsStillChecksTheUsersAlreadyDue() async throws {
+        let harness = EngineHarness(
+            reconcile: .init(interval: .seconds(600), grace: .seconds(600), lookback: .seconds(3_600)),
+            reconciliation: { FailingRefreshLedger(base: $0) })
+        try await harness.unfinishedGrant("f1", user: "player")
+        // The users table as an earlier refresh left it.
+        _ = try await harness.ledger.refreshReconciliationUsers(activeSince: harness.clock.now.addingTimeInterval(-60))
+        let reconciler = Task { try await harness.services.reconciler.run() }
+        defer { reconciler.cancel() }
+        try await harness.clock.sleepers(atLeast: 1)
+        #expect(harness.gamebase.listCalls == ["player"])
+    }
+
     @Test func theReconcilerChecksADueUserOncePerInterval() async throws {
         let harness = EngineHarness(
             reconcile: .init(interval: .seconds(600), grace: .seconds(600), lookback: .seconds(3_600)))
@@ -97,6 +111,31 @@ struct ServiceClockTests {
             harness.gamebase.listCalls == ["player", "player"]
         }
     }
+}
+
+/// The memory ledger's reconciliation role whose users-table refresh always fails (a chunk too large for the ledger's
+/// deadline, a lock conflict between instances).
+struct FailingRefreshLedger: ReconciliationLedger {
+    let base: MemoryLedger
+
+    func reconciliationUsers(activeSince: Date, dueAt: Date?, limit: Int) async throws -> [String] {
+        try await base.reconciliationUsers(activeSince: activeSince, dueAt: dueAt, limit: limit)
+    }
+    func refreshReconciliationUsers(activeSince: Date) async throws -> Bool {
+        throw LedgerError(code: .query, message: "canceling statement due to statement timeout")
+    }
+    func claimReconciliationUsers(_ userIds: [String], now: Date, nextCheck: Date) async throws -> [String] {
+        try await base.claimReconciliationUsers(userIds, now: now, nextCheck: nextCheck)
+    }
+    func reconciliationSightings(_ payments: [ReconciliationSighting], now: Date, record: Bool) async throws
+        -> [String: Date]
+    {
+        try await base.reconciliationSightings(payments, now: now, record: record)
+    }
+    func forgetReconciliationSightings(paymentSeqs: [String]) async throws {
+        try await base.forgetReconciliationSightings(paymentSeqs: paymentSeqs)
+    }
+    func pruneReconciliation(before: Date) async throws { try await base.pruneReconciliation(before: before) }
 }
 
 extension EngineHarness {

@@ -294,6 +294,35 @@ struct PostgresLedgerStartupTests {
         }
         #expect(tablesInRoleSchema == 0, "the refused start created tables in the role's schema")
     }
+
+    /// A ledger in the role's schema beside the one in `public` (made there by an older start, before this check
+    /// existed): which one holds the grants is the operator's call; the start refuses, naming both.
+    @Test func aStartRefusesTwoLedgersOnTheSearchPath() async throws {
+        let server = try PostgresTestServer.current()
+        let database = try await server.createDatabase()
+        let url = server.url(database: database)
+        let logger = TestDatabases.quietLogger
+        try await LedgerStores.withStore(url: url, logger: logger) { _ in }
+        let role = try await server.withConnection(to: database) { connection in
+            try await connection.query("CREATE SCHEMA AUTHORIZATION CURRENT_USER", logger: logger)
+            // What an older version's start did there: a ledger of its own, empty.
+            try await TestDatabases.applyMigrations(first: 4, on: connection)
+            var role = ""
+            for try await name in try await connection.query("SELECT current_user::text", logger: logger).decode(
+                String.self)
+            {
+                role = name
+            }
+            return role
+        }
+        let (error, _) = await Self.refusal {
+            try await LedgerStores.withStore(url: url, logger: logger) { _ in }
+        }
+        #expect(error?.code == .configuration)
+        #expect(
+            error?.message.contains("\(role) and public") == true
+                || error?.message.contains("public and \(role)") == true)
+    }
 }
 
 /// Answers PostgreSQL's SSLRequest with 'N' (no TLS here), as a server with `ssl=off` does.

@@ -281,4 +281,49 @@ struct ReconcileLateGrantTests {
             #expect(try await Self.users(store, since: since) == ["u-missed", "u-after"])
         }
     }
+
+    /// An instance whose clock is ahead refreshes with a window that starts after every row: the scan by transaction
+    /// must still read what it passes, or the rows' users are never due for anyone.
+    @Test func aRefreshWithAWindowFromAClockAheadPassesNoRowUnread() async throws {
+        try await Self.withLedger { store, connection in
+            let since = Date().addingTimeInterval(-72 * 3_600)
+            #expect(try await store.refreshReconciliationUsers(activeSince: since))
+            try await Self.insertGrant(connection, "victim", user: "victim", at: Date())
+            // The instance 73 hours ahead: its window starts after the grant.
+            #expect(try await store.refreshReconciliationUsers(activeSince: Date().addingTimeInterval(3_600)))
+            #expect(try await store.refreshReconciliationUsers(activeSince: since))
+            #expect(try await Self.users(store, since: since) == ["victim"])
+        }
+    }
+
+    /// A ledger restored into a younger cluster keeps its rows' transaction ids, above every id the new cluster has
+    /// given: the window is read again (by time), not left to a scan by transaction that would reach them only when
+    /// the new cluster's ids do.
+    @Test func aLedgerRestoredIntoAYoungerClusterReadsItsWindowAgain() async throws {
+        try await Self.withLedger { store, connection in
+            let since = Date().addingTimeInterval(-72 * 3_600)
+            #expect(try await store.refreshReconciliationUsers(activeSince: since))
+            // A grant of the old cluster, written after its last refresh there, and that cluster's marks.
+            try await Self.insertGrant(connection, "restored", user: "restored", at: Date().addingTimeInterval(-600))
+            try await connection.query(
+                """
+                UPDATE grants SET scan_xid = (pg_snapshot_xmax(pg_current_snapshot())::text::bigint + 1000000000)::text::xid8
+                WHERE payment_seq = 'restored'
+                """, logger: Self.logger)
+            try await connection.query(
+                """
+                UPDATE ledger_marks SET value_ms = pg_snapshot_xmax(pg_current_snapshot())::text::bigint + 999999000
+                WHERE name LIKE 'reconcile_scan_%_xid'
+                """, logger: Self.logger)
+            var caughtUp = false
+            for _ in 0..<3 where !caughtUp {
+                caughtUp = try await store.refreshReconciliationUsers(activeSince: since)
+            }
+            #expect(try await Self.users(store, since: since) == ["restored"])
+            // And new grants from there on, by transaction.
+            try await Self.insertGrant(connection, "after", user: "after", at: Date())
+            for _ in 0..<3 { _ = try await store.refreshReconciliationUsers(activeSince: since) }
+            #expect(try await Self.users(store, since: since) == ["restored", "after"])
+        }
+    }
 }

@@ -130,20 +130,28 @@ public struct ReconcilePass: Sendable {
         // the next passes, saying so.
         if options.claim, options.users == nil {
             var refreshes = 1
-            while try await !reconciliation(
-                "reconciliation users refresh",
+            do {
+                while try await !reconciliation(
+                    "reconciliation users refresh",
+                    {
+                        try await $0.refreshReconciliationUsers(activeSince: activeSince)
+                    })
                 {
-                    try await $0.refreshReconciliationUsers(activeSince: activeSince)
-                })
-            {
-                guard refreshes < Self.maxRefreshesPerPass, options.deadline.map({ clock.instant < $0 }) ?? true
-                else {
-                    logger.notice(
-                        "the reconciler's users table is still catching up with the ledger; the next passes go on",
-                        metadata: ["reconcile.refreshes": "\(refreshes)"])
-                    break
+                    guard refreshes < Self.maxRefreshesPerPass, options.deadline.map({ clock.instant < $0 }) ?? true
+                    else {
+                        logger.notice(
+                            "the reconciler's users table is still catching up with the ledger; the next passes go on",
+                            metadata: ["reconcile.refreshes": "\(refreshes)"])
+                        break
+                    }
+                    refreshes += 1
                 }
-                refreshes += 1
+            } catch let error where !(error is CancellationError) {
+                // A refresh that fails (one too large for the ledger's deadline, a lock conflict between instances)
+                // must not stop the pass: the users already due are still checked, and the next pass refreshes again.
+                logger.error(
+                    "the reconciler's users table could not be brought up to date; checking the users already due",
+                    metadata: ["iap.error": "\(error)"])
             }
         }
         var users: [String]

@@ -93,7 +93,7 @@ extension PostgresLedgerStore {
     /// see: with the default search path (`"$user", public`), an empty schema named after the role, made after the
     /// ledger was built in `public`, becomes the schema new tables go to. Migrating there would build a second, empty
     /// ledger and every statement would then find it instead of the real one (its grants out of sight: a redelivered
-    /// purchase granted again).
+    /// purchase granted again). Two schemas of the path that each hold a ledger are refused too.
     static func checkPlacement(_ connection: PostgresConnection, logger: Logger) async throws {
         var version = 0
         for try await text in try await connection.query("SHOW server_version_num", logger: logger).decode(String.self)
@@ -117,7 +117,17 @@ extension PostgresLedgerStore {
             current = schema
             holders.append(holder)
         }
-        guard let current, !holders.isEmpty, !holders.contains(current) else { return }
+        guard let current, !holders.isEmpty else { return }
+        guard holders.count == 1 else {
+            // Two ledgers on the path (one made in the role's schema by a start before this check): which one holds
+            // the grants is the operator's call, never this start's.
+            throw LedgerError(
+                code: .configuration,
+                message: "schemas \(holders.sorted().joined(separator: " and ")) on this connection's search path each "
+                    + "hold a ledger, and unqualified statements use \(current): set the role's search_path to the one "
+                    + "that holds the grants (ALTER ROLE … SET search_path) and drop the other")
+        }
+        guard !holders.contains(current) else { return }
         throw LedgerError(
             code: .configuration,
             message:

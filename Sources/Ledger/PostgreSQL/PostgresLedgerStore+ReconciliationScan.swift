@@ -14,7 +14,8 @@ import PostgresNIO
 /// order, a chunk per transaction, never past the snapshot's `xmax`; each chunk stores where it got to and adds to
 /// `pending` the running transactions it passed. A transaction left open anywhere in the cluster (another database, a
 /// session idle in transaction, an orphaned prepared transaction) stays in `pending` — one index lookup per refresh —
-/// and holds nothing else back. No clock is involved. Rows written before their table had the column (no transaction
+/// and holds nothing else back. No clock decides what is read: the window (`activeSince`, from the refreshing
+/// instance's clock) only bounds the first scan by time after the upgrade. Rows written before their table had the column (no transaction
 /// id) are read once, by time, from the start of the window, before the first scan by transaction.
 extension PostgresLedgerStore {
     /// Where a scan of one source has got to.
@@ -41,13 +42,27 @@ extension PostgresLedgerStore {
     /// ended (their rows visible to any later statement).
     private func transactionSnapshot() async throws -> TransactionSnapshot {
         var snapshot = TransactionSnapshot(xmax: 0, running: [])
-        for try await (xmax, running) in try await client.query(
+        var inRecovery = false
+        for try await (xmax, running, recovery, slots) in try await client.query(
             """
-            SELECT pg_snapshot_xmax(s)::text::bigint, ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(s) AS x)
+            SELECT pg_snapshot_xmax(s)::text::bigint, ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(s) AS x),
+                pg_is_in_recovery(),
+                current_setting('max_connections')::bigint + current_setting('max_prepared_transactions')::bigint
             FROM pg_current_snapshot() AS s
             """, logger: logger
-        ).decode((Int64, [Int64]).self) {
-            snapshot = TransactionSnapshot(xmax: xmax, running: Set(running))
+        ).decode((Int64, [Int64], Bool, Int64).self) {
+            snapshot = TransactionSnapshot(
+                xmax: xmax, running: Set(running),
+                pendingLimit: max(TransactionScan.pendingLimit, Int(clamping: slots) * 2))
+            inRecovery = recovery
+        }
+        // A standby's snapshot lists no running transaction of the primary (they are in its subxip, which
+        // pg_current_snapshot() does not copy): passing them as ended would lose their rows.
+        guard !inRecovery else {
+            throw LedgerError(
+                code: .query,
+                message: "the reconciler's scan reached a standby (a read-only replica): it must read from the "
+                    + "primary; point ledger.url at the primary, not a proxy that sends reads to replicas")
         }
         return snapshot
     }
@@ -92,8 +107,12 @@ extension PostgresLedgerStore {
         }
         guard let transaction = stored.transaction else { return .byTime(stored.time ?? since) }
         guard transaction <= stored.next else {
-            logger.info("the reconciler's scan mark is ahead of the ledger's transactions; reading every row again")
-            return .byTransaction(TransactionScan(next: 0, pending: []))
+            // Restored into a younger cluster: its rows keep their old, higher ids, which this cluster's scan would
+            // reach only when its own ids do. The window is read again by time, then by transaction from the start.
+            logger.info("the reconciler's scan mark is ahead of the ledger's transactions; reading the window again")
+            try await connection.query(
+                "DELETE FROM ledger_marks WHERE name = \(source.transactionMark)", logger: logger)
+            return .byTime(since)
         }
         return .byTransaction(TransactionScan(next: transaction, pending: stored.pending ?? []))
     }
@@ -149,13 +168,13 @@ extension PostgresLedgerStore {
         let ended = scan.ended(by: snapshot)
         if !ended.isEmpty {
             _ = try await upsertUsers(
-                source, since: since, position: "scan_xid",
+                source, since: nil, position: "scan_xid",
                 condition: "scan_xid IS NOT NULL AND scan_xid = ANY($2::bigint[]::text[]::xid8[])", [ended],
                 limit: nil, connection)
         }
         let chunk = Int64(ReconcileScan.chunkRows)
         let (rows, last) = try await upsertUsers(
-            source, since: since, position: "scan_xid",
+            source, since: nil, position: "scan_xid",
             condition: "scan_xid >= $2::text::xid8 AND scan_xid < $3::text::xid8", [scan.next, snapshot.xmax],
             limit: chunk, connection)
         let caughtUp = rows < chunk
@@ -163,12 +182,12 @@ extension PostgresLedgerStore {
         if !caughtUp, last == scan.next {
             // A whole chunk written by one transaction (a batch of thousands): all of its rows, then past it.
             _ = try await upsertUsers(
-                source, since: since, position: "scan_xid", condition: "scan_xid = $2::text::xid8", [scan.next],
+                source, since: nil, position: "scan_xid", condition: "scan_xid = $2::text::xid8", [scan.next],
                 limit: nil, connection)
             next = scan.next + 1
         }
         let moved = scan.passing(to: next, snapshot)
-        let stored = moved.bounded(TransactionScan.pendingLimit)
+        let stored = moved.bounded(snapshot.pendingLimit)
         try await connection.query(
             """
             INSERT INTO ledger_marks (name, value_ms, pending_xids)
@@ -180,15 +199,17 @@ extension PostgresLedgerStore {
         return (.byTransaction(moved), caughtUp)
     }
 
-    /// Records the latest activity of the users of `source`'s rows in the window (`$1` is `since`) that `condition`
-    /// selects (`$2`… are `values`) — the first `limit` by `position` when given — in one statement; answers how many
-    /// rows it read and the largest `position`.
+    /// Records the latest activity of the users of `source`'s rows that `condition` selects (`$2`… are `values`) —
+    /// in the window from `since` (`$1`) when given, the first `limit` by `position` when given — in one statement;
+    /// answers how many rows it read and the largest `position`. The scan by transaction reads every row it passes
+    /// whatever its time: a window taken from a clock ahead must not make it pass rows unread (the users table's
+    /// readers keep to the window by the activity they record).
     private func upsertUsers(
-        _ source: ReconcileScan.Source, since: Int64, position: String, condition: String,
+        _ source: ReconcileScan.Source, since: Int64?, position: String, condition: String,
         _ values: [any PostgresEncodable & Sendable], limit: Int64?, _ connection: PostgresConnection
     ) async throws -> (rows: Int64, last: Int64?) {
         var bindings = PostgresBindings()
-        bindings.append(since)
+        bindings.append(since ?? Int64.min)
         for value in values { try bindings.append(value) }
         var reasons = ""
         if let confirming = source.reasons {
@@ -229,6 +250,8 @@ extension PostgresLedgerStore {
 struct TransactionSnapshot: Sendable {
     var xmax: Int64
     var running: Set<Int64>
+    /// The pending transactions a position stores at most: twice the transactions the server can run at once.
+    var pendingLimit = TransactionScan.pendingLimit
 }
 
 /// How far a scan by transaction has got: every row written by a transaction below `next` has been read, except
