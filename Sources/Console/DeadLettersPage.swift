@@ -80,7 +80,7 @@ struct DeadLettersPage: Sendable {
 
     /// `reprocess` re-drives every record of a reason, idempotently (a granted purchase stays granted once).
     static func command(reason: String) -> String {
-        "iap-worker reprocess --reason \(HTML.shellWord(reason))"
+        "iap-worker reprocess --reason \(FindTextRenderer.shellWord(reason))"
     }
 
     func render(_ layout: ConsoleLayout) -> String {

@@ -43,7 +43,4 @@ enum HTML {
     static func escapeBlock(_ text: String) -> String {
         text.split(separator: "\n", omittingEmptySubsequences: false).map { escape(String($0)) }.joined(separator: "\n")
     }
-
-    /// A shell word: single-quoted unless it is plainly safe.
-    static func shellWord(_ text: String) -> String { FindTextRenderer.shellWord(text) }
 }

@@ -31,9 +31,10 @@ extension MemoryLedger {
     }
 
     /// Records each user's latest activity since `activeSince`, a user new to the table due from its first. The
-    /// stores scan incrementally from a mark an overlap behind their clock, because writers elsewhere commit late;
-    /// here every write is whole when the lock is free, so one scan of everything since `activeSince` is what their
-    /// scans converge to, and it always catches up.
+    /// stores scan incrementally because writers elsewhere commit late (SQLite by time from a mark an overlap behind
+    /// its clock, PostgreSQL by the transaction that wrote each row, which may also record users whose activity is
+    /// older than the window: readers keep to the window by `last_active_ms`); here every write is whole when the lock
+    /// is free, so one scan of everything since `activeSince` is what their scans converge to, and it always catches up.
     public func refreshReconciliationUsers(activeSince: Date) async throws -> Bool {
         let since = activeSince.epochMilliseconds
         state.withLock { state in

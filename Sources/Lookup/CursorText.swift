@@ -47,7 +47,11 @@ public enum CursorText {
         let slash = text.firstIndex(of: "/")
         let time = slash.map { text[..<$0] } ?? text[...]
         // Only what RFC 3339 is written with: the date reader takes a valid time followed by anything.
+        // At most milliseconds: the ledgers keep whole milliseconds, and a finer time would be rounded to one that can
+        // fall on the wrong side of a row.
         guard !time.isEmpty, time.unicodeScalars.allSatisfy({ timeCharacters.contains($0) }),
+            time.firstIndex(of: ".").map({ time[time.index(after: $0)...].prefix(while: \.isNumber).count <= 3 })
+                ?? true,
             let date = RFC3339.date(String(time))
         else { return nil }
         guard let slash else { return (date, nil) }

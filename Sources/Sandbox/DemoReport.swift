@@ -94,7 +94,7 @@ public struct DemoReport: Sendable {
         lines.append(
             String(
                 format: "Took %.1f s.",
-                Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+                elapsed.seconds))
         lines.append("")
         lines.append("Next: `iap-dev demo --keep-running` keeps the worker up and prints how to read /metrics,")
         lines.append("`iap-worker ledger show <paymentSeq>` and `iap-worker reprocess --dry-run` against it;")

@@ -283,7 +283,8 @@ struct ConsoleServerTests {
                 "/user?id=\(user)&before=%2Fs1", "/user?id=\(user)&before=\(time)junk%2Fs1",
                 "/dead-letters?before=\(time)%2Fx", "/dead-letters?before=\(time)%2F",
                 "/dead-letters?before=\(time)%2F-1", "/dead-letters?before=12",
-                // A NUL no ledger can compare, an id longer than any the ledger hands out.
+                // Finer than the ledger's milliseconds, a NUL no ledger can compare, an id longer than any handed out.
+                "/user?id=\(user)&before=2030-01-01T00%3A00%3A00.0004Z",
                 "/user?id=\(user)&before=\(time)%2Fs%001",
                 "/user?id=\(user)&before=\(time)%2F\(String(repeating: "s", count: 1_025))",
             ] {

@@ -146,12 +146,7 @@ struct EndToEndSystem: Sendable {
 
     /// Polls until `condition` holds; fails the test after `seconds`.
     func eventually(_ what: String, within seconds: Double = 30, _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(200))
-        }
-        throw TestSetupError(message: "timed out waiting until \(what)")
+        try await waitUntil(what, within: .seconds(seconds), every: .milliseconds(200), condition)
     }
 
     static func payment(

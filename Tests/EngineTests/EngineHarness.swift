@@ -79,13 +79,7 @@ struct EngineHarness: Sendable {
 
     /// Waits (in real time, a millisecond at a time, 10 s at most) until `condition` holds: for tasks the clock woke
     /// to finish their work, never for the clock itself.
-    static func eventually(
-        _ what: String, _ condition: @Sendable () async throws -> Bool
-    ) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while try await !condition() {
-            guard ContinuousClock.now < deadline else { throw TestSetupError(message: "never: \(what)") }
-            try await Task.sleep(for: .milliseconds(1))
-        }
+    static func eventually(_ what: String, _ condition: @Sendable () async throws -> Bool) async throws {
+        try await waitUntil(what, within: .seconds(10), every: .milliseconds(1), condition)
     }
 }

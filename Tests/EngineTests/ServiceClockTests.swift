@@ -16,8 +16,9 @@ struct ServiceClockTests {
         let sweeper = Task { try await harness.services.sweeper.run() }
         defer { sweeper.cancel() }
         // Passes at 0 … 30 s: the grant is not older than the grace, still the flow's.
-        for _ in 0..<4 {
+        for pass in 0..<4 {
             try await harness.clock.sleepers(atLeast: 1)
+            #expect(harness.clock.nextDeadline == .seconds(10 * (pass + 1)), "the sweeper's interval")
             #expect(harness.gamebase.consumeCalls == 0)
             harness.clock.advance(by: .seconds(10))
         }
@@ -62,6 +63,7 @@ struct ServiceClockTests {
         let pruner = Task { try await harness.services.pruner.run() }
         defer { pruner.cancel() }
         try await harness.clock.sleepers(atLeast: 1)
+        #expect(harness.clock.nextDeadline == .seconds(30), "the first pass's delay")
         harness.clock.advance(by: .seconds(29))
         try await harness.clock.sleepers(atLeast: 1)
         #expect(try await harness.ledger.event(id: "p1:item-granted") != nil, "pruned before the first pass's delay")
@@ -71,6 +73,7 @@ struct ServiceClockTests {
         }
         // Another old event, once the first pass is over: left until the next pass, one interval later.
         try await harness.clock.sleepers(atLeast: 1)
+        #expect(harness.clock.nextDeadline == .seconds(330), "one interval after the first pass")
         try await harness.publishedLongAgo("p2")
         harness.clock.advance(by: .seconds(299))
         try await harness.clock.sleepers(atLeast: 1)
@@ -103,6 +106,7 @@ struct ServiceClockTests {
         defer { reconciler.cancel() }
         try await harness.clock.sleepers(atLeast: 1)
         #expect(harness.gamebase.listCalls == ["player"], "the first pass checks the user")
+        #expect(harness.clock.nextDeadline == .seconds(600), "one interval after the first pass began")
         harness.clock.advance(by: .seconds(599))
         try await harness.clock.sleepers(atLeast: 1)
         #expect(harness.gamebase.listCalls == ["player"], "checked again before the interval")

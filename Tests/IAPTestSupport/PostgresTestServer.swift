@@ -103,3 +103,21 @@ public struct PostgresTestServer: Sendable {
         }
     }
 }
+
+extension PostgresTestServer {
+    /// Gives the test role an empty schema of its own in `database` (`CREATE SCHEMA AUTHORIZATION CURRENT_USER`): with
+    /// the default search path (`"$user", public`) it becomes the schema new tables go to. Answers the role's name.
+    public func createRoleSchema(in database: String) async throws -> String {
+        try await withConnection(to: database) { connection in
+            let logger = TestDatabases.quietLogger
+            try await connection.query("CREATE SCHEMA AUTHORIZATION CURRENT_USER", logger: logger)
+            var role = ""
+            for try await name in try await connection.query("SELECT current_user::text", logger: logger).decode(
+                String.self)
+            {
+                role = name
+            }
+            return role
+        }
+    }
+}

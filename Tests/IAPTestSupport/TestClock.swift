@@ -77,6 +77,10 @@ public final class TestClock: WorkerClock {
         for sleeper in due { sleeper.continuation.resume() }
     }
 
+    /// When the earliest sleeper wakes, as time since the clock was made (`nil` with none asleep): what a service's
+    /// wait asked for, whatever the test does next.
+    public var nextDeadline: Duration? { state.withLock { $0.sleepers.map(\.deadline).min() } }
+
     /// Tasks asleep on the clock now.
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 

@@ -66,7 +66,7 @@ struct LedgerBatchTests {
             #expect(found.map { $0.grant?.paymentSeq } == ["l1", "l1", nil, nil, nil])
             #expect(found.map { $0.rejection?.key.userId } == ["thief", nil, "u2", nil, nil])
             for (key, batch) in zip(keys, found) {
-                let single = try await store.lookup(paymentSeq: key.paymentSeq, rejection: key)
+                let single = try await store.lookup(key)
                 #expect(single.grant == batch.grant && single.rejection == batch.rejection)
             }
         }

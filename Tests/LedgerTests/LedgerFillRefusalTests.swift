@@ -30,9 +30,7 @@ struct LedgerFillRefusalTests {
         let url = server.url(database: database)
         let logger = TestDatabases.quietLogger
         try await LedgerStores.withStore(url: url, logger: logger) { _ in }
-        _ = try await server.withConnection(to: database) { connection in
-            try await connection.query("CREATE SCHEMA AUTHORIZATION CURRENT_USER", logger: logger)
-        }
+        _ = try await server.createRoleSchema(in: database)
         #expect(
             !(try await LedgerStores.withStore(url: url, logger: logger, migrate: false) {
                 try await $0.holdsNoTables()

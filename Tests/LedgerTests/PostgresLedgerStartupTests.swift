@@ -268,16 +268,7 @@ struct PostgresLedgerStartupTests {
                 LedgerStoreTests.grant("live-1", user: "player"),
                 event: LedgerStoreTests.event("live-1:item-granted", seq: "live-1"))
         }
-        let role = try await server.withConnection(to: database) { connection in
-            try await connection.query("CREATE SCHEMA AUTHORIZATION CURRENT_USER", logger: logger)
-            var role = ""
-            for try await name in try await connection.query("SELECT current_user::text", logger: logger).decode(
-                String.self)
-            {
-                role = name
-            }
-            return role
-        }
+        let role = try await server.createRoleSchema(in: database)
         let (error, _) = await Self.refusal {
             try await LedgerStores.withStore(url: url, logger: logger) { _ in }
         }
@@ -303,18 +294,9 @@ struct PostgresLedgerStartupTests {
         let url = server.url(database: database)
         let logger = TestDatabases.quietLogger
         try await LedgerStores.withStore(url: url, logger: logger) { _ in }
-        let role = try await server.withConnection(to: database) { connection in
-            try await connection.query("CREATE SCHEMA AUTHORIZATION CURRENT_USER", logger: logger)
-            // What an older version's start did there: a ledger of its own, empty.
-            try await TestDatabases.applyMigrations(first: 4, on: connection)
-            var role = ""
-            for try await name in try await connection.query("SELECT current_user::text", logger: logger).decode(
-                String.self)
-            {
-                role = name
-            }
-            return role
-        }
+        let role = try await server.createRoleSchema(in: database)
+        // What an older version's start did there: a ledger of its own, empty.
+        try await server.withConnection(to: database) { try await TestDatabases.applyMigrations(first: 4, on: $0) }
         let (error, _) = await Self.refusal {
             try await LedgerStores.withStore(url: url, logger: logger) { _ in }
         }

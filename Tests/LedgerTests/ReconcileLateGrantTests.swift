@@ -319,6 +319,7 @@ struct ReconcileLateGrantTests {
             for _ in 0..<3 where !caughtUp {
                 caughtUp = try await store.refreshReconciliationUsers(activeSince: since)
             }
+            #expect(caughtUp)
             #expect(try await Self.users(store, since: since) == ["restored"])
             // And new grants from there on, by transaction.
             try await Self.insertGrant(connection, "after", user: "after", at: Date())

@@ -94,7 +94,7 @@ public struct LedgerPruner: Service {
                 guard let cutoff = try await cutoff(of: rows, now: now) else { continue }
                 while true {
                     guard
-                        let deleted = try await bounded(
+                        let deleted = try await deadline.run(
                             "ledger pruning",
                             { [ledger, policy] in
                                 try await ledger.prune(rows, before: cutoff, limit: policy.batchRows)
@@ -116,7 +116,7 @@ public struct LedgerPruner: Service {
             }
             if !pass.leftToAnotherInstance {
                 while clock.instant - started < passBudget {
-                    let pages = try await bounded("ledger vacuum") { [ledger] in
+                    let pages = try await deadline.run("ledger vacuum") { [ledger] in
                         try await ledger.reclaimSpace(pages: Self.reclaimPages)
                     }
                     pass.reclaimedPages += pages
@@ -128,7 +128,7 @@ public struct LedgerPruner: Service {
             // The counts are for people; a ledger too slow to count does not fail the pass.
             do {
                 metrics.setLedgerRows(
-                    try await bounded("ledger row counts") { [ledger] in try await ledger.rowCounts() })
+                    try await deadline.run("ledger row counts") { [ledger] in try await ledger.rowCounts() })
             } catch is CancellationError {
                 return pass
             } catch {
@@ -158,7 +158,7 @@ public struct LedgerPruner: Service {
     func cutoff(of rows: PrunableRows, now: Date) async throws -> Date? {
         var cutoff = policy.maximumAge(of: rows).map { now.addingTimeInterval(-$0.seconds) }
         if let keeping = policy.maximumCount(of: rows),
-            let bound = try await bounded(
+            let bound = try await deadline.run(
                 "ledger count bound",
                 { [ledger] in
                     try await ledger.countBoundCutoff(rows, keeping: keeping)
@@ -169,11 +169,5 @@ public struct LedgerPruner: Service {
             cutoff = max(cutoff ?? beyond, beyond)
         }
         return cutoff
-    }
-
-    private func bounded<T: Sendable>(_ what: String, _ operation: @escaping @Sendable () async throws -> T)
-        async throws -> T
-    {
-        try await deadline.run(what, operation)
     }
 }

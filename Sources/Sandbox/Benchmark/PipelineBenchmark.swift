@@ -211,7 +211,7 @@ public enum PipelineBenchmark {
                 peakRSSMiB: Double(memory?.peak ?? rssSamples.max() ?? 0) / 1_048_576,
                 rssGrowthPercent: growth(rssSamples),
                 recoverySeconds: recovery.map {
-                    Double($0.components.attoseconds) / 1e18 + Double($0.components.seconds)
+                    $0.seconds
                 },
                 consumedTwice: duplicates, workerExitStatus: status.map(Int.init))
             result.purchasesPerWorkerCPUSecond = workerMicroseconds > 0 ? 1_000_000 / workerMicroseconds : 0

@@ -47,7 +47,7 @@ public protocol PurchaseLedger: Sendable {
 /// One purchase at a time: each a batch of one.
 extension PurchaseLedger {
     /// The grant of `key`'s paymentSeq and the rejection of that one message.
-    public func lookup(paymentSeq: String, rejection key: RejectionKey) async throws -> LedgerLookup {
+    public func lookup(_ key: RejectionKey) async throws -> LedgerLookup {
         try await lookup([key]).first ?? LedgerLookup(grant: nil, rejection: nil)
     }
 
