@@ -77,19 +77,42 @@ if [ "$1" = all ]; then
 fi
 
 mkdir -p .build/test-lanes
+rm -f .build/test-lanes/*.started
+
+# One lane: a `swift test` process, started again (up to three times) when it could not open the build database.
+# It marks .build/test-lanes/<lane>.started once its test binary runs, which is when `swift test` is done with the
+# build database: before that it compiles the dependencies' manifests (its first children are swiftc, not tests),
+# and two `swift test` opening the database at the same moment make one fail with "database is locked", even with
+# --skip-build. (Not judged by output: written to a file, it is block-buffered and can come minutes later.)
+run_lane() {
+    local name=$1 filter=$2 log=".build/test-lanes/$1.log" attempt pid code
+    for attempt in 1 2 3; do
+        $SWIFT test --skip-build --ignore-lock --no-parallel --filter "$filter" >"$log" 2>&1 &
+        pid=$!
+        while kill -0 "$pid" 2>/dev/null && ! pgrep -P "$pid" -f 'PackageTests\.xctest' >/dev/null; do sleep 0.2; done
+        touch ".build/test-lanes/$name.started"
+        wait "$pid"
+        code=$?
+        if [ $code -ne 0 ] && grep -q 'database is locked' "$log" && ! grep -qE 'Test run with [0-9]+ tests?' "$log"; then
+            echo "test-lanes: lane $name could not open the build database (attempt $attempt); starting it again" >&2
+            sleep $((attempt * 3))
+            continue
+        fi
+        return $code
+    done
+    return $code
+}
+
 pids=()
 names=()
 started=$(date +%s)
 for lane in "${lanes[@]}"; do
     name=${lane%%=*}
-    filter=${lane#*=}
-    $SWIFT test --skip-build --ignore-lock --no-parallel --filter "$filter" >".build/test-lanes/$name.log" 2>&1 &
+    run_lane "$name" "${lane#*=}" &
     pids+=($!)
     names+=("$name")
-    # The next lane starts once this one has started its test process: two `swift test` opening the build database
-    # at the same moment make one fail ("database is locked"), even with --skip-build. (Not by its output: written
-    # to a file, it is block-buffered and can come minutes later.)
-    while kill -0 "$!" 2>/dev/null && ! pgrep -P "$!" >/dev/null; do sleep 0.2; done
+    # The next lane starts once this one's test binary runs (see run_lane).
+    while kill -0 "$!" 2>/dev/null && [ ! -e ".build/test-lanes/$name.started" ]; do sleep 0.2; done
 done
 status=0
 for i in "${!pids[@]}"; do
