@@ -384,6 +384,7 @@ let package = Package(
                 "Fulfilment",
                 "Gamebase",
                 "IAPTestSupport",
+                "KafkaTesting",
                 "Lookup",
                 "Sandbox",
                 .product(name: "Logging", package: "swift-log"),

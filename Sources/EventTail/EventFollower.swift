@@ -41,7 +41,12 @@ public struct EventFollower: Sendable {
             group.addTask {
                 await discover(consumer: consumer, note: note)
             }
+            // A lookup by time starts at the first record at or after it, on Apache Kafka; a broker that answers
+            // otherwise (Tansu answers a time after every record with offset 0: docs/compatibility.md) would show the
+            // past, so records older than the time asked for are left out here too.
+            let notBefore: Int64? = if case .since(let milliseconds) = start { milliseconds } else { nil }
             for try await message in consumer.messages {
+                if let notBefore, let written = message.timestampMilliseconds, written < notBefore { continue }
                 if let tailEvent = TailEvent(message, topics: topics) { event(tailEvent) }
             }
             // The consumer was closed: stop looking for partitions.

@@ -8,7 +8,7 @@ import Logging
 ///
 /// Its group timings differ from a real broker's (first join takes about 3 s; a killed member's partitions
 /// come back after about two session timeouts).
-public final class MockCluster: @unchecked Sendable {
+public final class MockCluster: KafkaEndpoint, @unchecked Sendable {
     // Thread-safety: the mock cluster runs on its own librdkafka thread; every call below enqueues an
     // operation to it and is safe from any thread.
     private let host: RDKafkaClient
@@ -17,6 +17,7 @@ public final class MockCluster: @unchecked Sendable {
     /// The bootstrap servers, `host:port,host:port,…`.
     public let bootstrapServers: String
     public let brokerCount: Int
+    public var kind: KafkaEndpointKind { .mock }
 
     /// Starts `brokers` mock brokers (ids 1 … `brokers`) listening on loopback.
     public init(brokers: Int = 3, logger: Logger = Logger(label: "kafka.mock")) throws(KafkaError) {
@@ -39,9 +40,9 @@ public final class MockCluster: @unchecked Sendable {
         rd_kafka_mock_cluster_destroy(cluster)
     }
 
-    /// Creates a topic.
-    public func createTopic(_ name: String, partitions: Int, replicationFactor: Int = 1) throws(KafkaError) {
-        let err = rd_kafka_mock_topic_create(cluster, name, Int32(partitions), Int32(replicationFactor))
+    /// Creates a topic (replication factor 1).
+    public func createTopic(_ name: String, partitions: Int) throws(KafkaError) {
+        let err = rd_kafka_mock_topic_create(cluster, name, Int32(partitions), 1)
         try check(err, "create topic \(name)")
     }
 

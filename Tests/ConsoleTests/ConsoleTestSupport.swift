@@ -8,6 +8,7 @@ import Logging
 import Lookup
 import NIOCore
 import NIOHTTP1
+import KafkaTesting
 import Sandbox
 import ServiceLifecycle
 import Synchronization

@@ -9,6 +9,7 @@ import IAPTestSupport
 import NIOCore
 import NIOHTTP1
 import PostgresNIO
+import KafkaTesting
 import Sandbox
 import Testing
 

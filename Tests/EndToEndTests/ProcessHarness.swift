@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Dispatch
 import Foundation
+import KafkaTesting
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
@@ -203,5 +204,47 @@ extension ChildProcess {
             try await Task.sleep(for: .milliseconds(50))
         }
         return process.terminationStatus
+    }
+}
+
+/// The Kafka endpoint of the process tests: `iap-dev dev-kafka` (librdkafka's mock cluster) as a process, or a Tansu
+/// broker process when `IAP_TEST_KAFKA_BROKER=tansu`. Either is stopped when this is released.
+final class KafkaUnderTest: Sendable {
+    let bootstrapServers: String
+    let kind: KafkaEndpointKind
+    private let devKafka: ChildProcess?
+    private let tansu: TansuBroker?
+
+    private init(bootstrapServers: String, kind: KafkaEndpointKind, devKafka: ChildProcess?, tansu: TansuBroker?) {
+        self.bootstrapServers = bootstrapServers
+        self.kind = kind
+        self.devKafka = devKafka
+        self.tansu = tansu
+    }
+
+    /// Starts the endpoint under test with `topics` (name, partitions) created.
+    static func start(
+        topics: [(name: String, partitions: Int)], kind: KafkaEndpointKind = .underTest, folder: URL
+    ) async throws -> KafkaUnderTest {
+        switch kind {
+        case .mock:
+            let process = try ChildProcess(
+                "dev-kafka",
+                ["dev-kafka", "--brokers", "1"] + topics.flatMap { ["--topic", "\($0.name):\($0.partitions)"] },
+                folder: folder)
+            return KafkaUnderTest(
+                bootstrapServers: try await process.firstLine(), kind: kind, devKafka: process, tansu: nil)
+        case .tansu:
+            let broker = try TansuBroker(executable: TansuBroker.executableFromEnvironment())
+            for topic in topics { try broker.createTopic(topic.name, partitions: topic.partitions) }
+            return KafkaUnderTest(bootstrapServers: broker.bootstrapServers, kind: kind, devKafka: nil, tansu: broker)
+        }
+    }
+
+    /// The broker's own output, for a failure's explanation.
+    var diagnosticOutput: String {
+        if let devKafka { return devKafka.diagnosticOutput }
+        if let tansu { return (try? String(contentsOfFile: tansu.logPath, encoding: .utf8)) ?? "" }
+        return ""
     }
 }

@@ -7,13 +7,15 @@ import Kafka
 import Ledger
 import Testing
 
-/// The built executable against `dev-kafka` over TCP, `gamebase-sim` over HTTP and real databases, with
-/// processes killed at random moments.
+/// The built executable against Kafka over TCP (`dev-kafka`, librdkafka's mock cluster, or a Tansu broker process when
+/// `IAP_TEST_KAFKA_BROKER=tansu`), `gamebase-sim` over HTTP and real databases, with processes killed at random moments.
 @Suite("iap-worker as processes", .serialized, .timeLimit(.minutes(10)))
 struct ProcessTests {
     struct Cluster {
         let folder: URL
-        let kafka: ChildProcess
+        /// The Kafka endpoint: `dev-kafka` as a process (the mock) or a Tansu broker; stopped when the last copy of
+        /// the cluster is released.
+        let kafka: KafkaUnderTest
         let simulator: ChildProcess
         let bootstrap: String
         let simulatorURL: String
@@ -27,11 +29,10 @@ struct ProcessTests {
             let payments = (0..<purchases).map { EndToEndSystem.payment("p\($0)", user: "u\($0)") }
             let paymentsFile = folder.appendingPathComponent("payments.json")
             try JSONEncoder().encode(payments).write(to: paymentsFile)
-            let kafka = try ChildProcess(
-                "dev-kafka",
-                [
-                    "dev-kafka", "--brokers", "1", "--topic", "purchase.completed:6", "--topic", "iap.item-granted:1",
-                    "--topic", "iap.consume-failed:1", "--topic", "purchase.completed.dlq:1",
+            let kafka = try await KafkaUnderTest.start(
+                topics: [
+                    ("purchase.completed", 6), ("iap.item-granted", 1), ("iap.consume-failed", 1),
+                    ("purchase.completed.dlq", 1),
                 ], folder: folder)
             let simulator = try ChildProcess(
                 "gamebase-sim",
@@ -41,7 +42,7 @@ struct ProcessTests {
                     "--payments", paymentsFile.path,
                 ] + simulatorArguments, folder: folder)
             return Cluster(
-                folder: folder, kafka: kafka, simulator: simulator, bootstrap: try await kafka.firstLine(),
+                folder: folder, kafka: kafka, simulator: simulator, bootstrap: kafka.bootstrapServers,
                 simulatorURL: try await simulator.firstLine(), purchases: purchases)
         }
 

@@ -10,7 +10,7 @@ import Testing
 @Suite("Kafka batched fetch", .timeLimit(.minutes(2)))
 struct KafkaBatchFetchTests {
     @Test func messagesOfAFetchArriveTogetherInOrderAndEachOnce() async throws {
-        let cluster = try MockCluster(brokers: 1, logger: KafkaTestSupport.logger)
+        let cluster = try KafkaTestSupport.endpoint(mockBrokers: 1)
         try cluster.createTopic("batched", partitions: 2)
         let producer = try KafkaTestSupport.producer(cluster)
         for i in 0..<400 {

@@ -18,7 +18,7 @@ struct KafkaBufferBoundsTests {
     }
 
     @Test func aBurstOfLargeRecordsIsBufferedOnlyUpToTheByteBound() async throws {
-        let cluster = try MockCluster(brokers: 1, logger: KafkaTestSupport.logger)
+        let cluster = try KafkaTestSupport.endpoint(mockBrokers: 1)
         try cluster.createTopic("large", partitions: 2)
         let producer = try KafkaTestSupport.producer(cluster, extra: ["message.max.bytes": "2000000"])
         let record = [UInt8](repeating: 7, count: 100_000)
@@ -53,7 +53,7 @@ struct KafkaBufferBoundsTests {
     }
 
     @Test func aTimedWaitThatEndsAsAMessageArrivesLosesNothing() async throws {
-        let cluster = try MockCluster(brokers: 1, logger: KafkaTestSupport.logger)
+        let cluster = try KafkaTestSupport.endpoint(mockBrokers: 1)
         try cluster.createTopic("timed", partitions: 1)
         let producer = try KafkaTestSupport.producer(cluster)
         let consumer = try KafkaTestSupport.consumer(cluster, group: KafkaTestSupport.uniqueGroup())

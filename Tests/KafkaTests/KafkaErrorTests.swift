@@ -43,7 +43,7 @@ struct KafkaErrorTests {
         #expect(shown.contains { $0.key == "sasl.password" && $0.value == "<redacted>" })
     }
 
-    @Test func producingToAMissingTopicReportsTheError() async throws {
+    @Test(.mockClusterOnly("sets a topic error")) func producingToAMissingTopicReportsTheError() async throws {
         let cluster = try MockCluster(brokers: 1, logger: KafkaTestSupport.logger)
         try cluster.createTopic("exists", partitions: 1)
         cluster.setTopicError("missing", error: .unknownTopicOrPartition)
@@ -59,7 +59,7 @@ struct KafkaErrorTests {
     }
 
     @Test func producingToAPartitionThatDoesNotExistFails() async throws {
-        let cluster = try MockCluster(brokers: 1, logger: KafkaTestSupport.logger)
+        let cluster = try KafkaTestSupport.endpoint(mockBrokers: 1)
         try cluster.createTopic("two", partitions: 2)
         let producer = try KafkaTestSupport.producer(cluster, extra: ["message.timeout.ms": "2000"])
         _ = try await producer.send(KafkaProducerRecord(topic: "two", value: Array("warm".utf8)))
@@ -71,7 +71,7 @@ struct KafkaErrorTests {
     }
 
     @Test func sendAfterCloseIsAClearError() async throws {
-        let cluster = try MockCluster(brokers: 1, logger: KafkaTestSupport.logger)
+        let cluster = try KafkaTestSupport.endpoint(mockBrokers: 1)
         let producer = try KafkaTestSupport.producer(cluster)
         await producer.close()
         let error = await #expect(throws: KafkaError.self) {

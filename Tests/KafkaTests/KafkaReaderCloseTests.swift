@@ -10,7 +10,7 @@ import Testing
 @Suite("Closing Kafka readers", .timeLimit(.minutes(1)))
 struct KafkaReaderCloseTests {
     @Test func aReaderClosedBeforeAnyAssignmentIsDestroyedNotKept() async throws {
-        let cluster = try MockCluster(brokers: 1, logger: KafkaTestSupport.logger)
+        let cluster = try KafkaTestSupport.endpoint(mockBrokers: 1)
         // The default strategy is cooperative-sticky, the one the workaround is about.
         let (handle, client) = try await Self.closeAndRelease {
             try KafkaConsumer(
@@ -21,7 +21,7 @@ struct KafkaReaderCloseTests {
     }
 
     @Test func aGroupConsumerClosedBeforeItsFirstAssignmentIsKeptOnlyWhereTheBugApplies() async throws {
-        let cluster = try MockCluster(brokers: 1, logger: KafkaTestSupport.logger)
+        let cluster = try KafkaTestSupport.endpoint(mockBrokers: 1)
         let (handle, client) = try await Self.closeAndRelease {
             let consumer = try KafkaTestSupport.consumer(cluster, group: KafkaTestSupport.uniqueGroup())
             try consumer.subscribe(topics: ["reader-close"])

@@ -2,10 +2,10 @@ import Kafka
 import KafkaTesting
 import Testing
 
-@Suite("Kafka round trip on the mock cluster", .timeLimit(.minutes(2)))
+@Suite("Kafka round trip", .timeLimit(.minutes(2)))
 struct KafkaRoundTripTests {
     @Test func recordsArriveWithKeysHeadersAndExactBytes() async throws {
-        let cluster = try MockCluster(brokers: 3, logger: KafkaTestSupport.logger)
+        let cluster = try KafkaTestSupport.endpoint(mockBrokers: 3)
         try cluster.createTopic("round-trip", partitions: 12)
         let producer = try KafkaTestSupport.producer(cluster, extra: ["message.max.bytes": "4000000"])
         let big = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
@@ -53,7 +53,7 @@ struct KafkaRoundTripTests {
     }
 
     @Test func storedOffsetsAreCommittedAndResumedFrom() async throws {
-        let cluster = try MockCluster(brokers: 1, logger: KafkaTestSupport.logger)
+        let cluster = try KafkaTestSupport.endpoint(mockBrokers: 1)
         try cluster.createTopic("resume", partitions: 1)
         let producer = try KafkaTestSupport.producer(cluster)
         try await KafkaTestSupport.produce(producer, topic: "resume", range: 0..<10)
@@ -81,7 +81,7 @@ struct KafkaRoundTripTests {
     /// A pause belongs to an assignment: one asked for a partition this member does not own (the engine read its
     /// assignment while the poll thread revoked it) must not be applied when the partition is assigned later.
     @Test func aPauseOfAPartitionNotAssignedIsNotAppliedWhenItIsAssignedLater() async throws {
-        let cluster = try MockCluster(brokers: 1, logger: KafkaTestSupport.logger)
+        let cluster = try KafkaTestSupport.endpoint(mockBrokers: 1)
         try cluster.createTopic("late-pause", partitions: 1)
         let producer = try KafkaTestSupport.producer(cluster)
         try await KafkaTestSupport.produce(producer, topic: "late-pause", range: 0..<3)

@@ -5,13 +5,19 @@ import Logging
 import Synchronization
 import Testing
 
-/// Shared set-up for tests on librdkafka's in-process mock cluster.
+/// Shared set-up for the Kafka layer's tests: on librdkafka's in-process mock cluster, or on a real broker process
+/// (Tansu) when `IAP_TEST_KAFKA_BROKER=tansu` (scripts/test-lanes.sh runs them both ways).
 enum KafkaTestSupport {
     static let logger: Logger = {
         var logger = Logger(label: "kafka.test")
         logger.logLevel = ProcessInfo.processInfo.environment["KAFKA_TEST_LOG"] != nil ? .debug : .critical
         return logger
     }()
+
+    /// The endpoint under test: a mock cluster of `mockBrokers` brokers, or one Tansu broker.
+    static func endpoint(mockBrokers: Int = 1) throws -> any KafkaEndpoint {
+        try KafkaEndpointKind.underTest.start(mockBrokers: mockBrokers, logger: logger)
+    }
 
     /// A fresh group id: reusing one across tests can upset the mock's group coordinator.
     static func uniqueGroup(_ name: String = #function) -> String {
@@ -20,7 +26,7 @@ enum KafkaTestSupport {
 
     /// Short session timeouts keep the mock's rebalances quick (see KAFKA-MOCK-NOTES.md).
     static func consumer(
-        _ cluster: MockCluster, group: String, sessionTimeoutMilliseconds: Int = 3_000,
+        _ cluster: any KafkaEndpoint, group: String, sessionTimeoutMilliseconds: Int = 3_000,
         rebalanceHandler: KafkaRebalanceHandler? = nil, extra: [String: String] = [:]
     ) throws -> KafkaConsumer {
         var properties = [
@@ -36,7 +42,7 @@ enum KafkaTestSupport {
             logger: logger, rebalanceHandler: rebalanceHandler)
     }
 
-    static func producer(_ cluster: MockCluster, extra: [String: String] = [:]) throws -> KafkaProducer {
+    static func producer(_ cluster: any KafkaEndpoint, extra: [String: String] = [:]) throws -> KafkaProducer {
         try KafkaProducer(
             configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers, properties: extra),
             logger: logger)
@@ -90,6 +96,14 @@ enum KafkaTestSupport {
             try? await Task.sleep(for: .milliseconds(100))
         }
         return try await condition()
+    }
+}
+
+extension Trait where Self == ConditionTrait {
+    /// A test that needs librdkafka's mock cluster (fault injection, several brokers): skipped on a real broker.
+    static func mockClusterOnly(_ why: String) -> Self {
+        .enabled(
+            if: KafkaEndpointKind.underTest == .mock, Comment(rawValue: "needs librdkafka's mock cluster: \(why)"))
     }
 }
 

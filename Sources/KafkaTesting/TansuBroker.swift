@@ -1,0 +1,157 @@
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A failure to start or drive a ``TansuBroker``.
+public struct TansuBrokerError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Tansu (a Kafka-compatible broker written in Rust, Apache-2.0) as a child process on a loopback port, with in-memory
+/// storage: the real broker of the tests and of the benchmark. Each instance starts its own process and stops it in
+/// ``stop()`` or when released; it never uses a broker it did not start.
+///
+/// Tansu is one broker (no replication) and differs from librdkafka's mock cluster in ways the tests rely on
+/// (docs/compatibility.md): groups form as soon as a member joins, and its ListOffsets answer for the latest offset
+/// is not the partition's end.
+public final class TansuBroker: KafkaEndpoint, @unchecked Sendable {
+    // @unchecked: `process` is only touched through Foundation's thread-safe Process API after start.
+    public let bootstrapServers: String
+    public let port: Int
+    public var kind: KafkaEndpointKind { .tansu }
+    /// The broker's own output (its log): what explains a failure.
+    public let logPath: String
+    private let executable: String
+    private let process: Process
+
+    /// The Tansu executable of the tests: `IAP_TEST_TANSU`, which `scripts/test-lanes.sh` sets from
+    /// `scripts/kafka-tools.sh tansu`.
+    public static func executableFromEnvironment() throws -> String {
+        guard let path = ProcessInfo.processInfo.environment["IAP_TEST_TANSU"], !path.isEmpty else {
+            throw TansuBrokerError(
+                "IAP_TEST_TANSU is not set: point it at a Tansu binary (scripts/kafka-tools.sh tansu installs one)")
+        }
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw TansuBrokerError("IAP_TEST_TANSU is \(path), which is not an executable file")
+        }
+        return path
+    }
+
+    /// Starts a broker on a free loopback port and waits until it accepts connections.
+    public init(executable: String) throws {
+        self.executable = executable
+        var lastFailure = "not started"
+        // A port found free can be taken before the broker binds it: then the broker exits and another is tried.
+        for _ in 0..<5 {
+            let port = try freeLoopbackPort()
+            let log = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "tansu-\(port)-\(UUID().uuidString.prefix(6)).log")
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: executable)
+            let url = "tcp://127.0.0.1:\(port)"
+            process.arguments = [
+                "broker", "--listener-url", url, "--advertised-listener-url", url, "--storage-engine", "memory://tansu/",
+            ]
+            // Only what the broker needs: settings of the caller's environment (STORAGE_ENGINE, LISTENER_URL, …) are
+            // Tansu's too and must not reach it.
+            var environment = ["PATH": "/usr/bin:/bin"]
+            environment["RUST_LOG"] = ProcessInfo.processInfo.environment["IAP_TEST_TANSU_LOG"] ?? "warn"
+            process.environment = environment
+            let handle = try FileHandle(forWritingTo: log)
+            process.standardOutput = handle
+            process.standardError = handle
+            try process.run()
+            if Self.waitUntilListening(port: port, process: process, seconds: 15) {
+                self.port = port
+                self.bootstrapServers = "127.0.0.1:\(port)"
+                self.logPath = log.path
+                self.process = process
+                return
+            }
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+            lastFailure = (try? String(contentsOf: log, encoding: .utf8)) ?? "no output"
+        }
+        throw TansuBrokerError("Tansu did not start listening: \(lastFailure.suffix(2_000))")
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// Stops the broker (SIGTERM, then SIGKILL after 5 s) and waits for it to exit.
+    public func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        let deadline = Date().addingTimeInterval(5)
+        while process.isRunning, Date() < deadline { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// Creates a topic with Tansu's own command line (CreateTopics over the Kafka protocol).
+    public func createTopic(_ name: String, partitions: Int) throws {
+        let command = Process()
+        command.executableURL = URL(fileURLWithPath: executable)
+        command.arguments = [
+            "topic", "create", name, "--partitions", String(partitions), "--broker", "tcp://127.0.0.1:\(port)",
+        ]
+        command.environment = ["PATH": "/usr/bin:/bin", "RUST_LOG": "error"]
+        let output = Pipe()
+        command.standardOutput = output
+        command.standardError = output
+        try command.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        command.waitUntilExit()
+        guard command.terminationStatus == 0 else {
+            throw TansuBrokerError(
+                "tansu topic create \(name) exited \(command.terminationStatus): \(text.suffix(1_000))")
+        }
+    }
+
+    private static func waitUntilListening(port: Int, process: Process, seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            guard process.isRunning else { return false }
+            if canConnect(port: port) { return true }
+            usleep(20_000)
+        }
+        return false
+    }
+
+    private static func canConnect(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+}
+
+extension KafkaEndpointKind {
+    /// Starts an endpoint of this kind: a mock cluster of `mockBrokers` brokers, or a Tansu broker (one broker; the
+    /// executable from `IAP_TEST_TANSU`).
+    public func start(mockBrokers: Int = 1, logger: Logger) throws -> any KafkaEndpoint {
+        switch self {
+        case .mock: return try MockCluster(brokers: mockBrokers, logger: logger)
+        case .tansu: return try TansuBroker(executable: TansuBroker.executableFromEnvironment())
+        }
+    }
+}
