@@ -81,6 +81,18 @@ public struct KafkaConsumerConfiguration: Sendable {
         return configuration
     }
 
+    /// The classic group protocol's properties that librdkafka refuses under `group.protocol=consumer` (KIP-848).
+    public static let classicGroupProtocolProperties: Set<String> = [
+        "session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy", "group.protocol.type",
+    ]
+
+    /// Whether the group uses the next-generation consumer group protocol (KIP-848: `group.protocol=consumer`;
+    /// librdkafka 2.12 or later and a broker that offers it), rather than the classic one.
+    public var usesConsumerGroupProtocol: Bool { kafka["group.protocol"]?.lowercased() == "consumer" }
+
+    /// The group protocol's name for people: `consumer` (KIP-848) or `classic`.
+    public var groupProtocolName: String { usesConsumerGroupProtocol ? "consumer" : "classic" }
+
     /// The librdkafka properties the consumer is created with: the caller's, plus the defaults this layer
     /// depends on (explicit offset storing, cooperative-sticky assignment) where the caller set none.
     public var effectiveProperties: KafkaConfiguration {
@@ -98,7 +110,13 @@ public struct KafkaConsumerConfiguration: Sendable {
         config["enable.auto.offset.store"] = "false"
         config.setDefault("enable.auto.commit", "true")
         config.setDefault("auto.commit.interval.ms", "1000")
-        config.setDefault("partition.assignment.strategy", "cooperative-sticky")
+        if usesConsumerGroupProtocol {
+            // KIP-848: the broker assigns, and librdkafka refuses the classic protocol's session, heartbeat and
+            // assignor settings; none of this layer's defaults may add one (the caller's own are refused by
+            // librdkafka with its message).
+        } else {
+            config.setDefault("partition.assignment.strategy", "cooperative-sticky")
+        }
         config.setDefault("auto.offset.reset", "earliest")
         config.setDefault("enable.partition.eof", "false")
         return config

@@ -35,10 +35,11 @@ struct CheckConfigCommand: AsyncParsableCommand {
         print("connectivity:")
 
         // Kafka: the brokers answer a metadata request and the purchases topic exists.
+        var producer: KafkaProducer?
         do {
-            let producer = try KafkaProducer(configuration: configuration.producerConfiguration, logger: logger)
-            let metadata = try await producer.metadata(timeoutMilliseconds: 10_000)
-            await producer.close(timeoutMilliseconds: 1_000)
+            let opened = try KafkaProducer(configuration: configuration.producerConfiguration, logger: logger)
+            producer = opened
+            let metadata = try await opened.metadata(timeoutMilliseconds: 10_000)
             var line = "ok: \(metadata.brokers) broker(s)"
             for topic in [
                 configuration.topics.purchases, configuration.topics.itemGranted, configuration.topics.consumeFailed,
@@ -49,8 +50,11 @@ struct CheckConfigCommand: AsyncParsableCommand {
             print("  kafka     \(line)")
         } catch {
             failures += 1
-            print("  kafka     FAILED: \(error)")
+            // A broker reached but not understood says why (the client library, the protocol, the credentials);
+            // librdkafka's own error is only "transport failure".
+            print("  kafka     FAILED: \(producer?.brokerProblem.map { "\($0)" } ?? "\(error)")")
         }
+        await producer?.close(timeoutMilliseconds: 1_000)
 
         // Gamebase: an unknown token must be refused as a purchase problem, not a configuration problem.
         let client = GamebaseClient(configuration: configuration.gamebaseConfiguration, logger: logger)

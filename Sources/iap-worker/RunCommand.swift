@@ -1,5 +1,6 @@
 import App
 import ArgumentParser
+import Kafka
 import Logging
 
 #if canImport(Glibc)
@@ -31,6 +32,8 @@ struct RunCommand: AsyncParsableCommand {
             metadata: [
                 "kafka.group_id": "\(configuration.groupID)", "kafka.topic": "\(configuration.topics.purchases)",
                 "ledger": "\(configuration.redactedLedgerURL)", "worker.max_in_flight": "\(configuration.maxInFlight)",
+                "librdkafka.version": "\(Librdkafka.versionString)",
+                "kafka.group_protocol": "\(configuration.consumerConfiguration.groupProtocolName)",
             ])
         for warning in configuration.warnings {
             logger.warning("configuration", metadata: ["iap.warning": "\(warning)"])

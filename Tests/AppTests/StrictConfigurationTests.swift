@@ -1,5 +1,6 @@
 import App
 import Foundation
+import Kafka
 import Testing
 
 /// A key nobody reads is refused, naming it, its file and line, and the key that was probably meant: a typo must not
@@ -67,6 +68,26 @@ import Testing
         let fromEnvironment = await Self.refusal(
             ConfigurationTests.minimal, environment: ["KAFKA_LIBRDKAFKA_FETCH_WAIT_MAX_MS": "abc"])
         #expect(fromEnvironment?.key == "kafka.librdkafka.fetch.wait.max.ms")
+    }
+
+    /// KIP-848's `group.protocol: consumer`: refused, in librdkafka's words, by a librdkafka that does not know it
+    /// (before 2.4.0: Debian 12's 2.0.2); taken by one that does, and then the worker sets none of the classic group
+    /// protocol's properties, which that protocol refuses.
+    @Test func theConsumerGroupProtocolIsRefusedByALibrdkafkaWithoutItAndDropsTheClassicDefaults() async throws {
+        let yaml = ConfigurationTests.minimal + "\nkafka:\n  librdkafka:\n    group.protocol: consumer\n"
+        guard Librdkafka.isAtLeast(2, 4, 0) else {
+            let error = await Self.refusal(yaml)
+            #expect(error?.key == "kafka.librdkafka.group.protocol")
+            #expect(error?.problem.contains("No such configuration property") == true, "\(error?.problem ?? "accepted")")
+            return
+        }
+        let consumer = try await Self.load(yaml).consumerConfiguration
+        #expect(consumer.groupProtocolName == "consumer")
+        for key in KafkaConsumerConfiguration.classicGroupProtocolProperties {
+            #expect(consumer.effectiveProperties[key] == nil, "\(key)")
+        }
+        let classic = try await Self.load(ConfigurationTests.minimal).consumerConfiguration
+        #expect(classic.groupProtocolName == "classic" && classic.effectiveProperties["session.timeout.ms"] == "6000")
     }
 
     @Test func aSecretLibrdkafkaValueIsNeverQuoted() async {

@@ -4,6 +4,7 @@ import Gamebase
 import GamebaseSimulator
 import IAPTestSupport
 import Kafka
+import KafkaTesting
 import Ledger
 import Testing
 
@@ -22,7 +23,9 @@ struct ProcessTests {
         let purchases: Int
 
         /// dev-kafka and gamebase-sim as processes, seeded with `purchases` valid payments.
-        static func start(purchases: Int, simulatorArguments: [String]) async throws -> Cluster {
+        static func start(
+            purchases: Int, simulatorArguments: [String], kafka kind: KafkaEndpointKind = .underTest
+        ) async throws -> Cluster {
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "iap-process-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -33,7 +36,7 @@ struct ProcessTests {
                 topics: [
                     ("purchase.completed", 6), ("iap.item-granted", 1), ("iap.consume-failed", 1),
                     ("purchase.completed.dlq", 1),
-                ], folder: folder)
+                ], kind: kind, folder: folder)
             let simulator = try ChildProcess(
                 "gamebase-sim",
                 [

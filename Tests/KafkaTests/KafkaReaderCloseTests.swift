@@ -28,7 +28,7 @@ struct KafkaReaderCloseTests {
             return consumer
         }
         #expect(client == nil, "the client outlived its consumer")
-        #expect(KeptHandles.holds(handle: handle) == ConsumerCore.assignorStateBugApplies)
+        #expect(KeptHandles.holds(handle: handle) == Librdkafka.assignorStateBugApplies)
     }
 
     /// Makes a consumer, closes it, lets it go, and waits (5 s at most) until its client is gone: destroyed or kept.

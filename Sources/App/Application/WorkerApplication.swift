@@ -103,6 +103,7 @@ public enum WorkerApplication {
             })
         let producer = try KafkaProducer(configuration: configuration.producerConfiguration, logger: logger)
         health.setPollAgeSource { consumer.timeSinceLastPoll }
+        health.setKafkaProblemSource { consumer.brokerProblem?.description }
         let workerName = configuration.workerName
         let services = WorkerServices(
             source: KafkaPurchaseSource(consumer: consumer), ledger: ledger, gamebase: gamebase,

@@ -95,6 +95,10 @@ public struct WorkerConfiguration: Sendable {
         // librdkafka's prefetch queue (64 MiB by default, per consumer) gets its quarter of the byte budget; it also
         // caps fetch.max.bytes, which librdkafka lowers to it unless set.
         properties["queued.max.messages.kbytes"] = String(max(1_024, maxBufferedBytes / 4 / 1_024))
+        if librdkafka["group.protocol"]?.lowercased() == "consumer" {
+            // KIP-848: the broker owns session and heartbeat timing; librdkafka refuses these under that protocol.
+            for key in KafkaConsumerConfiguration.classicGroupProtocolProperties { properties[key] = nil }
+        }
         properties.merge(librdkafka) { $1 }
         return KafkaConsumerConfiguration(
             bootstrapServers: bootstrapServers, groupID: groupID, groupInstanceID: groupInstanceID,

@@ -11,6 +11,7 @@ public final class WorkerHealth: Sendable {
         var stoppedReason: String?
         var shuttingDown = false
         var pollAge: (@Sendable () -> Duration?)?
+        var kafkaProblem: (@Sendable () -> String?)?
     }
     private let state = Mutex(State())
     /// A poll loop silent for longer than this is not alive.
@@ -27,6 +28,11 @@ public final class WorkerHealth: Sendable {
     public func markPolled(at instant: ContinuousClock.Instant = .now) { update { $0.lastPoll = instant } }
     /// Where liveness reads the age of the consumer's last poll.
     public func setPollAgeSource(_ source: @escaping @Sendable () -> Duration?) { update { $0.pollAge = source } }
+    /// Where readiness reads why the consumer cannot speak to its broker (a client library too old for it, failed
+    /// authentication, …), while it is not in its group.
+    public func setKafkaProblemSource(_ source: @escaping @Sendable () -> String?) {
+        update { $0.kafkaProblem = source }
+    }
     public func setLedgerReachable(_ reachable: Bool) { update { $0.ledgerReachable = reachable } }
     public func setCircuitOpen(_ open: Bool) { update { $0.circuitOpen = open } }
     public func setStopped(_ reason: String?) { update { $0.stoppedReason = reason } }
@@ -51,10 +57,14 @@ public final class WorkerHealth: Sendable {
 
     /// Readiness: in the group, ledger reachable, circuit closed, not stopped by a configuration failure.
     public var ready: (ok: Bool, detail: String) {
-        state.withLock { state in
+        let kafkaProblem = state.withLock { $0.kafkaProblem }
+        let problem = kafkaProblem?()
+        return state.withLock { state in
             if let reason = state.stoppedReason { return (false, "stopped: \(reason)") }
             if state.shuttingDown { return (false, "shutting down") }
-            if !state.subscribed { return (false, "not in the consumer group yet") }
+            if !state.subscribed {
+                return (false, problem.map { "not in the consumer group yet: \($0)" } ?? "not in the consumer group yet")
+            }
             if !state.ledgerReachable { return (false, "ledger unreachable") }
             if state.circuitOpen { return (false, "Gamebase circuit open") }
             return (true, "ok")

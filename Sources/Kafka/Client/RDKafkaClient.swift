@@ -74,7 +74,7 @@ package final class RDKafkaClient: @unchecked Sendable {
     }
 
     /// Skips `rd_kafka_destroy` when this client goes away: for a closed consumer that a known librdkafka bug
-    /// would abort in it (see `ConsumerCore.assignorStateBugApplies`).
+    /// would abort in it (see `Librdkafka.assignorStateBugApplies`).
     func keepHandleAtDeinit() {
         keepHandle.store(true, ordering: .releasing)
     }
@@ -129,23 +129,34 @@ package final class RDKafkaClientContext: Sendable {
     /// Set by a consumer once it exists; rebalances before that use librdkafka's default handling.
     let rebalanceTarget = Mutex<RebalanceTarget?>(nil)
     private let onStatistics: (@Sendable (KafkaStatistics) -> Void)?
+    /// Where a broker this client cannot speak to is reported (shared by the process's clients).
+    let problems: BrokerProblemReporter
 
-    package init(logger: Logger, onStatistics: (@Sendable (KafkaStatistics) -> Void)? = nil) {
+    package init(
+        logger: Logger, onStatistics: (@Sendable (KafkaStatistics) -> Void)? = nil,
+        problems: BrokerProblemReporter = .shared
+    ) {
         self.logger = logger
         self.onStatistics = onStatistics
+        self.problems = problems
     }
 
     var statistics: KafkaStatistics? { latestStatistics.withLock { $0 } }
 
     func log(level: Int32, facility: String, message: String) {
         // syslog levels: 0 emerg … 3 err, 4 warning, 5 notice, 6 info, 7 debug
-        let swiftLevel: Logger.Level =
+        var swiftLevel: Logger.Level =
             switch level {
             case ...3: .error
             case 4: .warning
             case 5, 6: .info
             default: .debug
             }
+        if level <= 4, let problem = KafkaBrokerProblem.recognise(message) {
+            // One line of ours says it, once a minute; librdkafka's own, on every reconnect, are for debugging.
+            problems.report(problem, logger: logger)
+            swiftLevel = .debug
+        }
         logger.log(level: swiftLevel, "\(message)", metadata: ["kafka.facility": "\(facility)"])
     }
 
@@ -153,11 +164,20 @@ package final class RDKafkaClientContext: Sendable {
         let code = RDKafkaErrorCode(rawValue: err)
         if code == .fatal {
             logger.critical("librdkafka fatal error", metadata: ["kafka.error": "\(reason)"])
+        } else if let problem = KafkaBrokerProblem.recognise(reason) {
+            problems.report(problem, logger: logger)
+            logger.debug("librdkafka error", metadata: ["kafka.error": "\(reason)", "kafka.code": "\(code.name)"])
+        } else if code == .allBrokersDown, problems.current() != nil {
+            // The consequence of the problem just reported, not news.
+            logger.debug("librdkafka error", metadata: ["kafka.error": "\(reason)", "kafka.code": "\(code.name)"])
         } else {
             // Broker connection errors are retried by librdkafka itself; they are worth seeing, not acting on.
             logger.warning("librdkafka error", metadata: ["kafka.error": "\(reason)", "kafka.code": "\(code.name)"])
         }
     }
+
+    /// A broker this client reaches but cannot speak to, met in the last two minutes (see ``KafkaBrokerProblem``).
+    var brokerProblem: KafkaBrokerProblem? { problems.current() }
 
     func statisticsArrived(_ json: [UInt8]) {
         guard let statistics = KafkaStatistics(json: json) else {

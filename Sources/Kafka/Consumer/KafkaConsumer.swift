@@ -157,6 +157,10 @@ public final class KafkaConsumer: Sendable {
 
     /// Time since the poll thread last returned from `rd_kafka_consumer_poll` (`nil` before the first poll):
     /// the liveness of the consumer.
+    /// A broker this consumer reaches but cannot speak to, met in the last two minutes: what `/readyz` says while
+    /// the member is not in its group.
+    public var brokerProblem: KafkaBrokerProblem? { core.client.context.brokerProblem }
+
     public var timeSinceLastPoll: Duration? {
         let last = core.lastPollUptime.load(ordering: .relaxed)
         guard last > 0 else { return nil }
@@ -229,8 +233,10 @@ final class ConsumerCore: Sendable {
         self.highWaterBytes = configuration.maxBufferedBytes
         self.lowWaterBytes = configuration.maxBufferedBytes / 2
         self.isReader = configuration.isReader
-        self.cooperative = (configuration.effectiveProperties["partition.assignment.strategy"] ?? "").contains(
-            "cooperative")
+        // The consumer group protocol (KIP-848) assigns incrementally, as the cooperative assignor does.
+        self.cooperative =
+            configuration.usesConsumerGroupProtocol
+            || (configuration.effectiveProperties["partition.assignment.strategy"] ?? "").contains("cooperative")
         // Errors, statistics and rebalances are served by consumer_poll on the poll thread.
         rd_kafka_poll_set_consumer(client.handle)
         self.consumerQueue = RDKafkaQueue(pointer: rd_kafka_queue_get_consumer(client.handle))
@@ -269,8 +275,9 @@ final class ConsumerCore: Sendable {
             // What librdkafka already holds is taken without waiting and handed over in one append (one wake of
             // the engine per fetch, not per message), up to the buffer's room in messages and bytes: the bound is
             // passed by at most one message, as with one message per poll. (`rd_kafka_consume_batch_queue` would
-            // take them under one lock, but before librdkafka 2.1.0 — Debian ships 2.0.2 — a pause or resume during
-            // a batch can skip offsets, librdkafka #4208; the worker pauses whenever its buffer is full.)
+            // take them under one lock, but before librdkafka 2.1.0 — Debian 12 ships 2.0.2 — a pause or resume
+            // during a batch can skip offsets, librdkafka #4208, and the worker pauses whenever its buffer is full: so
+            // one message per poll on every version, and no version to decide on.)
             let room = (
                 messages: max(1, min(Self.maxDrain, highWater - buffer.count)), bytes: highWaterBytes - buffer.bytes
             )
@@ -314,7 +321,7 @@ final class ConsumerCore: Sendable {
             logger.warning(
                 "consumer close reported an error", metadata: ["kafka.error": "\(RDKafkaErrorCode(err).message)"])
         }
-        if Self.assignorStateBugApplies, cooperative, !isReader, !control.withLock({ $0.assignedOnce }) {
+        if Librdkafka.assignorStateBugApplies, cooperative, !isReader, !control.withLock({ $0.assignedOnce }) {
             // librdkafka before 2.3.0 (Debian ships 2.0.2) aborts in rd_kafka_destroy when the cooperative-sticky
             // assignor was chosen by a JoinGroup but no assignment has arrived yet: its state is still NULL and
             // rd_kafka_sticky_assignor_state_destroy asserts it is not (librdkafka #4312, fixed by #4381). That
@@ -327,9 +334,6 @@ final class ConsumerCore: Sendable {
         }
         buffer.finish()
     }
-
-    /// librdkafka versions that abort when a cooperative consumer is destroyed before its first assignment.
-    static let assignorStateBugApplies = rd_kafka_version() < 0x0203_00ff
 
     /// Messages taken from librdkafka per wake of the engine at most.
     static let maxDrain = 256

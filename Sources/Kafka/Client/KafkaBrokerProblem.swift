@@ -1,0 +1,128 @@
+/// Why a client reaches a broker but cannot speak to it: a handshake or answer librdkafka cannot read, a request
+/// version the broker does not serve, a failed authentication or TLS handshake. Retrying does not help; an operator
+/// must change the client library, the broker or the credentials. An unreachable broker (refused, timed out, not
+/// resolved) is none of these: librdkafka retries it and the worker waits, as before.
+public struct KafkaBrokerProblem: Sendable, Hashable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Hashable {
+        /// The broker's answer could not be parsed (typically the ApiVersions handshake).
+        case unreadableAnswer = "unreadable_answer"
+        /// A plaintext client at a TLS listener, or the other way round.
+        case securityProtocolMismatch = "security_protocol_mismatch"
+        /// The broker does not serve a request version the client needs.
+        case unsupportedVersion = "unsupported_version"
+        /// SASL authentication failed.
+        case authentication
+        /// The TLS handshake failed (certificate, CA, host name).
+        case tls
+    }
+
+    public let kind: Kind
+    /// The broker as librdkafka names it (`host:port/id`, or `host:port/bootstrap` before the first metadata).
+    public let broker: String
+    /// The loaded librdkafka's version.
+    public let librdkafkaVersion: String
+    /// librdkafka's own words (they name brokers and properties, never a property's value).
+    public let detail: String
+
+    /// What the operator most likely has to change.
+    public var likelyCause: String {
+        switch kind {
+        case .unreadableAnswer:
+            if librdkafkaVersion.isVersion(before: (2, 2, 0)) {
+                return "librdkafka before 2.2.0 cannot read the handshake answer of newer brokers (librdkafka #4278): "
+                    + "run librdkafka 2.8 or later (the image ships it; docs/compatibility.md)"
+            }
+            return "the broker answered in a form this librdkafka cannot read: check that the address is a Kafka "
+                + "listener and that the broker is one librdkafka supports (docs/compatibility.md)"
+        case .securityProtocolMismatch:
+            return "the listener speaks another protocol than kafka.librdkafka.security.protocol (plaintext at a "
+                + "TLS listener?)"
+        case .unsupportedVersion:
+            return "the broker does not serve a request version librdkafka \(librdkafkaVersion) needs: the broker is "
+                + "too old or too new for it (docs/compatibility.md)"
+        case .authentication:
+            return "the broker refused the credentials: check the sasl.* settings and the user's rights"
+        case .tls:
+            return "the TLS handshake failed: check ssl.ca.location and the broker's certificate"
+        }
+    }
+
+    /// One line for the log, `/readyz` and `check-config`.
+    public var description: String {
+        "cannot speak to Kafka broker \(broker) with librdkafka \(librdkafkaVersion): \(likelyCause) "
+            + "(librdkafka: \(detail))"
+    }
+
+    public init(kind: Kind, broker: String, librdkafkaVersion: String, detail: String) {
+        self.kind = kind
+        self.broker = broker
+        self.librdkafkaVersion = librdkafkaVersion
+        self.detail = detail
+    }
+
+    /// The problem librdkafka's error or log text `reason` reports, if it is one of these; `nil` for anything else,
+    /// an unreachable broker included.
+    ///
+    /// - Parameter reason: an error callback's reason or a log line, `host:port/id: what happened (…)`.
+    public static func recognise(_ reason: String, librdkafkaVersion: String = Librdkafka.versionString)
+        -> KafkaBrokerProblem?
+    {
+        let text = reason.lowercased()
+        let kind: Kind
+        if text.contains("incorrect security.protocol") || text.contains("connecting to a ssl listener")
+            || text.contains("connecting to a plaintext listener")
+        {
+            kind = .securityProtocolMismatch
+        } else if text.contains("read underflow") || text.contains("protocol parse failure")
+            || text.contains("bad message format") || text.contains("invalid response")
+        {
+            kind = .unreadableAnswer
+        } else if text.contains("unsupported version") || text.contains("unsupported_version")
+            || text.contains("does not support") && text.contains("apiversion")
+        {
+            kind = .unsupportedVersion
+        } else if text.contains("sasl authentication") || text.contains("authentication failed")
+            || text.contains("sasl handshake failed") || text.contains("unsupported sasl mechanism")
+        {
+            kind = .authentication
+        } else if text.contains("ssl handshake failed") || text.contains("certificate verify failed") {
+            kind = .tls
+        } else {
+            return nil
+        }
+        let said = withoutThreadPrefix(reason)
+        return KafkaBrokerProblem(
+            kind: kind, broker: brokerName(in: said), librdkafkaVersion: librdkafkaVersion,
+            detail: String(said.prefix(300)))
+    }
+
+    /// librdkafka's text without the `[thrd:…]: ` its log lines start with.
+    static func withoutThreadPrefix(_ reason: String) -> Substring {
+        let text = Substring(reason)
+        guard text.hasPrefix("[thrd:"), let end = text.firstIndex(of: "]") else { return text }
+        return text[text.index(after: end)...].drop { $0 == ":" || $0 == " " }
+    }
+
+    /// `host:port/id` from the start of librdkafka's text, or "unknown".
+    static func brokerName(in rest: Substring) -> String {
+        // `host:port/id: …`: the name ends at the first ": ".
+        var index = rest.startIndex
+        while index < rest.endIndex {
+            let next = rest.index(after: index)
+            if rest[index] == ":", next < rest.endIndex, rest[next] == " " { break }
+            index = next
+        }
+        let end = index
+        guard end < rest.endIndex, rest[..<end].contains("/"), !rest[..<end].contains(" ") else { return "unknown" }
+        return String(rest[..<end].prefix(200))
+    }
+}
+
+extension String {
+    /// Whether this `major.minor.revision` text names a version before `other` (unreadable text: no).
+    fileprivate func isVersion(before other: (Int, Int, Int)) -> Bool {
+        let parts = split(separator: ".").prefix(3).map { Int($0.prefix { $0.isNumber }) ?? 0 }
+        guard parts.count == 3 else { return false }
+        return (parts[0], parts[1], parts[2]) < other
+    }
+}
