@@ -24,7 +24,7 @@ fast_b='^(GamebaseTests|FulfilmentTests|AppTests|ConsoleTests|EventTailTests)\.'
 e2e='^EndToEndTests\.'
 # The tiers that touch Kafka, run a second time on the current librdkafka (on the mock and on Tansu): the Kafka layer,
 # the event follower, and the process tests (several instances, kills, Gamebase and ledger faults, a rolling upgrade).
-kafka_tiers="^KafkaTests\.|^AppTests\.StrictConfigurationTests/|^EventTailTests\.EventFollowerTests/|${e2e}(ProcessTests/|MixedVersionProcessTests/|BrokerProtocolProcessTests/)"
+kafka_tiers="^KafkaTests\.|^AppTests\.StrictConfigurationTests/|^EventTailTests\.EventFollowerTests/|${e2e}(ProcessTests/|MixedVersionProcessTests/|BrokerProtocolProcessTests/|DeadLetterRecordReadTests/)"
 
 case "${1:-}" in
 check)
@@ -36,7 +36,7 @@ all | current)
     lanes=(
         "one=$fast_a|${e2e}(ProcessTests/LastingFaults/|MixedVersionProcessTests|SchemaTests|ReadmeCommandTableTests|FindCommandLineTests)"
         "two=$fast_b|${e2e}(ProcessTests/[a-z]|ProcessTests/(Reconciliation|EventsTail)/|RetentionProcessTests|DemoTests)"
-        "three=^KafkaTests\.|${e2e}(WorkerEndToEndTests|ProcessTests/HostileRecords/|CloudEventsInteropTests|ConsoleBrowserTests|ReconcilePassTests|LedgerStartupProcessTests|TestPostgresScriptTests|FindStoryTests|BenchCommandTests|BrokerProtocolProcessTests)"
+        "three=^KafkaTests\.|${e2e}(WorkerEndToEndTests|ProcessTests/HostileRecords/|CloudEventsInteropTests|ConsoleBrowserTests|ReconcilePassTests|LedgerStartupProcessTests|TestPostgresScriptTests|FindStoryTests|BenchCommandTests|BrokerProtocolProcessTests|DeadLetterRecordReadTests)"
     )
     # The second phase: the lanes' environments name the librdkafka and the broker.
     current_lanes=("current-mock=$kafka_tiers" "current-tansu=$kafka_tiers")

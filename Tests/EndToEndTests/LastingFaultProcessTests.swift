@@ -135,6 +135,38 @@ extension ProcessTests {
             #expect(try await simulatorConsumes(cluster.simulatorURL).values.allSatisfy { $0 == 1 })
         }
 
+        /// Records written in one batch: a broker whose ListOffsets answer is the last batch's first offset + 1
+        /// (Tansu) must not make the run stop after the batch's first record, nor take a partition for done.
+        @Test func reprocessHandlesEveryRecordOfADeadLetterTopicWrittenInOneBatch() async throws {
+            let cluster = try await Cluster.start(purchases: 6, simulatorArguments: [])
+            let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
+            let producer = try KafkaProducer(
+                configuration: .init(bootstrapServers: cluster.bootstrap, properties: ["linger.ms": "200"]),
+                logger: EndToEndSystem.logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<6 {
+                    group.addTask {
+                        _ = try await producer.send(
+                            KafkaProducerRecord(
+                                topic: "purchase.completed.dlq", partition: 0, key: Array("k\(index)".utf8),
+                                value: Array(EndToEndSystem.message("p\(index)", user: "u\(index)").utf8),
+                                headers: [
+                                    ("iap-original-topic", "purchase.completed"), ("iap-original-partition", "0"),
+                                    ("iap-original-offset", "\(index)"), ("iap-reason", "gamebase_unavailable"),
+                                ].map { KafkaHeader(name: $0.0, string: $0.1) }))
+                    }
+                }
+                try await group.waitForAll()
+            }
+            await producer.close()
+            let environment = cluster.workerEnvironment(
+                ledgerURL: ledgerURL, group: "batch-\(UUID().uuidString.prefix(6))")
+            let run = try ChildProcess("reprocess", ["reprocess"], environment: environment, folder: cluster.folder)
+            #expect(try await run.exitStatus(within: 120) == 0, "\(run.output)")
+            #expect(run.output.contains("6 record(s) of purchase.completed.dlq handled"), "\(run.output)")
+            #expect(Set(try await simulatorConsumes(cluster.simulatorURL).keys) == Set((0..<6).map { "p\($0)" }))
+        }
+
         @Test func sigtermDuringSlowVerifiesDeadLettersNothing() async throws {
             let cluster = try await Cluster.start(purchases: 40, simulatorArguments: ["--latency-ms", "10"])
             let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)

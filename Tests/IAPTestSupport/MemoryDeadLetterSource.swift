@@ -46,6 +46,8 @@ public final class MemoryDeadLetterSource: DeadLetterSource {
         }
     }
 
+    public var endOffsets: [Int32: Int64] { state.withLock { [0: $0.end] } }
+
     public func next() async throws -> SourcedRecord? {
         let (record, stopped) = state.withLock { state -> (SourcedRecord?, Bool) in
             guard state.position < state.end else { return (nil, false) }

@@ -4,20 +4,27 @@ import Logging
 
 /// The console's dead-letter records (`console.show_payloads`): each read opens a group-less reader on the record's
 /// partition at its offset, takes that one record, and closes it — nothing is committed, no group sees it.
-struct KafkaDeadLetterRecords: DeadLetterRecordSource {
+public struct KafkaDeadLetterRecords: DeadLetterRecordSource {
     let configuration: WorkerConfiguration
     let logger: Logger
 
-    var topic: String { configuration.topics.deadLetter }
+    public init(configuration: WorkerConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    public var topic: String { configuration.topics.deadLetter }
 
     /// How long a read waits for its record.
     static let wait: Duration = .seconds(5)
 
-    func value(partition: Int32, offset: Int64) async throws -> [UInt8]? {
+    public func value(partition: Int32, offset: Int64) async throws -> [UInt8]? {
         var reader = configuration.readerConfiguration(purpose: "console")
         // Little beyond the record: not a prefetch of the whole partition.
         reader.maxBufferedBytes = 8 << 20
         reader.kafka["queued.max.messages.kbytes"] = reader.kafka["queued.max.messages.kbytes"] ?? "8192"
+        // An offset out of range is no reason to fetch the partition from its beginning.
+        reader.kafka["auto.offset.reset"] = "error"
         let consumer = try KafkaConsumer(configuration: reader, logger: logger)
         do {
             let value = try await read(consumer, partition: partition, offset: offset)
@@ -30,10 +37,13 @@ struct KafkaDeadLetterRecords: DeadLetterRecordSource {
     }
 
     private func read(_ consumer: KafkaConsumer, partition: Int32, offset: Int64) async throws -> [UInt8]? {
-        // An offset the partition does not hold (or a partition that does not exist) is no read: out of range, the
-        // reader would start over from the beginning and fetch the whole partition.
+        // An offset below what the partition holds (or a partition that does not exist) is no read. One at or past the
+        // broker's latest offset is read all the same: Apache Kafka holds nothing there (the read waits, or the offset
+        // is out of range and, with auto.offset.reset=error, reported rather than reset to the beginning: either way
+        // no record), but a broker whose latest-offset answer lags its log (Tansu) holds the rest of its last batch
+        // there.
         let marks = try await consumer.watermarks(topic: topic, timeoutMilliseconds: 5_000)
-        guard let mark = marks[partition], offset >= mark.low, offset < mark.high else { return nil }
+        guard let mark = marks[partition], offset >= mark.low else { return nil }
         try consumer.assign([TopicPartition(topic, partition): .offset(offset)])
         var messages = consumer.messages.makeAsyncIterator()
         let deadline = ContinuousClock.now + Self.wait

@@ -6,7 +6,10 @@ import Synchronization
 /// (``Reprocessor/groupID(base:reason:)``): from the group's committed offsets up to the end offsets taken when the
 /// run opens.
 ///
-/// A partition is done when its record at `end - 1` was read, when a record at or past its end arrives (written after
+/// A partition's end is the broker's latest offset when the run opens, raised to the high watermark of the partition's
+/// first fetch when that is later: Apache Kafka answers both alike (the fetch's is later only by what was written
+/// since), but a broker whose latest-offset answer lags its log (Tansu answers the last batch's first offset + 1) would
+/// otherwise end the run inside its last batch. A partition is done when its record at `end - 1` was read, when a record at or past its end arrives (written after
 /// the run opened: left for the next run, the partition paused), or, after `idle` without a record, when the
 /// consumer's position already stands at its end (its last offsets are gaps). Records that stop coming otherwise
 /// (another run owns the partition) end the run with ``DeadLetterSourceStopped``.
@@ -17,6 +20,8 @@ final class KafkaDeadLetterSource: DeadLetterSource {
     private struct State {
         var endOffsets: [Int32: Int64] = [:]
         var remaining: Set<Int32> = []
+        /// Partitions whose end was checked against their first fetch.
+        var fetched: Set<Int32> = []
     }
     private let state = Mutex(State())
 
@@ -42,6 +47,8 @@ final class KafkaDeadLetterSource: DeadLetterSource {
     }
 
     var hasMore: Bool { state.withLock { !$0.remaining.isEmpty } }
+
+    var endOffsets: [Int32: Int64] { state.withLock { $0.endOffsets } }
 
     func next() async throws -> SourcedRecord? {
         var iterator = consumer.messages.makeAsyncIterator()
@@ -72,7 +79,13 @@ final class KafkaDeadLetterSource: DeadLetterSource {
                 }
                 continue
             }
+            // The fetch that brought the partition's first record also told its high watermark.
+            let firstOfPartition = state.withLock { $0.fetched.insert(message.partition).inserted }
+            let fetchedEnd = firstOfPartition ? consumer.cachedHighWatermark(of: message.topicPartition) : nil
             let take = state.withLock { state -> Bool in
+                if let fetchedEnd, fetchedEnd > state.endOffsets[message.partition] ?? 0 {
+                    state.endOffsets[message.partition] = fetchedEnd
+                }
                 let end = state.endOffsets[message.partition] ?? 0
                 guard message.offset < end else {
                     // Written after the run started (possibly by this run): left for the next one.

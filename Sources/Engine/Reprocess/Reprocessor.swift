@@ -82,9 +82,11 @@ public struct Reprocessor: Sendable {
         } catch let stopped as DeadLetterSourceStopped {
             report.stoppedEarly = stopped.reason
         } catch {
+            report.endOffsets = source.endOffsets
             await source.close(commit: !options.dryRun)
             throw error
         }
+        report.endOffsets = source.endOffsets
         await source.close(commit: !options.dryRun)
         return report
     }

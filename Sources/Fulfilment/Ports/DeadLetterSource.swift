@@ -9,6 +9,11 @@ public protocol DeadLetterSource: Sendable {
     ///   the consumer closed), or the source's own errors.
     func next() async throws -> SourcedRecord?
 
+    /// The end offsets as the run knows them now: those ``open()`` answered, raised where a partition's first fetch
+    /// showed its log ending later than the broker's answer at the start said (a broker whose latest-offset answer
+    /// lags its log: docs/compatibility.md).
+    var endOffsets: [Int32: Int64] { get }
+
     /// Whether some partition has not reached its end offset yet.
     var hasMore: Bool { get }
 

@@ -157,6 +157,16 @@ public final class KafkaConsumer: Sendable {
 
     /// Time since the poll thread last returned from `rd_kafka_consumer_poll` (`nil` before the first poll):
     /// the liveness of the consumer.
+    /// The high watermark of `partition` as the last fetch response for it told (librdkafka's cache; no request), or
+    /// `nil` before any.
+    public func cachedHighWatermark(of partition: TopicPartition) -> Int64? {
+        var low: Int64 = -1
+        var high: Int64 = -1
+        let err = rd_kafka_get_watermark_offsets(core.client.handle, partition.topic, partition.partition, &low, &high)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR, high >= 0 else { return nil }
+        return high
+    }
+
     /// A broker this consumer reaches but cannot speak to, met in the last two minutes: what `/readyz` says while
     /// the member is not in its group.
     public var brokerProblem: KafkaBrokerProblem? { core.client.context.brokerProblem }
