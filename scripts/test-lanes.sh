@@ -24,7 +24,7 @@ fast_b='^(GamebaseTests|FulfilmentTests|AppTests|ConsoleTests|EventTailTests)\.'
 e2e='^EndToEndTests\.'
 # The tiers that touch Kafka, run a second time on the current librdkafka (on the mock and on Tansu): the Kafka layer,
 # the event follower, and the process tests (several instances, kills, Gamebase and ledger faults, a rolling upgrade).
-kafka_tiers="^KafkaTests\.|^AppTests\.StrictConfigurationTests/|^EventTailTests\.EventFollowerTests/|${e2e}(ProcessTests/|MixedVersionProcessTests/|BrokerProtocolProcessTests/|DeadLetterRecordReadTests/)"
+kafka_tiers="^KafkaTests\.|^AppTests\.StrictConfigurationTests/|^EventTailTests\.EventFollowerTests/|${e2e}(ProcessTests/|MixedVersionProcessTests/|BrokerProtocolProcessTests/|DeadLetterRecordReadTests/|BenchCommandTests/thePipelineBenchmark)"
 
 case "${1:-}" in
 check)

@@ -13,11 +13,13 @@ public protocol KafkaEndpoint: AnyObject, Sendable {
 }
 
 /// The endpoints the Kafka-touching tests know.
-public enum KafkaEndpointKind: String, Sendable, CaseIterable {
+public enum KafkaEndpointKind: String, Sendable {
     /// librdkafka's mock cluster: fault injection and several brokers, group timings of its own.
     case mock
     /// Tansu, a Kafka-compatible broker (Rust, Apache-2.0), one broker with in-memory storage.
     case tansu
+    /// A cluster this process did not start (``ExternalKafka``): the benchmark's `--bootstrap`. Never a test's.
+    case external
 
     /// The kind the tests run on: `IAP_TEST_KAFKA_BROKER` (`mock`, the default, or `tansu`). An unknown name is
     /// a fatal error: a typo must not quietly run the mock.
@@ -25,7 +27,7 @@ public enum KafkaEndpointKind: String, Sendable, CaseIterable {
         guard let name = ProcessInfo.processInfo.environment["IAP_TEST_KAFKA_BROKER"], !name.isEmpty else {
             return .mock
         }
-        guard let kind = KafkaEndpointKind(rawValue: name) else {
+        guard let kind = KafkaEndpointKind(rawValue: name), kind != .external else {
             fatalError("IAP_TEST_KAFKA_BROKER is \"\(name)\"; it takes mock or tansu")
         }
         return kind

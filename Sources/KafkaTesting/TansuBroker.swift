@@ -152,6 +152,7 @@ extension KafkaEndpointKind {
         switch self {
         case .mock: return try MockCluster(brokers: mockBrokers, logger: logger)
         case .tansu: return try TansuBroker(executable: TansuBroker.executableFromEnvironment())
+        case .external: throw TansuBrokerError("an external cluster is named by its bootstrap servers, not started")
         }
     }
 }

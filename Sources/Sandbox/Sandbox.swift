@@ -20,7 +20,11 @@ public struct Sandbox: Sendable {
         ("purchase.completed", 6), ("iap.item-granted", 3), ("iap.consume-failed", 3), ("purchase.completed.dlq", 1),
     ]
 
-    public let cluster: MockCluster
+    /// Kafka: librdkafka's mock cluster in this process, or a cluster named by its bootstrap servers.
+    public let cluster: any KafkaEndpoint
+    /// Put before each topic's name (``topic(_:)``): empty on the mock cluster; on an external cluster, a prefix of
+    /// the sandbox's own, so no two runs share a topic.
+    public let topicPrefix: String
     public let simulator: GamebaseSimulator
     public let simulatorURL: String
     /// Holds the ledger; removed when the sandbox ends.
@@ -33,12 +37,22 @@ public struct Sandbox: Sendable {
     /// - Parameters:
     ///   - brokers: mock brokers to start.
     ///   - payments: the payments Gamebase knows about at the start (more can be added to `simulator.state`).
+    ///   - bootstrapServers: an external Kafka cluster instead of the mock (its topics get a prefix of this sandbox's
+    ///     own; they are left on the cluster afterwards).
     public static func with<T: Sendable>(
-        brokers: Int = 1, payments: [SimulatedPayment] = [], faults: SimulatorFaults = SimulatorFaults(),
-        logger: Logger, _ body: @Sendable (Sandbox) async throws -> T
+        brokers: Int = 1, bootstrapServers: String? = nil, payments: [SimulatedPayment] = [],
+        faults: SimulatorFaults = SimulatorFaults(), logger: Logger, _ body: @Sendable (Sandbox) async throws -> T
     ) async throws -> T {
-        let cluster = try MockCluster(brokers: brokers, logger: logger)
-        for topic in topics { try cluster.createTopic(topic.name, partitions: topic.partitions) }
+        let cluster: any KafkaEndpoint
+        let topicPrefix: String
+        if let bootstrapServers {
+            cluster = ExternalKafka(bootstrapServers: bootstrapServers, logger: logger)
+            topicPrefix = "sandbox-\(UUID().uuidString.prefix(8).lowercased())."
+        } else {
+            cluster = try MockCluster(brokers: brokers, logger: logger)
+            topicPrefix = ""
+        }
+        for topic in topics { try cluster.createTopic(topicPrefix + topic.name, partitions: topic.partitions) }
         let simulator = GamebaseSimulator(
             configuration: .init(appID: appID, secretKey: secretKey),
             state: SimulatorState(payments: payments, faults: faults),
@@ -57,7 +71,8 @@ public struct Sandbox: Sendable {
             }
             do {
                 let sandbox = Sandbox(
-                    cluster: cluster, simulator: simulator, simulatorURL: await simulator.baseURL(), folder: folder)
+                    cluster: cluster, topicPrefix: topicPrefix, simulator: simulator,
+                    simulatorURL: await simulator.baseURL(), folder: folder)
                 let result = try await body(sandbox)
                 await services.triggerGracefulShutdown()
                 try await group.waitForAll()
@@ -70,12 +85,29 @@ public struct Sandbox: Sendable {
         }
     }
 
+    /// The sandbox's name of one of ``topics``.
+    public func topic(_ name: String) -> String { topicPrefix + name }
+
+    /// The worker's environment variables naming the sandbox's topics (none on the mock: the defaults).
+    public var topicEnvironment: [String: String] {
+        guard !topicPrefix.isEmpty else { return [:] }
+        return [
+            "KAFKA_TOPICS_PURCHASES": topic("purchase.completed"), "KAFKA_TOPICS_ITEM_GRANTED": topic("iap.item-granted"),
+            "KAFKA_TOPICS_CONSUME_FAILED": topic("iap.consume-failed"),
+            "KAFKA_TOPICS_DEAD_LETTER": topic("purchase.completed.dlq"),
+        ]
+    }
+
     /// A worker configuration pointing at the sandbox, with the defaults of `iap-worker run` otherwise, a
     /// session timeout short enough for the mock broker's rebalances, and quick retries.
     public func workerConfiguration(groupID: String = "iap-worker") -> WorkerConfiguration {
         var configuration = WorkerConfiguration()
         configuration.bootstrapServers = cluster.bootstrapServers
         configuration.groupID = groupID
+        configuration.topics.purchases = topic("purchase.completed")
+        configuration.topics.itemGranted = topic("iap.item-granted")
+        configuration.topics.consumeFailed = topic("iap.consume-failed")
+        configuration.topics.deadLetter = topic("purchase.completed.dlq")
         configuration.librdkafka = ["session.timeout.ms": "6000", "heartbeat.interval.ms": "500"]
         configuration.gamebaseBaseURL = simulatorURL
         configuration.gamebaseAppID = Self.appID

@@ -19,11 +19,13 @@ struct BenchCommand: AsyncParsableCommand {
 struct BenchPipelineCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pipeline",
-        abstract: "Runs the worker as a separate process against a mock Kafka cluster and the Gamebase simulator.",
+        abstract:
+            "Runs the worker as a separate process against Kafka (the mock cluster, or --bootstrap) and the Gamebase simulator.",
         discussion: """
-            This process hosts librdkafka's mock cluster, the Gamebase simulator (with --latency-ms on every \
-            call) and the producer; the worker is `iap-worker run` in its own process, so its CPU time and \
-            memory are its own. Latency runs from each message's timestamp to its Consume at Gamebase.
+            This process hosts librdkafka's mock cluster (or, with --bootstrap, uses a real Kafka cluster over TCP, \
+            creating topics of its own there), the Gamebase simulator (with --latency-ms on every call) and the \
+            producer; the worker is `iap-worker run` in its own process, so its CPU time and memory are its own. \
+            Latency runs from each message's timestamp to its Consume at Gamebase.
             """
     )
 
@@ -52,9 +54,17 @@ struct BenchPipelineCommand: AsyncParsableCommand {
     )
     var countAllocations = false
     @Flag(help: "Print JSON instead of a table.") var json = false
+    @Option(
+        help:
+            "A real Kafka cluster's bootstrap servers (host:port,…) instead of the in-process mock cluster; the run creates topics with a prefix of its own there and leaves them."
+    )
+    var bootstrap: String?
 
     func validate() throws {
         if let purchases, purchases < 1 { throw ValidationError("--purchases must be positive") }
+        if let bootstrap, bootstrap.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw ValidationError("--bootstrap takes host:port[,host:port…]")
+        }
         if let rate, rate <= 0 { throw ValidationError("--rate must be positive") }
         if let warmup, warmup < 0 { throw ValidationError("--warmup must not be negative") }
         guard maxInFlight >= 1 else { throw ValidationError("--max-in-flight must be positive") }
@@ -77,6 +87,7 @@ struct BenchPipelineCommand: AsyncParsableCommand {
         options.consoleRefresh = consoleRefresh
         options.mixed = mixed
         options.countAllocations = countAllocations
+        options.bootstrapServers = bootstrap
         options.warmup = warmup ?? (sequential ? 10 : 100)
         let json = self.json
         let result = try await PipelineBenchmark.run(options, logger: logger) { line in

@@ -191,7 +191,7 @@ package final class RDKafkaClientContext: Sendable {
 
 extension String {
     /// The text librdkafka wrote into an error buffer, up to its terminating NUL.
-    init(errorBuffer buffer: [CChar]) {
+    package init(errorBuffer buffer: [CChar]) {
         let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
         self = String(decoding: bytes, as: UTF8.self)
     }

@@ -16,6 +16,10 @@ public struct BenchmarkResult: Codable, Sendable {
     public var maxInFlight: Int
     public var offeredRate: Double?
     public var ledger: String
+    /// Which Kafka: `mock` (librdkafka's mock cluster, in the bench process) or `external <bootstrap servers>`.
+    public var kafka = "mock"
+    /// The librdkafka the bench process loaded (the worker, started from it, loads the same unless told otherwise).
+    public var librdkafka = ""
     /// From the first message sent to the last purchase consumed.
     public var seconds: Double
     public var throughput: Double
@@ -54,6 +58,7 @@ public struct BenchmarkResult: Codable, Sendable {
             ("max_in_flight", "\(maxInFlight)"),
             ("offered rate", offeredRate.map { String(format: "%.0f /s", $0) } ?? "all at once"),
             ("ledger", ledger),
+            ("kafka", "\(kafka), librdkafka \(librdkafka)"),
             ("throughput", String(format: "%.0f purchases/s (%.2f s)", throughput, seconds)),
             ("end-to-end p50 / p90", String(format: "%.1f / %.1f ms", endToEndMs.p50, endToEndMs.p90)),
             ("end-to-end p99 / max", String(format: "%.1f / %.1f ms", endToEndMs.p99, endToEndMs.max)),
@@ -61,7 +66,9 @@ public struct BenchmarkResult: Codable, Sendable {
             ("per worker CPU-second", String(format: "%.0f purchases", purchasesPerWorkerCPUSecond)),
             (
                 "harness CPU per purchase",
-                String(format: "%.1f µs (mock broker, simulator, producer)", harnessCPUMicrosecondsPerPurchase)
+                String(
+                    format: kafka == "mock" ? "%.1f µs (mock broker, simulator, producer)" : "%.1f µs (simulator, producer)",
+                    harnessCPUMicrosecondsPerPurchase)
             ),
             ("CPU ceiling", String(format: "%.0f purchases/s (%d cores / both CPU costs)", cpuCeiling, cores)),
             ("worker peak RSS", String(format: "%.1f MiB", peakRSSMiB)),

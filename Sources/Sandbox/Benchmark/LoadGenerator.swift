@@ -11,8 +11,10 @@ import Logging
 /// put its own start — up to 1.6 s — into the latency of the first messages, and so into p99.)
 final class LoadGenerator: Sendable {
     private let producer: KafkaProducer
+    private let topic: String
 
     init(sandbox: Sandbox, logger: Logger) throws {
+        topic = sandbox.topic("purchase.completed")
         producer = try KafkaProducer(
             configuration: .init(
                 bootstrapServers: sandbox.cluster.bootstrapServers,
@@ -32,6 +34,7 @@ final class LoadGenerator: Sendable {
         count: Int, rate: Double?, message: @escaping @Sendable (Int) -> (key: String, value: String, seq: String)
     ) async throws -> [String: Date] {
         let producer = self.producer
+        let topic = self.topic
         var sent: [String: Date] = [:]
         sent.reserveCapacity(count)
         let started = ContinuousClock.now
@@ -48,7 +51,7 @@ final class LoadGenerator: Sendable {
                     let (key, value, seq) = message(next)
                     sent[seq] = Date()
                     let record = KafkaProducerRecord(
-                        topic: "purchase.completed", key: Array(key.utf8), value: Array(value.utf8))
+                        topic: topic, key: Array(key.utf8), value: Array(value.utf8))
                     group.addTask { _ = try await producer.send(record) }
                     next += 1
                 }

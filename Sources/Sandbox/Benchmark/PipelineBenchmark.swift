@@ -39,6 +39,9 @@ public enum PipelineBenchmark {
         /// Mix duplicates, rejected claims and malformed records among the purchases (16 messages per 10
         /// purchases), and report CPU per message too.
         public var mixed = false
+        /// An external Kafka cluster's bootstrap servers (a real broker over TCP) instead of librdkafka's mock cluster
+        /// in this process; the run's topics get a prefix of their own and are left on the cluster.
+        public var bootstrapServers: String?
         /// Count the worker's calls into the C allocator during the measured run (`perf stat` on uprobes; the run's
         /// CPU and latency figures are then not comparable).
         public var countAllocations = false
@@ -61,7 +64,9 @@ public enum PipelineBenchmark {
             + (0..<options.warmup).map { DemoBatch.payment("\(p)w\($0)", user: "\(p)w\($0)") }
         let faults = SimulatorFaults(latencyMs: options.latencyMs, unknownFieldRate: 0)
         let consolePort = options.consoleRefresh ? try freeLoopbackPort() : nil
-        return try await Sandbox.with(brokers: 1, payments: payments, faults: faults, logger: logger) { sandbox in
+        return try await Sandbox.with(
+            brokers: 1, bootstrapServers: options.bootstrapServers, payments: payments, faults: faults, logger: logger
+        ) { sandbox in
             let ledgerURL = options.ledgerURL ?? sandbox.ledgerURL
             var environment = [
                 "IAP_WORKER_CONFIG": "", "KAFKA_BOOTSTRAP_SERVERS": sandbox.cluster.bootstrapServers,
@@ -71,6 +76,7 @@ public enum PipelineBenchmark {
                 "WORKER_MAX_IN_FLIGHT": String(options.maxInFlight),
                 "GAMEBASE_MAX_CONNECTIONS": String(min(max(options.maxInFlight, 8), 1024)),
             ]
+            environment.merge(sandbox.topicEnvironment) { $1 }
             // librdkafka's mock broker answers a fetch with nothing new only when its wait ends (a real broker
             // answers as soon as data arrives); a short wait keeps that out of the latency measured.
             environment["KAFKA_LIBRDKAFKA_FETCH_WAIT_MAX_MS"] =
@@ -215,6 +221,13 @@ public enum PipelineBenchmark {
                 },
                 consumedTwice: duplicates, workerExitStatus: status.map(Int.init))
             result.purchasesPerWorkerCPUSecond = workerMicroseconds > 0 ? 1_000_000 / workerMicroseconds : 0
+            result.kafka = options.bootstrapServers.map { "external \($0)" } ?? "mock"
+            result.librdkafka = Librdkafka.versionString
+            if options.bootstrapServers != nil {
+                result.layout =
+                    "worker: a separate `iap-worker run` process; Gamebase simulator and producer: the bench process; "
+                    + "Kafka: an external broker (its CPU is in neither figure)"
+            }
             if options.mixed {
                 result.messages = messages.count
                 result.workerCPUMicrosecondsPerMessage = microseconds(cpu) / Double(messages.count)
