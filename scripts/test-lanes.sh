@@ -39,7 +39,8 @@ all | current)
         "three=^KafkaTests\.|${e2e}(WorkerEndToEndTests|ProcessTests/HostileRecords/|CloudEventsInteropTests|ConsoleBrowserTests|ReconcilePassTests|LedgerStartupProcessTests|TestPostgresScriptTests|FindStoryTests|BenchCommandTests|BrokerProtocolProcessTests|DeadLetterRecordReadTests)"
     )
     # The second phase: the lanes' environments name the librdkafka and the broker.
-    current_lanes=("current-mock=$kafka_tiers" "current-tansu=$kafka_tiers")
+    # The in-process end-to-end tests run the sandbox, which is always the mock cluster: on the mock lane only.
+    current_lanes=("current-mock=$kafka_tiers|${e2e}WorkerEndToEndTests/" "current-tansu=$kafka_tiers")
     [ "$1" = current ] && lanes=()
     ;;
 *)
