@@ -55,7 +55,8 @@ public final class TansuBroker: KafkaEndpoint, @unchecked Sendable {
             process.executableURL = URL(fileURLWithPath: executable)
             let url = "tcp://127.0.0.1:\(port)"
             process.arguments = [
-                "broker", "--listener-url", url, "--advertised-listener-url", url, "--storage-engine", "memory://tansu/",
+                "broker", "--listener-url", url, "--advertised-listener-url", url, "--storage-engine",
+                "memory://tansu/",
             ]
             // Only what the broker needs: settings of the caller's environment (STORAGE_ENGINE, LISTENER_URL, …) are
             // Tansu's too and must not reach it.

@@ -92,7 +92,8 @@ public struct Sandbox: Sendable {
     public var topicEnvironment: [String: String] {
         guard !topicPrefix.isEmpty else { return [:] }
         return [
-            "KAFKA_TOPICS_PURCHASES": topic("purchase.completed"), "KAFKA_TOPICS_ITEM_GRANTED": topic("iap.item-granted"),
+            "KAFKA_TOPICS_PURCHASES": topic("purchase.completed"),
+            "KAFKA_TOPICS_ITEM_GRANTED": topic("iap.item-granted"),
             "KAFKA_TOPICS_CONSUME_FAILED": topic("iap.consume-failed"),
             "KAFKA_TOPICS_DEAD_LETTER": topic("purchase.completed.dlq"),
         ]

@@ -78,7 +78,8 @@ import Testing
         guard Librdkafka.isAtLeast(2, 4, 0) else {
             let error = await Self.refusal(yaml)
             #expect(error?.key == "kafka.librdkafka.group.protocol")
-            #expect(error?.problem.contains("No such configuration property") == true, "\(error?.problem ?? "accepted")")
+            #expect(
+                error?.problem.contains("No such configuration property") == true, "\(error?.problem ?? "accepted")")
             return
         }
         let consumer = try await Self.load(yaml).consumerConfiguration

@@ -4,11 +4,11 @@ import Dispatch
 import Foundation
 import Fulfilment
 import Gamebase
+import KafkaTesting
 import Logging
 import Lookup
 import NIOCore
 import NIOHTTP1
-import KafkaTesting
 import Sandbox
 import ServiceLifecycle
 import Synchronization

@@ -40,7 +40,8 @@ struct BenchCommandTests {
     /// consumed once, and the report names the broker and librdkafka.
     @Test(
         .enabled(
-            if: !Librdkafka.misreadsTaggedFields, "needs librdkafka 2.2.0 or later (earlier ones cannot speak to Tansu)"))
+            if: !Librdkafka.misreadsTaggedFields, "needs librdkafka 2.2.0 or later (earlier ones cannot speak to Tansu)"
+        ))
     func thePipelineBenchmarkRunsAgainstARealBrokerGivenByItsAddress() async throws {
         let broker = try TansuBroker(executable: TansuBroker.executableFromEnvironment())
         defer { broker.stop() }

@@ -27,7 +27,8 @@ struct BrokerProtocolProcessTests {
         let port = try await worker.adminPort()
         let started = Date()
 
-        let reason = "cannot speak to Kafka broker \(cluster.bootstrap)/bootstrap with librdkafka \(Librdkafka.versionString)"
+        let reason =
+            "cannot speak to Kafka broker \(cluster.bootstrap)/bootstrap with librdkafka \(Librdkafka.versionString)"
         var readiness = (status: 0, body: "")
         while Date().timeIntervalSince(started) < 30 {
             readiness = try await httpGet("http://127.0.0.1:\(port)/readyz")

@@ -6,10 +6,10 @@ import Foundation
 import Gamebase
 import GamebaseSimulator
 import IAPTestSupport
+import KafkaTesting
 import NIOCore
 import NIOHTTP1
 import PostgresNIO
-import KafkaTesting
 import Sandbox
 import Testing
 

@@ -32,7 +32,9 @@ struct DeadLetterRecordReadTests {
         let records = KafkaDeadLetterRecords(configuration: configuration, logger: EndToEndSystem.logger)
         var found: [String] = []
         for offset in 0..<4 {
-            found.append(try await records.value(partition: 0, offset: Int64(offset)).map { String(decoding: $0, as: UTF8.self) } ?? "none")
+            found.append(
+                try await records.value(partition: 0, offset: Int64(offset)).map { String(decoding: $0, as: UTF8.self) }
+                    ?? "none")
         }
         #expect(Set(found) == ["record-0", "record-1", "record-2", "record-3"], "\(found)")
         #expect(try await records.value(partition: 0, offset: 4) == nil, "the end holds no record")

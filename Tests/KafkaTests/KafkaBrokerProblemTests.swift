@@ -17,7 +17,8 @@ struct KafkaBrokerProblemTests {
             (
                 "[thrd:b1:9093/bootstrap]: b1:9093/bootstrap: Disconnected while requesting ApiVersion: might be caused "
                     + "by incorrect security.protocol configuration (connecting to a SSL listener?) or broker version "
-                    + "is < 0.10 (see api.version.request) (after 3ms in state APIVERSION_QUERY)", .securityProtocolMismatch
+                    + "is < 0.10 (see api.version.request) (after 3ms in state APIVERSION_QUERY)",
+                .securityProtocolMismatch
             ),
             (
                 "b1:9092/1: SASL authentication error: Authentication failed during authentication due to invalid "

@@ -63,7 +63,9 @@ public final class WorkerHealth: Sendable {
             if let reason = state.stoppedReason { return (false, "stopped: \(reason)") }
             if state.shuttingDown { return (false, "shutting down") }
             if !state.subscribed {
-                return (false, problem.map { "not in the consumer group yet: \($0)" } ?? "not in the consumer group yet")
+                return (
+                    false, problem.map { "not in the consumer group yet: \($0)" } ?? "not in the consumer group yet"
+                )
             }
             if !state.ledgerReachable { return (false, "ledger unreachable") }
             if state.circuitOpen { return (false, "Gamebase circuit open") }

@@ -67,7 +67,8 @@ public struct BenchmarkResult: Codable, Sendable {
             (
                 "harness CPU per purchase",
                 String(
-                    format: kafka == "mock" ? "%.1f µs (mock broker, simulator, producer)" : "%.1f µs (simulator, producer)",
+                    format: kafka == "mock"
+                        ? "%.1f µs (mock broker, simulator, producer)" : "%.1f µs (simulator, producer)",
                     harnessCPUMicrosecondsPerPurchase)
             ),
             ("CPU ceiling", String(format: "%.0f purchases/s (%d cores / both CPU costs)", cpuCeiling, cores)),
