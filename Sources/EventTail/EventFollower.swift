@@ -44,9 +44,16 @@ public struct EventFollower: Sendable {
             // A lookup by time starts at the first record at or after it, on Apache Kafka; a broker that answers
             // otherwise (Tansu answers a time after every record with offset 0: docs/compatibility.md) would show the
             // past, so records older than the time asked for are left out here too.
+            // Only until a partition's first record at or after that time: what follows is live, and a producer whose
+            // clock is behind must not lose its records to the filter.
             let notBefore: Int64? = if case .since(let milliseconds) = start { milliseconds } else { nil }
+            var reached: Set<TopicPartition> = []
             for try await message in consumer.messages {
-                if let notBefore, let written = message.timestampMilliseconds, written < notBefore { continue }
+                if let notBefore, let written = message.timestampMilliseconds, !reached.contains(message.topicPartition)
+                {
+                    if written < notBefore { continue }
+                    reached.insert(message.topicPartition)
+                }
                 if let tailEvent = TailEvent(message, topics: topics) { event(tailEvent) }
             }
             // The consumer was closed: stop looking for partitions.

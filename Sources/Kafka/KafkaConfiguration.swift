@@ -88,7 +88,13 @@ public struct KafkaConsumerConfiguration: Sendable {
 
     /// Whether the group uses the next-generation consumer group protocol (KIP-848: `group.protocol=consumer`;
     /// librdkafka 2.12 or later and a broker that offers it), rather than the classic one.
-    public var usesConsumerGroupProtocol: Bool { kafka["group.protocol"]?.lowercased() == "consumer" }
+    public var usesConsumerGroupProtocol: Bool { Self.namesConsumerGroupProtocol(kafka["group.protocol"]) }
+
+    /// Whether a `group.protocol` value names the consumer protocol as librdkafka reads it (case and surrounding
+    /// white space ignored: librdkafka takes " Consumer" too).
+    public static func namesConsumerGroupProtocol(_ value: String?) -> Bool {
+        value.map { String($0.lowercased().filter { !$0.isWhitespace }) } == "consumer"
+    }
 
     /// The group protocol's name for people: `consumer` (KIP-848) or `classic`.
     public var groupProtocolName: String { usesConsumerGroupProtocol ? "consumer" : "classic" }

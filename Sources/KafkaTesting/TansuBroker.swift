@@ -12,8 +12,8 @@ public struct TansuBrokerError: Error, CustomStringConvertible {
 }
 
 /// Tansu (a Kafka-compatible broker written in Rust, Apache-2.0) as a child process on a loopback port, with in-memory
-/// storage: the real broker of the tests and of the benchmark. Each instance starts its own process and stops it in
-/// ``stop()`` or when released; it never uses a broker it did not start.
+/// storage: the real broker of the tests. Each instance starts its own process and stops it in ``stop()`` or when
+/// released, or its watchdog does when this process is gone; it never uses a broker it did not start.
 ///
 /// Tansu is one broker (no replication) and differs from librdkafka's mock cluster in ways the tests rely on
 /// (docs/compatibility.md): groups form as soon as a member joins, and its ListOffsets answer for the latest offset
@@ -25,6 +25,8 @@ public final class TansuBroker: KafkaEndpoint, @unchecked Sendable {
     public var kind: KafkaEndpointKind { .tansu }
     /// The broker's own output (its log): what explains a failure.
     public let logPath: String
+    /// Where the watchdog wrote the broker's pid.
+    private let pidPath: String
     private let executable: String
     private let process: Process
 
@@ -52,11 +54,14 @@ public final class TansuBroker: KafkaEndpoint, @unchecked Sendable {
                 "tansu-\(port)-\(UUID().uuidString.prefix(6)).log")
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
             let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
             let url = "tcp://127.0.0.1:\(port)"
+            // The broker runs under a watchdog shell that stops it when this process is gone (a test process that
+            // crashed or was killed must not leave a broker behind) or when told to (SIGTERM: ``stop()``).
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
             process.arguments = [
-                "broker", "--listener-url", url, "--advertised-listener-url", url, "--storage-engine",
-                "memory://tansu/",
+                "-c", Self.watchdog, "tansu-watchdog", String(getpid()), log.path + ".pid", executable, "broker",
+                "--listener-url", url,
+                "--advertised-listener-url", url, "--storage-engine", "memory://tansu/",
             ]
             // Only what the broker needs: settings of the caller's environment (STORAGE_ENGINE, LISTENER_URL, …) are
             // Tansu's too and must not reach it.
@@ -71,33 +76,54 @@ public final class TansuBroker: KafkaEndpoint, @unchecked Sendable {
                 self.port = port
                 self.bootstrapServers = "127.0.0.1:\(port)"
                 self.logPath = log.path
+                self.pidPath = log.path + ".pid"
                 self.process = process
                 return
             }
-            if process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
+            if let text = try? String(contentsOfFile: log.path + ".pid", encoding: .utf8),
+                let broker = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            {
+                kill(broker, SIGKILL)
             }
+            process.waitUntilExit()
             lastFailure = (try? String(contentsOf: log, encoding: .utf8)) ?? "no output"
+            try? FileManager.default.removeItem(at: log)
+            try? FileManager.default.removeItem(atPath: log.path + ".pid")
         }
         throw TansuBrokerError("Tansu did not start listening: \(lastFailure.suffix(2_000))")
     }
 
     deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        stop()
     }
 
-    /// Stops the broker (SIGTERM, then SIGKILL after 5 s) and waits for it to exit.
+    /// `sh -c` script: runs `$3…` in the background, writes its pid to file `$2`, and waits while both it and process
+    /// `$1` live; kills it when `$1` is gone. Signals only SIGKILL: a child of a test process inherits the signals its
+    /// parent ignores (SIGTERM, for the services' signal handlers), and a shell cannot trap an ignored signal.
+    package static let watchdog = """
+        parent=$1; pidfile=$2; shift 2
+        "$@" & child=$!
+        echo $child > "$pidfile"
+        while kill -0 "$parent" 2>/dev/null && kill -0 "$child" 2>/dev/null; do sleep 0.2; done
+        kill -9 $child 2>/dev/null; wait $child
+        """
+
+    /// Stops the broker (SIGKILL: it keeps nothing worth a clean shutdown), waits for its watchdog to end and removes
+    /// its log.
     public func stop() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGTERM)
-        let deadline = Date().addingTimeInterval(5)
-        while process.isRunning, Date() < deadline { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        if let text = try? String(contentsOfFile: pidPath, encoding: .utf8),
+            let broker = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        {
+            kill(broker, SIGKILL)
+        }
+        if process.isRunning {
+            let deadline = Date().addingTimeInterval(5)
+            while process.isRunning, Date() < deadline { usleep(20_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: logPath)
+        try? FileManager.default.removeItem(atPath: pidPath)
     }
 
     /// Creates a topic with Tansu's own command line (CreateTopics over the Kafka protocol).

@@ -15,17 +15,15 @@ struct KafkaBrokerProblemTests {
                 KafkaBrokerProblem.Kind.unreadableAnswer
             ),
             (
-                "[thrd:b1:9093/bootstrap]: b1:9093/bootstrap: Disconnected while requesting ApiVersion: might be caused "
-                    + "by incorrect security.protocol configuration (connecting to a SSL listener?) or broker version "
-                    + "is < 0.10 (see api.version.request) (after 3ms in state APIVERSION_QUERY)",
-                .securityProtocolMismatch
-            ),
-            (
                 "b1:9092/1: SASL authentication error: Authentication failed during authentication due to invalid "
                     + "credentials with SASL mechanism SCRAM-SHA-256 (after 12ms in state AUTH_REQ)", .authentication
             ),
             ("b1:9093/1: SSL handshake failed: certificate verify failed (after 5ms in state SSL_HANDSHAKE)", .tls),
             ("b1:9092/2: Protocol parse failure for Metadata v12 (after 1ms in state UP)", .unreadableAnswer),
+            (
+                "b1:8080/bootstrap: Receive failed: Invalid response size 1213486160 (0..1000000000): increase "
+                    + "receive.message.max.bytes (after 1ms in state APIVERSION_QUERY)", .unreadableAnswer
+            ),
         ])
     func aBrokerReachedButNotUnderstoodIsRecognisedWithItsName(reason: String, kind: KafkaBrokerProblem.Kind) throws {
         let problem = try #require(KafkaBrokerProblem.recognise(reason, librdkafkaVersion: "2.0.2"))
@@ -42,6 +40,12 @@ struct KafkaBrokerProblemTests {
             "nowhere:9092/bootstrap: Failed to resolve 'nowhere:9092': Name or service not known (after 2ms in state CONNECT)",
             "b1:9092/1: Connection setup timed out in state CONNECT (after 30029ms in state CONNECT)",
             "b1:9092/1: Disconnected (after 60001ms in state UP)",
+            // librdkafka's guesses on a closed connection: a proxy with no backend or a restarting broker says this.
+            "[thrd:b1:9093/bootstrap]: b1:9093/bootstrap: Disconnected while requesting ApiVersion: might be caused "
+                + "by incorrect security.protocol configuration (connecting to a SSL listener?) or broker version "
+                + "is < 0.10 (see api.version.request) (after 3ms in state APIVERSION_QUERY)",
+            "b1:9092/bootstrap: Disconnected: verify that security.protocol is correctly configured, broker might "
+                + "require SASL authentication (after 300ms in state UP)",
         ])
     func anUnreachableBrokerIsNoProblemOfThisKind(reason: String) {
         #expect(KafkaBrokerProblem.recognise(reason, librdkafkaVersion: "2.0.2") == nil)
@@ -53,6 +57,12 @@ struct KafkaBrokerProblemTests {
         #expect(old.likelyCause.contains("before 2.2.0") && old.likelyCause.contains("2.8 or later"))
         let current = try #require(KafkaBrokerProblem.recognise(reason, librdkafkaVersion: "2.16.0"))
         #expect(!current.likelyCause.contains("before 2.2.0"))
+        // An HTTP port answers something unreadable too, but that is no handshake the client misread.
+        let http = try #require(
+            KafkaBrokerProblem.recognise(
+                "b:80/bootstrap: Receive failed: Invalid response size 1213486160 (0..1000000000)",
+                librdkafkaVersion: "2.0.2"))
+        #expect(!http.likelyCause.contains("2.2.0") && http.likelyCause.contains("not HTTP"))
     }
 
     @Test func oneProblemIsLoggedAtMostOnceAMinuteAndForgottenWhenItStops() throws {

@@ -16,6 +16,10 @@ struct KafkaGroupProtocolTests {
         let next = KafkaConsumerConfiguration(
             bootstrapServers: "b:9092", groupID: "g", properties: ["group.protocol": "consumer"])
         #expect(next.groupProtocolName == "consumer")
+        for spelling in [" consumer", "Consumer\t", "CONSUMER"] {
+            #expect(KafkaConsumerConfiguration.namesConsumerGroupProtocol(spelling), "librdkafka reads \(spelling) so")
+        }
+        #expect(!KafkaConsumerConfiguration.namesConsumerGroupProtocol("classic"))
         let properties = next.effectiveProperties
         for key in KafkaConsumerConfiguration.classicGroupProtocolProperties {
             #expect(properties[key] == nil, "\(key) is not set under group.protocol=consumer")

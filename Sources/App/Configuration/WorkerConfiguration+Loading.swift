@@ -4,6 +4,7 @@ import Engine
 import Foundation
 import Gamebase
 import GamebaseHTTP
+import Kafka
 import Logging
 import SystemPackage
 import Wire
@@ -55,6 +56,13 @@ extension WorkerConfiguration {
         // librdkafka's own validation of every passed-through property, with its message, before any client exists.
         if let problem = ConfigurationKeyCheck.librdkafkaProblems(configuration.librdkafka).first { throw problem }
         configuration.warnings = ConfigurationKeyCheck.unknownVariables(in: environment)
+        if KafkaConsumerConfiguration.namesConsumerGroupProtocol(configuration.librdkafka["group.protocol"]),
+            !Librdkafka.consumerGroupProtocolIsGA
+        {
+            configuration.warnings.append(
+                "kafka.librdkafka.group.protocol is consumer (KIP-848), which librdkafka \(Librdkafka.versionString) "
+                    + "has as early access or preview only: it is production-ready from 2.12.0 (docs/compatibility.md)")
+        }
         return configuration
     }
 

@@ -95,7 +95,7 @@ public struct WorkerConfiguration: Sendable {
         // librdkafka's prefetch queue (64 MiB by default, per consumer) gets its quarter of the byte budget; it also
         // caps fetch.max.bytes, which librdkafka lowers to it unless set.
         properties["queued.max.messages.kbytes"] = String(max(1_024, maxBufferedBytes / 4 / 1_024))
-        if librdkafka["group.protocol"]?.lowercased() == "consumer" {
+        if KafkaConsumerConfiguration.namesConsumerGroupProtocol(librdkafka["group.protocol"]) {
             // KIP-848: the broker owns session and heartbeat timing; librdkafka refuses these under that protocol.
             for key in KafkaConsumerConfiguration.classicGroupProtocolProperties { properties[key] = nil }
         }
@@ -121,6 +121,7 @@ public struct WorkerConfiguration: Sendable {
             "max.poll.interval.ms",
             "partition.assignment.strategy", "group.instance.id", "auto.commit.interval.ms", "fetch.max.bytes",
             "max.partition.fetch.bytes", "fetch.wait.max.ms", "fetch.min.bytes", "queued.max.messages.kbytes",
+            "group.protocol", "group.remote.assignor",
         ]
         // A dead-letter record is the record read plus the worker's headers: the producer must accept whatever the
         // consumer can read, with room for them (librdkafka's own default, 1,000,000, is below a real broker's

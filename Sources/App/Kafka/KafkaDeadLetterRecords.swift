@@ -18,6 +18,10 @@ public struct KafkaDeadLetterRecords: DeadLetterRecordSource {
     /// How long a read waits for its record.
     static let wait: Duration = .seconds(5)
 
+    /// How far past the broker's latest-offset answer a record is looked for: one producer batch (librdkafka's
+    /// `batch.num.messages` is at most 10,000 by default, and Tansu's answer is its last batch's first offset + 1).
+    static let batchSlack: Int64 = 10_000
+
     public func value(partition: Int32, offset: Int64) async throws -> [UInt8]? {
         var reader = configuration.readerConfiguration(purpose: "console")
         // Little beyond the record: not a prefetch of the whole partition.
@@ -41,9 +45,9 @@ public struct KafkaDeadLetterRecords: DeadLetterRecordSource {
         // broker's latest offset is read all the same: Apache Kafka holds nothing there (the read waits, or the offset
         // is out of range and, with auto.offset.reset=error, reported rather than reset to the beginning: either way
         // no record), but a broker whose latest-offset answer lags its log (Tansu) holds the rest of its last batch
-        // there.
+        // there: up to one batch beyond it (``batchSlack``); an offset further out is refused at once.
         let marks = try await consumer.watermarks(topic: topic, timeoutMilliseconds: 5_000)
-        guard let mark = marks[partition], offset >= mark.low else { return nil }
+        guard let mark = marks[partition], offset >= mark.low, offset - mark.high < Self.batchSlack else { return nil }
         try consumer.assign([TopicPartition(topic, partition): .offset(offset)])
         var messages = consumer.messages.makeAsyncIterator()
         let deadline = ContinuousClock.now + Self.wait

@@ -7,7 +7,7 @@ import Synchronization
 /// run opens.
 ///
 /// A partition's end is the broker's latest offset when the run opens, raised to the high watermark of the partition's
-/// first fetch when that is later: Apache Kafka answers both alike (the fetch's is later only by what was written
+/// first fetch when that is later (for a partition with records to read, whose first record lies before that end): Apache Kafka answers both alike (the fetch's is later only by what was written
 /// since), but a broker whose latest-offset answer lags its log (Tansu answers the last batch's first offset + 1) would
 /// otherwise end the run inside its last batch. A partition is done when its record at `end - 1` was read, when a record at or past its end arrives (written after
 /// the run opened: left for the next run, the partition paused), or, after `idle` without a record, when the
@@ -83,7 +83,13 @@ final class KafkaDeadLetterSource: DeadLetterSource {
             let firstOfPartition = state.withLock { $0.fetched.insert(message.partition).inserted }
             let fetchedEnd = firstOfPartition ? consumer.cachedHighWatermark(of: message.topicPartition) : nil
             let take = state.withLock { state -> Bool in
-                if let fetchedEnd, fetchedEnd > state.endOffsets[message.partition] ?? 0 {
+                // Only for a partition the run was to read, whose first record lies before the answer at the start:
+                // a record written after the start to a partition that had nothing to read stays the next run's
+                // (the run's own dead letters among them).
+                if let fetchedEnd, state.remaining.contains(message.partition),
+                    message.offset < state.endOffsets[message.partition] ?? 0,
+                    fetchedEnd > state.endOffsets[message.partition] ?? 0
+                {
                     state.endOffsets[message.partition] = fetchedEnd
                 }
                 let end = state.endOffsets[message.partition] ?? 0

@@ -1,13 +1,12 @@
 /// Why a client reaches a broker but cannot speak to it: a handshake or answer librdkafka cannot read, a request
 /// version the broker does not serve, a failed authentication or TLS handshake. Retrying does not help; an operator
 /// must change the client library, the broker or the credentials. An unreachable broker (refused, timed out, not
-/// resolved) is none of these: librdkafka retries it and the worker waits, as before.
+/// resolved) is none of these, nor is a connection closed by the other side (a plaintext client at a TLS listener
+/// shows only as that): librdkafka retries them and the worker waits, as before.
 public struct KafkaBrokerProblem: Sendable, Hashable, CustomStringConvertible {
     public enum Kind: String, Sendable, Hashable {
         /// The broker's answer could not be parsed (typically the ApiVersions handshake).
         case unreadableAnswer = "unreadable_answer"
-        /// A plaintext client at a TLS listener, or the other way round.
-        case securityProtocolMismatch = "security_protocol_mismatch"
         /// The broker does not serve a request version the client needs.
         case unsupportedVersion = "unsupported_version"
         /// SASL authentication failed.
@@ -28,15 +27,14 @@ public struct KafkaBrokerProblem: Sendable, Hashable, CustomStringConvertible {
     public var likelyCause: String {
         switch kind {
         case .unreadableAnswer:
-            if librdkafkaVersion.isVersion(before: (2, 2, 0)) {
+            let handshake = detail.lowercased().contains("apiversion") && detail.lowercased().contains("read underflow")
+            if handshake, librdkafkaVersion.isVersion(before: (2, 2, 0)) {
                 return "librdkafka before 2.2.0 cannot read the handshake answer of newer brokers (librdkafka #4278): "
                     + "run librdkafka 2.8 or later (the image ships it; docs/compatibility.md)"
             }
             return "the broker answered in a form this librdkafka cannot read: check that the address is a Kafka "
-                + "listener and that the broker is one librdkafka supports (docs/compatibility.md)"
-        case .securityProtocolMismatch:
-            return "the listener speaks another protocol than kafka.librdkafka.security.protocol (plaintext at a "
-                + "TLS listener?)"
+                + "listener (not HTTP, not TLS for a plaintext client) and that the broker is one librdkafka supports "
+                + "(docs/compatibility.md)"
         case .unsupportedVersion:
             return "the broker does not serve a request version librdkafka \(librdkafkaVersion) needs: the broker is "
                 + "too old or too new for it (docs/compatibility.md)"
@@ -68,21 +66,19 @@ public struct KafkaBrokerProblem: Sendable, Hashable, CustomStringConvertible {
         -> KafkaBrokerProblem?
     {
         let text = reason.lowercased()
+        // A connection the broker (or a proxy, a load balancer with no backend, a broker restarting) closed is no
+        // evidence: librdkafka dresses a bare "Disconnected" up as a guess ("might be caused by incorrect
+        // security.protocol", "broker might require SASL authentication") that is wrong as often as right.
+        guard !text.contains("disconnected") else { return nil }
         let kind: Kind
-        if text.contains("incorrect security.protocol") || text.contains("connecting to a ssl listener")
-            || text.contains("connecting to a plaintext listener")
-        {
-            kind = .securityProtocolMismatch
-        } else if text.contains("read underflow") || text.contains("protocol parse failure")
-            || text.contains("bad message format") || text.contains("invalid response")
+        if text.contains("read underflow") || text.contains("protocol parse failure")
+            || text.contains("bad message format") || text.contains("invalid response size")
         {
             kind = .unreadableAnswer
-        } else if text.contains("unsupported version") || text.contains("unsupported_version")
-            || text.contains("does not support") && text.contains("apiversion")
-        {
+        } else if text.contains("unsupported version") || text.contains("unsupported_version") {
             kind = .unsupportedVersion
-        } else if text.contains("sasl authentication") || text.contains("authentication failed")
-            || text.contains("sasl handshake failed") || text.contains("unsupported sasl mechanism")
+        } else if text.contains("sasl authentication error") || text.contains("authentication failed")
+            || text.contains("unsupported sasl mechanism")
         {
             kind = .authentication
         } else if text.contains("ssl handshake failed") || text.contains("certificate verify failed") {

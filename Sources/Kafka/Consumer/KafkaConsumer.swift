@@ -155,8 +155,6 @@ public final class KafkaConsumer: Sendable {
         core.requestClose()
     }
 
-    /// Time since the poll thread last returned from `rd_kafka_consumer_poll` (`nil` before the first poll):
-    /// the liveness of the consumer.
     /// The high watermark of `partition` as the last fetch response for it told (librdkafka's cache; no request), or
     /// `nil` before any.
     public func cachedHighWatermark(of partition: TopicPartition) -> Int64? {
@@ -171,6 +169,8 @@ public final class KafkaConsumer: Sendable {
     /// the member is not in its group.
     public var brokerProblem: KafkaBrokerProblem? { core.client.context.brokerProblem }
 
+    /// Time since the poll thread last returned from `rd_kafka_consumer_poll` (`nil` before the first poll):
+    /// the liveness of the consumer.
     public var timeSinceLastPoll: Duration? {
         let last = core.lastPollUptime.load(ordering: .relaxed)
         guard last > 0 else { return nil }

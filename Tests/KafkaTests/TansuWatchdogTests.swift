@@ -1,0 +1,58 @@
+import Foundation
+import KafkaTesting
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A test broker outlives no test process: the watchdog that runs it stops it when the process that started it dies,
+/// however it dies.
+@Suite("The test broker's watchdog", .timeLimit(.minutes(1)))
+struct TansuWatchdogTests {
+    @Test func aBrokerWhoseStarterIsKilledIsStopped() async throws {
+        // The starter (a stand-in for a test process) and the "broker" (a long sleep), under the watchdog. The starter
+        // is no child of this process (its shell exits at once), so once killed it is reaped by init and gone, as a
+        // killed test process is once `swift test` reaps it.
+        let starterFile = FileManager.default.temporaryDirectory.appendingPathComponent("starter-\(UUID().uuidString)")
+        let spawn = Process()
+        spawn.executableURL = URL(fileURLWithPath: "/bin/sh")
+        spawn.arguments = ["-c", "sleep 300 </dev/null >/dev/null 2>&1 & echo $! > \(starterFile.path)"]
+        try spawn.run()
+        // Waited for by its file, not its exit: Foundation sees a process end only once every process holding its
+        // exit-notification descriptor has, and the background sleep inherits it.
+        let starter = try #require(try await Self.pid(in: starterFile))
+        let pidFile = FileManager.default.temporaryDirectory.appendingPathComponent("watchdog-\(UUID().uuidString)")
+        let watchdog = Process()
+        watchdog.executableURL = URL(fileURLWithPath: "/bin/sh")
+        watchdog.arguments = [
+            "-c", TansuBroker.watchdog, "tansu-watchdog", String(starter), pidFile.path, "/bin/sleep", "300",
+        ]
+        try watchdog.run()
+        let broker = try #require(try await Self.pid(in: pidFile))
+        #expect(kill(broker, 0) == 0, "the broker runs")
+
+        kill(starter, SIGKILL)
+        var stopped = false
+        for _ in 0..<100 where !stopped {
+            try await Task.sleep(for: .milliseconds(20))
+            stopped = kill(broker, 0) != 0
+        }
+        #expect(stopped, "the broker is gone within two seconds of its starter")
+        try? FileManager.default.removeItem(at: pidFile)
+        try? FileManager.default.removeItem(at: starterFile)
+    }
+
+    /// The pid written to `file`, once it is there (10 s at most).
+    static func pid(in file: URL) async throws -> Int32? {
+        for _ in 0..<500 {
+            if let text = try? String(contentsOf: file, encoding: .utf8),
+                let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            {
+                return pid
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+}
