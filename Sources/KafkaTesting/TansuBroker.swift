@@ -109,7 +109,7 @@ public final class TansuBroker: KafkaEndpoint, @unchecked Sendable {
         """
 
     /// Stops the broker (SIGKILL: it keeps nothing worth a clean shutdown), waits for its watchdog to end and removes
-    /// its log.
+    /// its log if the broker wrote nothing to it.
     public func stop() {
         if let text = try? String(contentsOfFile: pidPath, encoding: .utf8),
             let broker = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
@@ -122,7 +122,10 @@ public final class TansuBroker: KafkaEndpoint, @unchecked Sendable {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
         }
-        try? FileManager.default.removeItem(atPath: logPath)
+        // A log with anything in it (Tansu logs warnings and errors only) is kept: it explains a failure.
+        if (try? FileManager.default.attributesOfItem(atPath: logPath)[.size] as? Int) == 0 {
+            try? FileManager.default.removeItem(atPath: logPath)
+        }
         try? FileManager.default.removeItem(atPath: pidPath)
     }
 

@@ -109,7 +109,8 @@ struct ProcessTests {
                 "not every purchase was consumed within \(seconds) s: Gamebase consumed \(simulatorCount) of \(purchases), "
                     + "ledger \(ledger.map { "\($0)" } ?? "unread")\n"
                     + (try await unfinishedPurchases(ledgerURL: ledgerURL)) + "\n"
-                    + workers.map(\.diagnosticOutput).joined(separator: "\n"))
+                    + workers.map(\.diagnosticOutput).joined(separator: "\n") + "\nKafka (\(kafka.kind)), last lines:\n"
+                    + kafka.diagnosticOutput.split(separator: "\n").suffix(40).joined(separator: "\n"))
         }
 
         /// The purchases not consumed at Gamebase or not recorded as consumed, with their ledger rows: what a

@@ -51,6 +51,16 @@ struct KafkaBrokerProblemTests {
         #expect(KafkaBrokerProblem.recognise(reason, librdkafkaVersion: "2.0.2") == nil)
     }
 
+    @Test func whatABrokerSentCannotBreakTheLineOrGrowWithoutBound() throws {
+        let hostile =
+            "b1:9092/1: SASL authentication error: \u{1b}[2Jforged\nline\r" + String(repeating: "x", count: 8_192)
+        let problem = try #require(KafkaBrokerProblem.recognise(hostile, librdkafkaVersion: "2.16.0"))
+        #expect(!problem.description.unicodeScalars.contains { $0.properties.generalCategory == .control })
+        #expect(problem.detail.count <= 300 && problem.description.count < 1_000)
+        let longName = String(repeating: "h", count: 8_192) + ":9092/1: SASL authentication error: no"
+        #expect(try #require(KafkaBrokerProblem.recognise(longName)).broker.count <= 200)
+    }
+
     @Test func theLikelyCauseNamesTheFixThatFitsTheLoadedVersion() throws {
         let reason = "b:1/bootstrap: ApiVersionRequest failed: Local: Read underflow: probably due to broker version"
         let old = try #require(KafkaBrokerProblem.recognise(reason, librdkafkaVersion: "2.0.2"))

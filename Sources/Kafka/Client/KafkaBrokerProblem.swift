@@ -86,10 +86,18 @@ public struct KafkaBrokerProblem: Sendable, Hashable, CustomStringConvertible {
         } else {
             return nil
         }
-        let said = withoutThreadPrefix(reason)
+        // What a broker sent (a SASL server's message, say) can hold anything: control characters become spaces, so
+        // a line of the log or of /readyz stays one line.
+        let said = Substring(printable(withoutThreadPrefix(reason)))
         return KafkaBrokerProblem(
             kind: kind, broker: brokerName(in: said), librdkafkaVersion: librdkafkaVersion,
             detail: String(said.prefix(300)))
+    }
+
+    /// `text` with every control character as a space.
+    static func printable(_ text: Substring) -> String {
+        String(
+            String.UnicodeScalarView(text.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : $0 }))
     }
 
     /// librdkafka's text without the `[thrd:…]: ` its log lines start with.
