@@ -98,13 +98,14 @@ public final class TansuBroker: KafkaEndpoint, @unchecked Sendable {
     }
 
     /// `sh -c` script: runs `$3…` in the background, writes its pid to file `$2`, and waits while both it and process
-    /// `$1` live; kills it when `$1` is gone. Signals only SIGKILL: a child of a test process inherits the signals its
+    /// `$1` live; kills it when `$1` is gone (a zombie not reaped yet counts as gone: a busy init reaps late). Signals only SIGKILL: a child of a test process inherits the signals its
     /// parent ignores (SIGTERM, for the services' signal handlers), and a shell cannot trap an ignored signal.
     package static let watchdog = """
         parent=$1; pidfile=$2; shift 2
         "$@" & child=$!
         echo $child > "$pidfile"
-        while kill -0 "$parent" 2>/dev/null && kill -0 "$child" 2>/dev/null; do sleep 0.2; done
+        alive() { state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) && [ "${state%% *}" != Z ]; }
+        while alive "$parent" && kill -0 "$child" 2>/dev/null; do sleep 0.2; done
         kill -9 $child 2>/dev/null; wait $child
         """
 

@@ -34,11 +34,11 @@ struct TansuWatchdogTests {
 
         kill(starter, SIGKILL)
         var stopped = false
-        for _ in 0..<100 where !stopped {
+        for _ in 0..<500 where !stopped {
             try await Task.sleep(for: .milliseconds(20))
             stopped = kill(broker, 0) != 0
         }
-        #expect(stopped, "the broker is gone within two seconds of its starter")
+        #expect(stopped, "the broker is gone within ten seconds of its starter (a fifth of a second when idle)")
         try? FileManager.default.removeItem(at: pidFile)
         try? FileManager.default.removeItem(at: starterFile)
     }
