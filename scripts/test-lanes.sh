@@ -24,7 +24,9 @@ fast_b='^(GamebaseTests|FulfilmentTests|AppTests|ConsoleTests|EventTailTests)\.'
 e2e='^EndToEndTests\.'
 # The tiers that touch Kafka, run a second time on the current librdkafka (on the mock and on Tansu): the Kafka layer,
 # the event follower, and the process tests (several instances, kills, Gamebase and ledger faults).
-kafka_tiers="^KafkaTests\.|^AppTests\.StrictConfigurationTests/|^EventTailTests\.EventFollowerTests/|${e2e}(ProcessTests/|BrokerProtocolProcessTests/|DeadLetterRecordReadTests/|BenchCommandTests/thePipelineBenchmark)"
+kafka_tiers="^KafkaTests\.|^AppTests\.StrictConfigurationTests/|^EventTailTests\.EventFollowerTests/|${e2e}(ProcessTests/|DeadLetterRecordReadTests/)"
+# Tests that start a Tansu broker of their own whatever the lane's broker: in the Tansu lane only.
+tansu_only="${e2e}(BrokerProtocolProcessTests/|BenchCommandTests/thePipelineBenchmark)"
 
 case "${1:-}" in
 check)
@@ -40,11 +42,11 @@ all | current)
     )
     # The second phase: the lanes' environments name the librdkafka and the broker.
     # The in-process end-to-end tests run the sandbox, which is always the mock cluster: on the mock lane only.
-    # The rolling upgrade is left out on Tansu for now: once, under the two lanes' load, no member of its group was
-    # ever assigned a partition in 180 s (it passes alone); until that is understood it would fail the run at random.
+    # The rolling upgrade is left out on Tansu for now: a group leader that leaves during a rebalance stays Tansu's
+    # leader for good and the group never forms again (docs/compatibility.md), which the upgrade's stops hit under load.
     current_lanes=(
         "current-mock=$kafka_tiers|${e2e}(WorkerEndToEndTests|MixedVersionProcessTests)/"
-        "current-tansu=$kafka_tiers"
+        "current-tansu=$kafka_tiers|$tansu_only"
     )
     [ "$1" = current ] && lanes=()
     ;;
@@ -131,16 +133,19 @@ run_lane() {
         env $(lane_env "$name") $SWIFT test --skip-build --ignore-lock --no-parallel --filter "$filter" >"$log" 2>&1 &
         pid=$!
         while kill -0 "$pid" 2>/dev/null && ! pgrep -P "$pid" -f 'PackageTests\.xctest' >/dev/null; do sleep 0.2; done
-        touch ".build/test-lanes/$name.started"
+        # Its tests run: the next lane may open the build database. Not before a retry, which opens it again.
+        kill -0 "$pid" 2>/dev/null && touch ".build/test-lanes/$name.started"
         wait "$pid"
         code=$?
-        if [ $code -ne 0 ] && grep -q 'database is locked' "$log" && ! grep -qE 'Test run with [0-9]+ tests?' "$log"; then
+        if [ $attempt -lt 3 ] && [ $code -ne 0 ] && grep -q 'database is locked' "$log" \
+            && ! grep -qE 'Test run with [0-9]+ tests?' "$log"; then
             echo "test-lanes: lane $name could not open the build database (attempt $attempt); starting it again" >&2
             sleep $((attempt * 3))
             continue
         fi
-        return $code
+        break
     done
+    touch ".build/test-lanes/$name.started"
     return $code
 }
 

@@ -6,20 +6,19 @@ import Logging
 /// are created over the Kafka protocol (CreateTopics), with the broker's default replication factor.
 public final class ExternalKafka: KafkaEndpoint {
     public let bootstrapServers: String
-    public var kind: KafkaEndpointKind { .external }
-    private let logger: Logger
+    /// The admin requests' client: one connection to the cluster for every topic created.
+    private let client: RDKafkaClient
 
-    public init(bootstrapServers: String, logger: Logger) {
+    public init(bootstrapServers: String, logger: Logger) throws(KafkaError) {
         self.bootstrapServers = bootstrapServers
-        self.logger = logger
+        client = try RDKafkaClient(
+            type: RD_KAFKA_PRODUCER, configuration: KafkaConfiguration(bootstrapServers: bootstrapServers),
+            context: RDKafkaClientContext(logger: logger))
     }
 
     /// Creates `name` with `partitions` partitions; a topic that exists already is an error (its records would mix
     /// with the new ones).
     public func createTopic(_ name: String, partitions: Int) throws {
-        let client = try RDKafkaClient(
-            type: RD_KAFKA_PRODUCER, configuration: KafkaConfiguration(bootstrapServers: bootstrapServers),
-            context: RDKafkaClientContext(logger: logger))
         var errstr = [CChar](repeating: 0, count: 512)
         // -1: the broker's default replication factor (a cluster that wants 3 replicas gets them).
         guard let topic = rd_kafka_NewTopic_new(name, Int32(partitions), -1, &errstr, errstr.count) else {

@@ -17,7 +17,6 @@ public final class MockCluster: KafkaEndpoint, @unchecked Sendable {
     /// The bootstrap servers, `host:port,host:port,…`.
     public let bootstrapServers: String
     public let brokerCount: Int
-    public var kind: KafkaEndpointKind { .mock }
 
     /// Starts `brokers` mock brokers (ids 1 … `brokers`) listening on loopback.
     public init(brokers: Int = 3, logger: Logger = Logger(label: "kafka.mock")) throws(KafkaError) {

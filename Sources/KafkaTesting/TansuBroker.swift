@@ -21,8 +21,7 @@ public struct TansuBrokerError: Error, CustomStringConvertible {
 public final class TansuBroker: KafkaEndpoint, @unchecked Sendable {
     // @unchecked: `process` is only touched through Foundation's thread-safe Process API after start.
     public let bootstrapServers: String
-    public let port: Int
-    public var kind: KafkaEndpointKind { .tansu }
+    private let port: Int
     /// The broker's own output (its log): what explains a failure.
     public let logPath: String
     /// Where the watchdog wrote the broker's pid.
@@ -43,6 +42,11 @@ public final class TansuBroker: KafkaEndpoint, @unchecked Sendable {
         return path
     }
 
+    /// Starts a broker of the Tansu the tests name (``executableFromEnvironment()``).
+    public convenience init() throws {
+        try self.init(executable: Self.executableFromEnvironment())
+    }
+
     /// Starts a broker on a free loopback port and waits until it accepts connections.
     public init(executable: String) throws {
         self.executable = executable
@@ -56,7 +60,7 @@ public final class TansuBroker: KafkaEndpoint, @unchecked Sendable {
             let process = Process()
             let url = "tcp://127.0.0.1:\(port)"
             // The broker runs under a watchdog shell that stops it when this process is gone (a test process that
-            // crashed or was killed must not leave a broker behind) or when told to (SIGTERM: ``stop()``).
+            // crashed or was killed must not leave a broker behind), or when ``stop()`` kills the broker.
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
             process.arguments = [
                 "-c", Self.watchdog, "tansu-watchdog", String(getpid()), log.path + ".pid", executable, "broker",
@@ -80,11 +84,7 @@ public final class TansuBroker: KafkaEndpoint, @unchecked Sendable {
                 self.process = process
                 return
             }
-            if let text = try? String(contentsOfFile: log.path + ".pid", encoding: .utf8),
-                let broker = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
-            {
-                kill(broker, SIGKILL)
-            }
+            Self.killBroker(pidFile: log.path + ".pid")
             process.waitUntilExit()
             lastFailure = (try? String(contentsOf: log, encoding: .utf8)) ?? "no output"
             try? FileManager.default.removeItem(at: log)
@@ -98,8 +98,9 @@ public final class TansuBroker: KafkaEndpoint, @unchecked Sendable {
     }
 
     /// `sh -c` script: runs `$3…` in the background, writes its pid to file `$2`, and waits while both it and process
-    /// `$1` live; kills it when `$1` is gone (a zombie not reaped yet counts as gone: a busy init reaps late). Signals only SIGKILL: a child of a test process inherits the signals its
-    /// parent ignores (SIGTERM, for the services' signal handlers), and a shell cannot trap an ignored signal.
+    /// `$1` live; kills it when `$1` is gone (a zombie not reaped yet counts as gone: a busy init reaps late). Signals
+    /// only SIGKILL: a child of a test process inherits the signals its parent ignores (SIGTERM, for the services'
+    /// signal handlers), and a shell cannot trap an ignored signal.
     package static let watchdog = """
         parent=$1; pidfile=$2; shift 2
         "$@" & child=$!
@@ -109,14 +110,19 @@ public final class TansuBroker: KafkaEndpoint, @unchecked Sendable {
         kill -9 $child 2>/dev/null; wait $child
         """
 
-    /// Stops the broker (SIGKILL: it keeps nothing worth a clean shutdown), waits for its watchdog to end and removes
-    /// its log if the broker wrote nothing to it.
-    public func stop() {
-        if let text = try? String(contentsOfFile: pidPath, encoding: .utf8),
+    /// SIGKILL to the broker whose pid the watchdog wrote to `pidFile`, if it did.
+    private static func killBroker(pidFile: String) {
+        if let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
             let broker = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
         {
             kill(broker, SIGKILL)
         }
+    }
+
+    /// Stops the broker (SIGKILL: it keeps nothing worth a clean shutdown), waits for its watchdog to end and removes
+    /// its log if the broker wrote nothing to it.
+    public func stop() {
+        Self.killBroker(pidFile: pidPath)
         if process.isRunning {
             let deadline = Date().addingTimeInterval(5)
             while process.isRunning, Date() < deadline { usleep(20_000) }
@@ -164,10 +170,7 @@ public final class TansuBroker: KafkaEndpoint, @unchecked Sendable {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
+        var address = loopbackAddress(port: port)
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
@@ -182,8 +185,7 @@ extension KafkaEndpointKind {
     public func start(mockBrokers: Int = 1, logger: Logger) throws -> any KafkaEndpoint {
         switch self {
         case .mock: return try MockCluster(brokers: mockBrokers, logger: logger)
-        case .tansu: return try TansuBroker(executable: TansuBroker.executableFromEnvironment())
-        case .external: throw TansuBrokerError("an external cluster is named by its bootstrap servers, not started")
+        case .tansu: return try TansuBroker()
         }
     }
 }

@@ -16,13 +16,16 @@ public struct Sandbox: Sendable {
     public static let secretKey = "sandbox-secret-key"
 
     /// Topics and partition counts of a default configuration.
-    public static let topics: [(name: String, partitions: Int)] = [
-        ("purchase.completed", 6), ("iap.item-granted", 3), ("iap.consume-failed", 3), ("purchase.completed.dlq", 1),
-    ]
+    public static var topics: [(name: String, partitions: Int)] { topics(named: WorkerConfiguration.Topics()) }
+
+    /// The four topics of `names` with the sandbox's partition counts.
+    static func topics(named names: WorkerConfiguration.Topics) -> [(name: String, partitions: Int)] {
+        [(names.purchases, 6), (names.itemGranted, 3), (names.consumeFailed, 3), (names.deadLetter, 1)]
+    }
 
     /// Kafka: librdkafka's mock cluster in this process, or a cluster named by its bootstrap servers.
     public let cluster: any KafkaEndpoint
-    /// Put before each topic's name (``topic(_:)``): empty on the mock cluster; on an external cluster, a prefix of
+    /// Put before each topic's name (``topicNames``): empty on the mock cluster; on an external cluster, a prefix of
     /// the sandbox's own, so no two runs share a topic.
     public let topicPrefix: String
     public let simulator: GamebaseSimulator
@@ -46,13 +49,15 @@ public struct Sandbox: Sendable {
         let cluster: any KafkaEndpoint
         let topicPrefix: String
         if let bootstrapServers {
-            cluster = ExternalKafka(bootstrapServers: bootstrapServers, logger: logger)
+            cluster = try ExternalKafka(bootstrapServers: bootstrapServers, logger: logger)
             topicPrefix = "sandbox-\(UUID().uuidString.prefix(8).lowercased())."
         } else {
             cluster = try MockCluster(brokers: brokers, logger: logger)
             topicPrefix = ""
         }
-        for topic in topics { try cluster.createTopic(topicPrefix + topic.name, partitions: topic.partitions) }
+        for topic in topics(named: topicNames(prefix: topicPrefix)) {
+            try cluster.createTopic(topic.name, partitions: topic.partitions)
+        }
         let simulator = GamebaseSimulator(
             configuration: .init(appID: appID, secretKey: secretKey),
             state: SimulatorState(payments: payments, faults: faults),
@@ -86,16 +91,25 @@ public struct Sandbox: Sendable {
     }
 
     /// The sandbox's name of one of ``topics``.
-    public func topic(_ name: String) -> String { topicPrefix + name }
+    /// The worker's topic names in this sandbox: the defaults, with the sandbox's prefix.
+    public var topicNames: WorkerConfiguration.Topics { Self.topicNames(prefix: topicPrefix) }
+
+    static func topicNames(prefix: String) -> WorkerConfiguration.Topics {
+        var names = WorkerConfiguration.Topics()
+        names.purchases = prefix + names.purchases
+        names.itemGranted = prefix + names.itemGranted
+        names.consumeFailed = prefix + names.consumeFailed
+        names.deadLetter = prefix + names.deadLetter
+        return names
+    }
 
     /// The worker's environment variables naming the sandbox's topics (none on the mock: the defaults).
     public var topicEnvironment: [String: String] {
-        guard !topicPrefix.isEmpty else { return [:] }
+        guard !topicPrefix.isEmpty else { return [:] }  // the mock's topics are the defaults
+        let names = topicNames
         return [
-            "KAFKA_TOPICS_PURCHASES": topic("purchase.completed"),
-            "KAFKA_TOPICS_ITEM_GRANTED": topic("iap.item-granted"),
-            "KAFKA_TOPICS_CONSUME_FAILED": topic("iap.consume-failed"),
-            "KAFKA_TOPICS_DEAD_LETTER": topic("purchase.completed.dlq"),
+            "KAFKA_TOPICS_PURCHASES": names.purchases, "KAFKA_TOPICS_ITEM_GRANTED": names.itemGranted,
+            "KAFKA_TOPICS_CONSUME_FAILED": names.consumeFailed, "KAFKA_TOPICS_DEAD_LETTER": names.deadLetter,
         ]
     }
 
@@ -105,10 +119,7 @@ public struct Sandbox: Sendable {
         var configuration = WorkerConfiguration()
         configuration.bootstrapServers = cluster.bootstrapServers
         configuration.groupID = groupID
-        configuration.topics.purchases = topic("purchase.completed")
-        configuration.topics.itemGranted = topic("iap.item-granted")
-        configuration.topics.consumeFailed = topic("iap.consume-failed")
-        configuration.topics.deadLetter = topic("purchase.completed.dlq")
+        configuration.topics = topicNames
         configuration.librdkafka = ["session.timeout.ms": "6000", "heartbeat.interval.ms": "500"]
         configuration.gamebaseBaseURL = simulatorURL
         configuration.gamebaseAppID = Self.appID

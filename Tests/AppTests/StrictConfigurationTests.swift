@@ -1,6 +1,7 @@
 import App
 import Foundation
 import Kafka
+import Logging
 import Testing
 
 /// A key nobody reads is refused, naming it, its file and line, and the key that was probably meant: a typo must not
@@ -75,15 +76,22 @@ import Testing
     /// protocol's properties, which that protocol refuses.
     @Test func theConsumerGroupProtocolIsRefusedByALibrdkafkaWithoutItAndDropsTheClassicDefaults() async throws {
         let yaml = ConfigurationTests.minimal + "\nkafka:\n  librdkafka:\n    group.protocol: consumer\n"
-        guard Librdkafka.isAtLeast(2, 4, 0) else {
+        guard Librdkafka.version.knowsConsumerGroupProtocol else {
             let error = await Self.refusal(yaml)
             #expect(error?.key == "kafka.librdkafka.group.protocol")
             #expect(
                 error?.problem.contains("No such configuration property") == true, "\(error?.problem ?? "accepted")")
             return
         }
-        let consumer = try await Self.load(yaml).consumerConfiguration
+        let loaded = try await Self.load(yaml)
+        let consumer = loaded.consumerConfiguration
         #expect(consumer.groupProtocolName == "consumer")
+        #expect(loaded.producerConfiguration.kafka["group.protocol"] == nil, "a producer would warn about it")
+        // librdkafka itself takes the consumer the worker would make: none of the properties that protocol refuses.
+        #expect(throws: Never.self) {
+            _ = try KafkaConsumer(
+                configuration: consumer, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        }
         for key in KafkaConsumerConfiguration.classicGroupProtocolProperties {
             #expect(consumer.effectiveProperties[key] == nil, "\(key)")
         }

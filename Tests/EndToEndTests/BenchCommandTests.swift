@@ -43,7 +43,7 @@ struct BenchCommandTests {
             if: !Librdkafka.misreadsTaggedFields, "needs librdkafka 2.2.0 or later (earlier ones cannot speak to Tansu)"
         ))
     func thePipelineBenchmarkRunsAgainstARealBrokerGivenByItsAddress() async throws {
-        let broker = try TansuBroker(executable: TansuBroker.executableFromEnvironment())
+        let broker = try TansuBroker()
         defer { broker.stop() }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
             "iap-bench-\(UUID().uuidString.prefix(8))")

@@ -84,7 +84,7 @@ struct BrokerProtocolProcessTests {
         #expect(readiness.status == 200, "\(readiness.body)\n\(worker.diagnosticOutput)")
         #expect(worker.logLines(containing: "cannot speak to Kafka broker").isEmpty)
         let check = try ChildProcess("check-config", ["check-config"], environment: environment, folder: cluster.folder)
-        _ = try await check.exitStatus(within: 60)
+        #expect(try await check.exitStatus(within: 60) == 0, "\(check.output)")
         #expect(check.output.contains("kafka     ok: 1 broker(s)"), "\(check.output)")
         #expect(try await worker.terminate() == 0)
     }

@@ -13,20 +13,10 @@ struct DeadLetterRecordReadTests {
     @Test func everyRecordOfABatchIsFoundAtItsOffsetAndNoneOutsideThePartition() async throws {
         let cluster = try KafkaEndpointKind.underTest.start(logger: EndToEndSystem.logger)
         try cluster.createTopic("purchase.completed.dlq", partitions: 1)
-        let producer = try KafkaProducer(
-            configuration: .init(bootstrapServers: cluster.bootstrapServers, properties: ["linger.ms": "200"]),
-            logger: EndToEndSystem.logger)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for index in 0..<4 {
-                group.addTask {
-                    _ = try await producer.send(
-                        KafkaProducerRecord(
-                            topic: "purchase.completed.dlq", partition: 0, value: Array("record-\(index)".utf8)))
-                }
-            }
-            try await group.waitForAll()
-        }
-        await producer.close()
+        try await EndToEndSystem.produceInOneBatch(
+            (0..<4).map {
+                KafkaProducerRecord(topic: "purchase.completed.dlq", partition: 0, value: Array("record-\($0)".utf8))
+            }, bootstrapServers: cluster.bootstrapServers)
         var configuration = WorkerConfiguration()
         configuration.bootstrapServers = cluster.bootstrapServers
         let records = KafkaDeadLetterRecords(configuration: configuration, logger: EndToEndSystem.logger)
@@ -40,5 +30,12 @@ struct DeadLetterRecordReadTests {
         #expect(try await records.value(partition: 0, offset: 4) == nil, "the end holds no record")
         #expect(try await records.value(partition: 0, offset: 40) == nil, "past the end: no record, no reset")
         #expect(try await records.value(partition: 1, offset: 0) == nil, "no such partition")
+        #expect(try await records.value(partition: -1, offset: 0) == nil, "no such partition")
+        // Offsets from a URL: below the log start, or further out than one batch past the end, are refused at once.
+        for offset: Int64 in [-1, .min, .max, 4 + 10_000] {
+            let started = ContinuousClock.now
+            #expect(try await records.value(partition: 0, offset: offset) == nil, "\(offset)")
+            #expect(ContinuousClock.now - started < .seconds(3), "\(offset) answered without waiting for a record")
+        }
     }
 }

@@ -161,6 +161,23 @@ struct EndToEndSystem: Sendable {
             consumed: consumed)
     }
 
+    /// Sends `records` together, so the producer puts them in one batch (a linger longer than the sends take):
+    /// what a broker whose latest-offset answer is its last batch's first offset + 1 (Tansu) gets wrong.
+    static func produceInOneBatch(_ records: [KafkaProducerRecord], bootstrapServers: String) async throws {
+        let producer = try KafkaProducer(
+            configuration: .init(bootstrapServers: bootstrapServers, properties: ["linger.ms": "200"]), logger: logger)
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for record in records { group.addTask { _ = try await producer.send(record) } }
+                try await group.waitForAll()
+            }
+        } catch {
+            await producer.close()
+            throw error
+        }
+        await producer.close()
+    }
+
     static func message(_ seq: String, user: String, token: String? = nil) -> String {
         #"{"userId":"\#(user)","paymentSeq":"\#(seq)","purchaseToken":"\#(token ?? "tok-\(seq)")","storeCode":"GG"}"#
     }

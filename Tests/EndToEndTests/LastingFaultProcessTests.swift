@@ -140,25 +140,16 @@ extension ProcessTests {
         @Test func reprocessHandlesEveryRecordOfADeadLetterTopicWrittenInOneBatch() async throws {
             let cluster = try await Cluster.start(purchases: 6, simulatorArguments: [])
             let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
-            let producer = try KafkaProducer(
-                configuration: .init(bootstrapServers: cluster.bootstrap, properties: ["linger.ms": "200"]),
-                logger: EndToEndSystem.logger)
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for index in 0..<6 {
-                    group.addTask {
-                        _ = try await producer.send(
-                            KafkaProducerRecord(
-                                topic: "purchase.completed.dlq", partition: 0, key: Array("k\(index)".utf8),
-                                value: Array(EndToEndSystem.message("p\(index)", user: "u\(index)").utf8),
-                                headers: [
-                                    ("iap-original-topic", "purchase.completed"), ("iap-original-partition", "0"),
-                                    ("iap-original-offset", "\(index)"), ("iap-reason", "gamebase_unavailable"),
-                                ].map { KafkaHeader(name: $0.0, string: $0.1) }))
-                    }
-                }
-                try await group.waitForAll()
-            }
-            await producer.close()
+            try await EndToEndSystem.produceInOneBatch(
+                (0..<6).map { index in
+                    KafkaProducerRecord(
+                        topic: "purchase.completed.dlq", partition: 0, key: Array("k\(index)".utf8),
+                        value: Array(EndToEndSystem.message("p\(index)", user: "u\(index)").utf8),
+                        headers: [
+                            ("iap-original-topic", "purchase.completed"), ("iap-original-partition", "0"),
+                            ("iap-original-offset", "\(index)"), ("iap-reason", "gamebase_unavailable"),
+                        ].map { KafkaHeader(name: $0.0, string: $0.1) })
+                }, bootstrapServers: cluster.bootstrap)
             let environment = cluster.workerEnvironment(
                 ledgerURL: ledgerURL, group: "batch-\(UUID().uuidString.prefix(6))")
             let run = try ChildProcess("reprocess", ["reprocess"], environment: environment, folder: cluster.folder)

@@ -234,10 +234,8 @@ final class KafkaUnderTest: Sendable {
                 folder: folder)
             return KafkaUnderTest(
                 bootstrapServers: try await process.firstLine(), kind: kind, devKafka: process, tansu: nil)
-        case .external:
-            throw ProcessTestError("the process tests start their own broker; they take none from outside")
         case .tansu:
-            let broker = try TansuBroker(executable: TansuBroker.executableFromEnvironment())
+            let broker = try TansuBroker()
             for topic in topics { try broker.createTopic(topic.name, partitions: topic.partitions) }
             return KafkaUnderTest(bootstrapServers: broker.bootstrapServers, kind: kind, devKafka: nil, tansu: broker)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import IAPTestSupport
+import KafkaTesting
 import Testing
 
 /// The test suite's PostgreSQL is always one `scripts/test-postgres.sh` started: a port held by anything else is
@@ -29,10 +30,7 @@ struct TestPostgresScriptTests {
         // A listener that is not PostgreSQL at all, on a port of its own.
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
+        var address = loopbackAddress(port: 0)
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         try withUnsafeMutablePointer(to: &address) { pointer in
             try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {

@@ -119,18 +119,24 @@ struct EventFollowerTests {
         await producer.close()
     }
 
+    /// The three topics (one partition each) on the endpoint under test, a record `seq` in `cf`, and a time a second
+    /// after it and before anything sent from now on.
+    static func topicsWithAnOldRecord(_ seq: String) async throws -> (any KafkaEndpoint, KafkaProducer, Int64) {
+        let cluster = try KafkaEndpointKind.underTest.start(logger: logger)
+        for topic in topics.all { try cluster.createTopic(topic, partitions: 1) }
+        let producer = try KafkaProducer(
+            configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: logger)
+        try await producer.send(KafkaProducerRecord(topic: "cf", value: event(seq)))
+        try await Task.sleep(for: .milliseconds(1_200))
+        return (cluster, producer, Int64(Date().timeIntervalSince1970 * 1_000) - 200)
+    }
+
     /// A time after every record: the lookup finds nothing and the follower starts at the concrete end offsets. (On
     /// librdkafka's mock cluster every timestamp lookup finds nothing — `rdkafka_mock_handlers.c`: `/* FIXME: by
     /// timestamp */ Offset = -1` — so there this is the only `--since` path; the lookup itself is the next test's.
     /// Tansu answers such a lookup with offset 0: the old record then comes and must be left out by its time.)
     @Test func sinceStartsAtTheConcreteEndWhereTheLookupFindsNothing() async throws {
-        let cluster = try KafkaEndpointKind.underTest.start(logger: Self.logger)
-        for topic in Self.topics.all { try cluster.createTopic(topic, partitions: 1) }
-        let producer = try KafkaProducer(
-            configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: Self.logger)
-        try await producer.send(KafkaProducerRecord(topic: "cf", value: Self.event("old")))
-        try await Task.sleep(for: .milliseconds(1_200))
-        let afterEveryRecord = Int64(Date().timeIntervalSince1970 * 1_000) - 200
+        let (cluster, producer, afterEveryRecord) = try await Self.topicsWithAnOldRecord("old")
 
         let seen = Seen()
         try await Self.follow(cluster, start: .since(milliseconds: afterEveryRecord), seen: seen) {
@@ -152,14 +158,7 @@ struct EventFollowerTests {
             if: KafkaEndpointKind.underTest != .mock,
             "librdkafka's mock cluster cannot look offsets up by time (the test above covers what it answers)"))
     func sinceStartsAtTheFirstRecordWrittenAtOrAfterTheTime() async throws {
-        let cluster = try KafkaEndpointKind.underTest.start(logger: Self.logger)
-        for topic in Self.topics.all { try cluster.createTopic(topic, partitions: 1) }
-        let producer = try KafkaProducer(
-            configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: Self.logger)
-        try await producer.send(KafkaProducerRecord(topic: "cf", value: Self.event("before")))
-        try await Task.sleep(for: .milliseconds(1_500))
-        let since = Int64(Date().timeIntervalSince1970 * 1_000)
-        try await Task.sleep(for: .milliseconds(100))
+        let (cluster, producer, since) = try await Self.topicsWithAnOldRecord("before")
         try await producer.send(KafkaProducerRecord(topic: "cf", value: Self.event("after")))
 
         let seen = Seen()

@@ -99,12 +99,20 @@ struct KafkaBrokerProblemTests {
     }
 
     @Test func theVersionDecisionsFollowTheLoadedLibrary() throws {
-        let parts = Librdkafka.versionString.split(separator: ".").map { Int($0.prefix { $0.isNumber }) ?? -1 }
-        try #require(parts.count >= 3)
-        let loaded = (parts[0], parts[1], parts[2])
-        #expect(Librdkafka.assignorStateBugApplies == (loaded < (2, 3, 0)))
-        #expect(Librdkafka.misreadsTaggedFields == (loaded < (2, 2, 0)))
-        #expect(Librdkafka.consumerGroupProtocolIsGA == (loaded >= (2, 12, 0)))
-        #expect(Librdkafka.isAtLeast(UInt32(parts[0]), UInt32(parts[1]), UInt32(parts[2])))
+        // What rd_kafka_version() says is what rd_kafka_version_str() says.
+        #expect(Librdkafka.Version(Librdkafka.versionString) == Librdkafka.version)
+        #expect(Librdkafka.Version("2.16.0-RC2") == Librdkafka.Version(2, 16, 0))
+        #expect(Librdkafka.Version("two") == nil && Librdkafka.Version("2.16") == nil)
+        // Each decision at its release, on both sides of it.
+        #expect(
+            Librdkafka.Version(2, 2, 2).assignorStateBugApplies && !Librdkafka.Version(2, 3, 0).assignorStateBugApplies)
+        #expect(Librdkafka.Version(2, 1, 9).misreadsTaggedFields && !Librdkafka.Version(2, 2, 0).misreadsTaggedFields)
+        #expect(
+            !Librdkafka.Version(2, 3, 0).knowsConsumerGroupProtocol
+                && Librdkafka.Version(2, 4, 0).knowsConsumerGroupProtocol)
+        #expect(
+            !Librdkafka.Version(2, 11, 9).consumerGroupProtocolIsGA
+                && Librdkafka.Version(2, 12, 0).consumerGroupProtocolIsGA)
+        #expect(Librdkafka.Version(2, 16, 0) > Librdkafka.Version(2, 9, 9), "compared as numbers, not as text")
     }
 }

@@ -28,7 +28,7 @@ struct KafkaGroupProtocolTests {
 
     @Test(
         .enabled(
-            if: !Librdkafka.isAtLeast(2, 4, 0),
+            if: !Librdkafka.version.knowsConsumerGroupProtocol,
             "needs a librdkafka that does not know group.protocol (before 2.4.0, e.g. Debian 12's 2.0.2)"))
     func aLibrdkafkaThatDoesNotKnowTheProtocolRefusesItWithItsOwnWords() throws {
         let error = #expect(throws: KafkaError.self) {

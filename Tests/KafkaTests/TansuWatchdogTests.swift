@@ -33,11 +33,7 @@ struct TansuWatchdogTests {
         #expect(kill(broker, 0) == 0, "the broker runs")
 
         kill(starter, SIGKILL)
-        var stopped = false
-        for _ in 0..<500 where !stopped {
-            try await Task.sleep(for: .milliseconds(20))
-            stopped = kill(broker, 0) != 0
-        }
+        let stopped = await KafkaTestSupport.eventually(within: 10) { kill(broker, 0) != 0 }
         #expect(stopped, "the broker is gone within ten seconds of its starter (a fifth of a second when idle)")
         try? FileManager.default.removeItem(at: pidFile)
         try? FileManager.default.removeItem(at: starterFile)
@@ -45,14 +41,12 @@ struct TansuWatchdogTests {
 
     /// The pid written to `file`, once it is there (10 s at most).
     static func pid(in file: URL) async throws -> Int32? {
-        for _ in 0..<500 {
-            if let text = try? String(contentsOf: file, encoding: .utf8),
-                let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
-            {
-                return pid
+        func written() -> Int32? {
+            (try? String(contentsOf: file, encoding: .utf8)).flatMap {
+                Int32($0.trimmingCharacters(in: .whitespacesAndNewlines))
             }
-            try await Task.sleep(for: .milliseconds(20))
         }
-        return nil
+        _ = await KafkaTestSupport.eventually(within: 10) { written() != nil }
+        return written()
     }
 }

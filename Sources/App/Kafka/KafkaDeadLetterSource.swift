@@ -79,15 +79,15 @@ final class KafkaDeadLetterSource: DeadLetterSource {
                 }
                 continue
             }
-            // The fetch that brought the partition's first record also told its high watermark.
-            let firstOfPartition = state.withLock { $0.fetched.insert(message.partition).inserted }
-            let fetchedEnd = firstOfPartition ? consumer.cachedHighWatermark(of: message.topicPartition) : nil
+            let consumer = self.consumer
             let take = state.withLock { state -> Bool in
-                // Only for a partition the run was to read, whose first record lies before the answer at the start:
-                // a record written after the start to a partition that had nothing to read stays the next run's
-                // (the run's own dead letters among them).
-                if let fetchedEnd, state.remaining.contains(message.partition),
+                // The fetch that brought a partition's first record also told its high watermark (librdkafka's cache,
+                // no request). Used only for a partition the run was to read, whose first record lies before the
+                // answer at the start: a record written after the start to a partition that had nothing to read stays
+                // the next run's (the run's own dead letters among them).
+                if state.fetched.insert(message.partition).inserted, state.remaining.contains(message.partition),
                     message.offset < state.endOffsets[message.partition] ?? 0,
+                    let fetchedEnd = consumer.cachedHighWatermark(of: message.topicPartition),
                     fetchedEnd > state.endOffsets[message.partition] ?? 0
                 {
                     state.endOffsets[message.partition] = fetchedEnd

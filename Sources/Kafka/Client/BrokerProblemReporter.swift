@@ -33,6 +33,8 @@ package final class BrokerProblemReporter: Sendable {
         let log = state.withLock { state -> Bool in
             state.latest = (problem, instant)
             if let last = state.lastLogged[key], instant - last < interval { return false }
+            // Entries older than the interval decide nothing: dropped, so broker names cannot pile up.
+            state.lastLogged = state.lastLogged.filter { instant - $0.value < interval }
             state.lastLogged[key] = instant
             return true
         }

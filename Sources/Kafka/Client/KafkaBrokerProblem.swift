@@ -28,7 +28,7 @@ public struct KafkaBrokerProblem: Sendable, Hashable, CustomStringConvertible {
         switch kind {
         case .unreadableAnswer:
             let handshake = detail.lowercased().contains("apiversion") && detail.lowercased().contains("read underflow")
-            if handshake, librdkafkaVersion.isVersion(before: (2, 2, 0)) {
+            if handshake, Librdkafka.Version(librdkafkaVersion)?.misreadsTaggedFields == true {
                 return "librdkafka before 2.2.0 cannot read the handshake answer of newer brokers (librdkafka #4278): "
                     + "run librdkafka 2.8 or later (the image ships it; docs/compatibility.md)"
             }
@@ -119,14 +119,5 @@ public struct KafkaBrokerProblem: Sendable, Hashable, CustomStringConvertible {
         let end = index
         guard end < rest.endIndex, rest[..<end].contains("/"), !rest[..<end].contains(" ") else { return "unknown" }
         return String(rest[..<end].prefix(200))
-    }
-}
-
-extension String {
-    /// Whether this `major.minor.revision` text names a version before `other` (unreadable text: no).
-    fileprivate func isVersion(before other: (Int, Int, Int)) -> Bool {
-        let parts = split(separator: ".").prefix(3).map { Int($0.prefix { $0.isNumber }) ?? 0 }
-        guard parts.count == 3 else { return false }
-        return (parts[0], parts[1], parts[2]) < other
     }
 }

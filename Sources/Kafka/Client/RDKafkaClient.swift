@@ -176,7 +176,8 @@ package final class RDKafkaClientContext: Sendable {
         }
     }
 
-    /// A broker this client reaches but cannot speak to, met in the last two minutes (see ``KafkaBrokerProblem``).
+    /// A broker this process's clients reach but cannot speak to, met in the last two minutes (see
+    /// ``KafkaBrokerProblem``).
     var brokerProblem: KafkaBrokerProblem? { problems.current() }
 
     func statisticsArrived(_ json: [UInt8]) {

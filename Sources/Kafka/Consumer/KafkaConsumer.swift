@@ -165,8 +165,9 @@ public final class KafkaConsumer: Sendable {
         return high
     }
 
-    /// A broker this consumer reaches but cannot speak to, met in the last two minutes: what `/readyz` says while
-    /// the member is not in its group.
+    /// A broker this process's clients reach but cannot speak to, met by any of them in the last two minutes (they
+    /// share one ``BrokerProblemReporter``: the same brokers, the same cause): what `/readyz` says while the member is
+    /// not in its group.
     public var brokerProblem: KafkaBrokerProblem? { core.client.context.brokerProblem }
 
     /// Time since the poll thread last returned from `rd_kafka_consumer_poll` (`nil` before the first poll):

@@ -109,8 +109,8 @@ public final class KafkaProducer: Sendable {
     /// The latest librdkafka statistics (needs `statistics.interval.ms` > 0).
     public var statistics: KafkaStatistics? { client.context.statistics }
 
-    /// A broker this producer reaches but cannot speak to, met in the last two minutes: what `check-config` says
-    /// instead of a bare transport failure.
+    /// A broker this process's clients reach but cannot speak to, met by any of them in the last two minutes: what
+    /// `check-config` says instead of a bare transport failure.
     public var brokerProblem: KafkaBrokerProblem? { client.context.brokerProblem }
 
     private static func makeHeaders(_ headers: [KafkaHeader]) -> OpaquePointer? {

@@ -1,3 +1,4 @@
+import App
 import Foundation
 import Kafka
 import KafkaTesting
@@ -14,7 +15,7 @@ final class LoadGenerator: Sendable {
     private let topic: String
 
     init(sandbox: Sandbox, logger: Logger) throws {
-        topic = sandbox.topic("purchase.completed")
+        topic = sandbox.topicNames.purchases
         producer = try KafkaProducer(
             configuration: .init(
                 bootstrapServers: sandbox.cluster.bootstrapServers,
