@@ -12,7 +12,8 @@
 #
 # Needs a build (`swift build --build-tests`) and, for the ledger's tests, IAP_TEST_POSTGRES_URL and
 # IAP_TEST_POSTGRES_CA (scripts/test-postgres.sh). Each lane's output goes to .build/test-lanes/<lane>.log and, when
-# the lane fails, to standard output as well. Exits non-zero when any lane failed or ran no test.
+# the lane fails, to standard output as well. A lane still running after IAP_TEST_LANE_SECONDS (1200) is stopped and
+# fails, its log naming the tests that never ended. Exits non-zero when any lane failed or ran no test.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SWIFT=${SWIFT:-swift}
@@ -42,11 +43,9 @@ all | current)
     )
     # The second phase: the lanes' environments name the librdkafka and the broker.
     # The in-process end-to-end tests run the sandbox, which is always the mock cluster: on the mock lane only.
-    # The rolling upgrade is left out on Tansu for now: a group leader that leaves during a rebalance stays Tansu's
-    # leader for good and the group never forms again (docs/compatibility.md), which the upgrade's stops hit under load.
     current_lanes=(
         "current-mock=$kafka_tiers|${e2e}(WorkerEndToEndTests|MixedVersionProcessTests)/"
-        "current-tansu=$kafka_tiers|$tansu_only"
+        "current-tansu=$kafka_tiers|${e2e}MixedVersionProcessTests/|$tansu_only"
     )
     [ "$1" = current ] && lanes=()
     ;;
@@ -119,7 +118,44 @@ if [ "$1" = all ]; then
 fi
 
 mkdir -p .build/test-lanes
-rm -f .build/test-lanes/*.started
+rm -f .build/test-lanes/*.started .build/test-lanes/*.stopped
+
+# The longest a lane may run, in seconds (a lane takes 7 to 14 minutes on a 2-core machine).
+lane_seconds=${IAP_TEST_LANE_SECONDS:-1200}
+
+# The tests a lane's log shows started and not ended (passed, failed or skipped), with the processes the lane left.
+unfinished_tests() {
+    awk '
+        /^◇ Test (case passing|run started)/ { next }
+        /^◇ Test .* started\.$/ { name = $0; sub(/^◇ Test /, "", name); sub(/ started\.$/, "", name); open[name] = 1 }
+        /^(✔|✘|➜) Test / {
+            name = $0; sub(/^[^ ]+ Test /, "", name); sub(/ (passed|failed|skipped|recorded).*$/, "", name)
+            sub(/ with [0-9]+ test cases?$/, "", name); delete open[name]
+        }
+        END { for (name in open) print "test-lanes: started and never ended: " name }
+    ' "$1"
+}
+
+# Processes other than `swift test` $1 and its children holding a pipe it reads (the test binary's output, not its
+# own standard input): once the tests end, `swift test` waits for those pipes to close.
+output_holders() {
+    local runner=$1 pipes="" fd proc holder
+    for fd in /proc/"$runner"/fd/*; do
+        [ "${fd##*/}" = 0 ] && continue
+        # Read-only descriptors: the access mode (the flags' low two bits, in octal) is 0.
+        [ $((0$(awk '/^flags:/ {print $2}' "/proc/$runner/fdinfo/${fd##*/}" 2>/dev/null) & 3)) = 0 ] || continue
+        pipes+=$(readlink "$fd" | grep '^pipe:')$'\n'
+    done
+    pipes=$(grep -v '^$' <<<"$pipes" | sort -u)
+    [ -n "$pipes" ] || return 0
+    for proc in /proc/[0-9]*; do
+        holder=${proc#/proc/}
+        [ "$holder" = "$runner" ] || [ "$(awk '{print $4}' "$proc/stat" 2>/dev/null)" = "$runner" ] && continue
+        if find "$proc/fd" -lname 'pipe:*' -printf '%l\n' 2>/dev/null | grep -qxF "$pipes"; then
+            echo "test-lanes: process $holder holds the test runner's output open: $(tr '\0' ' ' <"$proc/cmdline" | cut -c1-300)"
+        fi
+    done
+}
 
 # One lane: a `swift test` process, started again (up to three times) when it could not open the build database.
 # It marks .build/test-lanes/<lane>.started once its test binary runs, which is when `swift test` is done with the
@@ -132,11 +168,36 @@ run_lane() {
         # shellcheck disable=SC2046 # lane_env prints NAME=value words without spaces
         env $(lane_env "$name") $SWIFT test --skip-build --ignore-lock --no-parallel --filter "$filter" >"$log" 2>&1 &
         pid=$!
+        # A lane that outlives its bound is stopped, saying which tests never finished: a hung test (or a process a
+        # test left holding the runner's output open, which `swift test` waits for) must fail the run, not outlast it.
+        # (Its output away from ours: nothing of it may hold the run's output open either.)
+        (
+            sleep "$lane_seconds" &
+            sleeper=$!
+            trap 'kill "$sleeper"; exit 0' TERM
+            wait "$sleeper"
+            kill -0 "$pid" 2>/dev/null || exit 0
+            {
+                echo "test-lanes: lane $name still running after $lane_seconds s (IAP_TEST_LANE_SECONDS): stopped"
+                unfinished_tests "$log"
+                output_holders "$pid"
+            } >"$log.stopped"
+            pkill -KILL -P "$pid"
+            kill -KILL "$pid"
+        ) </dev/null >/dev/null 2>&1 &
+        bound=$!
         while kill -0 "$pid" 2>/dev/null && ! pgrep -P "$pid" -f 'PackageTests\.xctest' >/dev/null; do sleep 0.2; done
         # Its tests run: the next lane may open the build database. Not before a retry, which opens it again.
         kill -0 "$pid" 2>/dev/null && touch ".build/test-lanes/$name.started"
         wait "$pid"
         code=$?
+        kill "$bound" 2>/dev/null
+        wait "$bound" 2>/dev/null
+        if [ -e "$log.stopped" ]; then
+            cat "$log.stopped" >>"$log"
+            rm -f "$log.stopped"
+            break
+        fi
         if [ $attempt -lt 3 ] && [ $code -ne 0 ] && grep -q 'database is locked' "$log" \
             && ! grep -qE 'Test run with [0-9]+ tests?' "$log"; then
             echo "test-lanes: lane $name could not open the build database (attempt $attempt); starting it again" >&2
@@ -168,7 +229,7 @@ run_lanes() {
         if [ $code -ne 0 ] || [ -z "$summary" ] || grep -q 'Test run with 0 tests' "$log"; then
             status=1
             echo "---- lane ${names[$i]} failed (exit $code): $log"
-            grep -E '✘|error:|fatal|Fatal' "$log" | head -200
+            grep -E '✘|error:|fatal|Fatal|^test-lanes:' "$log" | head -200
         fi
         echo "lane ${names[$i]} ($(lane_env "${names[$i]}")): ${summary:-no summary} ($(($(date +%s) - started)) s since start)"
     done

@@ -98,16 +98,22 @@ public final class TansuBroker: KafkaEndpoint, @unchecked Sendable {
     }
 
     /// `sh -c` script: runs `$3…` in the background, writes its pid to file `$2`, and waits while both it and process
-    /// `$1` live; kills it when `$1` is gone (a zombie not reaped yet counts as gone: a busy init reaps late). Signals
-    /// only SIGKILL: a child of a test process inherits the signals its parent ignores (SIGTERM, for the services'
-    /// signal handlers), and a shell cannot trap an ignored signal.
+    /// `$1` live; kills it when `$1` is gone, and ends once it is dead. A zombie not reaped yet counts as gone: a busy
+    /// init reaps late. Signals only SIGKILL: a child of a test process inherits the signals its parent ignores
+    /// (SIGTERM, for the services' signal handlers), and a shell cannot trap an ignored signal.
+    ///
+    /// No `wait` builtin: the shell inherits the test process's signal mask, in which SIGCHLD can be blocked, and
+    /// dash's `wait` then sleeps in sigsuspend for a signal that never comes — a watchdog that never ends, holding the
+    /// test runner's output pipes open, so `swift test` never ends either. Polling with foreground `sleep`s waits by
+    /// blocking wait3, which needs no signal (and reaps the killed child on the way).
     package static let watchdog = """
         parent=$1; pidfile=$2; shift 2
         "$@" & child=$!
         echo $child > "$pidfile"
         alive() { state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) && [ "${state%% *}" != Z ]; }
-        while alive "$parent" && kill -0 "$child" 2>/dev/null; do sleep 0.2; done
-        kill -9 $child 2>/dev/null; wait $child
+        while alive "$parent" && alive "$child"; do sleep 0.2; done
+        kill -9 $child 2>/dev/null
+        while alive "$child"; do sleep 0.1; done
         """
 
     /// SIGKILL to the broker whose pid the watchdog wrote to `pidFile`, if it did.

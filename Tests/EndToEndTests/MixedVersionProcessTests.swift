@@ -1,5 +1,6 @@
 import Foundation
 import IAPTestSupport
+import KafkaTesting
 import Ledger
 import Testing
 
@@ -41,6 +42,12 @@ struct MixedVersionProcessTests {
         }
 
         // The previous version creates the ledger (its schema ends one migration earlier) and takes load.
+        // On Tansu, an instance stops only once its group has formed around every member: Tansu keeps a group leader
+        // that leaves during a rebalance as the leader for good, and the group never forms again (a broker bug, see
+        // docs/compatibility.md, which the mock cluster's coordinator does not have; there the stops land wherever).
+        func settled(_ workers: ChildProcess...) async throws {
+            if cluster.kafka.kind == .tansu { try await cluster.waitUntilGroupSettled(workers) }
+        }
         let old0 = try old("old-0")
         let old1 = try old("old-1")
         _ = try await old0.adminPort()
@@ -52,6 +59,7 @@ struct MixedVersionProcessTests {
         _ = try await new0.adminPort()
         let old1Before = old1.outcomeCounts.values.reduce(0, +)
         try await cluster.produce(range: 400..<800)
+        try await settled(old0, old1, new0)
         #expect(try await old0.terminate() == 0)
         let new1 = try cluster.worker("new-1", environment)
         _ = try await new1.adminPort()
@@ -65,12 +73,14 @@ struct MixedVersionProcessTests {
         #expect(
             old1.outcomeCounts.values.reduce(0, +) > old1Before,
             "the previous version processed nothing after the migration")
+        try await settled(old1, new0, new1)
         #expect(try await old1.terminate() == 0)
         try await cluster.waitUntilAllConsumed(within: 180, workers: [new0, new1], ledgerURL: ledgerURL)
 
         // Rolling back one instance is allowed too: the previous version starts against the migrated ledger.
         let back = try old("old-again")
         _ = try await back.adminPort()
+        try await settled(new0, new1, back)
         #expect(try await back.terminate() == 0)
         for worker in [new0, new1] { #expect(try await worker.terminate() == 0) }
         try await cluster.expectInvariants(ledgerURL: ledgerURL)

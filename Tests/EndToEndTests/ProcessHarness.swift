@@ -248,3 +248,64 @@ final class KafkaUnderTest: Sendable {
         return ""
     }
 }
+
+extension ChildProcess {
+    /// The partitions of `topic` the worker holds by its log ("partitions assigned", "partitions revoking" and
+    /// "partitions lost" lines replayed in order), with the number of such lines so far.
+    func assignment(of topic: String) -> (partitions: Set<Int>, changes: Int) {
+        var held: Set<Int> = []
+        var changes = 0
+        for line in output.split(separator: "\n") {
+            let assigned = line.contains(#""msg":"partitions assigned""#)
+            guard
+                assigned || line.contains(#""msg":"partitions revoking""#)
+                    || line.contains(#""msg":"partitions lost""#),
+                let list = line.range(of: #""kafka.partitions":"["#)
+            else { continue }
+            changes += 1
+            // "[purchase.completed[2], purchase.completed[5]]"
+            let items = line[list.upperBound...].prefix { $0 != "\"" }.dropLast().split(separator: ",")
+            for item in items {
+                let entry = item.trimmingCharacters(in: .whitespaces)
+                guard entry.hasPrefix(topic + "["), entry.hasSuffix("]"),
+                    let partition = Int(entry.dropFirst(topic.count + 1).dropLast())
+                else { continue }
+                if assigned { held.insert(partition) } else { held.remove(partition) }
+            }
+        }
+        return (held, changes)
+    }
+}
+
+extension ProcessTests.Cluster {
+    /// Waits until `workers` together hold each of the purchase topic's `partitions` exactly once, each holds one at
+    /// least (a member that joined has been through its assignment, not only asked for one) and none of them has
+    /// logged a rebalance for `quiet` seconds: the group has formed around its current members.
+    func waitUntilGroupSettled(
+        _ workers: [ChildProcess], partitions: Int = 6, quiet: Double = 2, within seconds: Double = 120
+    ) async throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        var lastChanges = -1
+        var quietSince = Date()
+        while Date() < deadline {
+            let assignments = workers.map { $0.assignment(of: "purchase.completed") }
+            let changes = assignments.map(\.changes).reduce(0, +)
+            if changes != lastChanges {
+                lastChanges = changes
+                quietSince = Date()
+            }
+            let held = assignments.map(\.partitions.count).reduce(0, +)
+            let covered = assignments.reduce(into: Set<Int>()) { $0.formUnion($1.partitions) }
+            if held == partitions, covered == Set(0..<partitions), assignments.allSatisfy({ !$0.partitions.isEmpty }),
+                Date().timeIntervalSince(quietSince) >= quiet
+            {
+                return
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw ProcessTestError(
+            "the group of \(workers.map(\.name)) did not settle within \(seconds) s: "
+                + workers.map { "\($0.name) holds \($0.assignment(of: "purchase.completed").partitions.sorted())" }
+                .joined(separator: ", ") + "\n" + workers.map(\.diagnosticOutput).joined(separator: "\n"))
+    }
+}

@@ -35,6 +35,10 @@ struct TansuWatchdogTests {
         kill(starter, SIGKILL)
         let stopped = await KafkaTestSupport.eventually(within: 10) { kill(broker, 0) != 0 }
         #expect(stopped, "the broker is gone within ten seconds of its starter (a fifth of a second when idle)")
+        // The watchdog ends too: it holds the test runner's output pipes, and `swift test` waits for them to close.
+        let ended = await KafkaTestSupport.eventually(within: 10) { !watchdog.isRunning }
+        #expect(ended, "the watchdog ends once its broker is dead")
+        if !ended { kill(watchdog.processIdentifier, SIGKILL) }
         try? FileManager.default.removeItem(at: pidFile)
         try? FileManager.default.removeItem(at: starterFile)
     }
