@@ -118,18 +118,24 @@ if [ "$1" = all ]; then
 fi
 
 mkdir -p .build/test-lanes
-rm -f .build/test-lanes/*.started .build/test-lanes/*.stopped
+rm -f .build/test-lanes/*.started .build/test-lanes/*.stopped .build/test-lanes/*.stopping
 
 # The longest a lane may run, in seconds (a lane takes 7 to 14 minutes on a 2-core machine).
 lane_seconds=${IAP_TEST_LANE_SECONDS:-1200}
+if ! [[ $lane_seconds =~ ^[1-9][0-9]*$ ]]; then
+    echo "test-lanes: IAP_TEST_LANE_SECONDS must be a whole number of seconds, not '$lane_seconds'" >&2
+    exit 2
+fi
 
 # The tests a lane's log shows started and not ended (passed, failed or skipped), with the processes the lane left.
 unfinished_tests() {
     awk '
         /^◇ Test (case passing|run started)/ { next }
         /^◇ Test .* started\.$/ { name = $0; sub(/^◇ Test /, "", name); sub(/ started\.$/, "", name); open[name] = 1 }
-        /^(✔|✘|➜) Test / {
-            name = $0; sub(/^[^ ]+ Test /, "", name); sub(/ (passed|failed|skipped|recorded).*$/, "", name)
+        # A test ends passed, failed or skipped; one that "recorded an issue" (a time limit exceeded, say) may still
+        # run.
+        /^(✔|✘|➜) Test .* (passed after|failed after|skipped)/ {
+            name = $0; sub(/^[^ ]+ Test /, "", name); sub(/ (passed after|failed after|skipped).*$/, "", name)
             sub(/ with [0-9]+ test cases?$/, "", name); delete open[name]
         }
         END { for (name in open) print "test-lanes: started and never ended: " name }
@@ -150,7 +156,9 @@ output_holders() {
     [ -n "$pipes" ] || return 0
     for proc in /proc/[0-9]*; do
         holder=${proc#/proc/}
-        [ "$holder" = "$runner" ] || [ "$(awk '{print $4}' "$proc/stat" 2>/dev/null)" = "$runner" ] && continue
+        # The parent is the second field after the command name, which may hold spaces and parentheses.
+        [ "$holder" = "$runner" ] || [ "$(sed 's/.*) //' "$proc/stat" 2>/dev/null | cut -d' ' -f2)" = "$runner" ] \
+            && continue
         if find "$proc/fd" -lname 'pipe:*' -printf '%l\n' 2>/dev/null | grep -qxF "$pipes"; then
             echo "test-lanes: process $holder holds the test runner's output open: $(tr '\0' ' ' <"$proc/cmdline" | cut -c1-300)"
         fi
@@ -165,25 +173,31 @@ output_holders() {
 run_lane() {
     local name=$1 filter=$2 log=".build/test-lanes/$1.log" attempt pid code
     for attempt in 1 2 3; do
+        # A session of its own (setsid execs, so $! is `swift test` itself): whatever its tests start, and whatever
+        # outlives them, can be found and stopped by the session's id. Line-buffered output (stdbuf), so that the log
+        # shows what ran up to the moment a lane is stopped.
         # shellcheck disable=SC2046 # lane_env prints NAME=value words without spaces
-        env $(lane_env "$name") $SWIFT test --skip-build --ignore-lock --no-parallel --filter "$filter" >"$log" 2>&1 &
+        setsid env $(lane_env "$name") stdbuf -oL -eL $SWIFT test --skip-build --ignore-lock --no-parallel \
+            --filter "$filter" >"$log" 2>&1 &
         pid=$!
         # A lane that outlives its bound is stopped, saying which tests never finished: a hung test (or a process a
         # test left holding the runner's output open, which `swift test` waits for) must fail the run, not outlast it.
         # (Its output away from ours: nothing of it may hold the run's output open either.)
         (
+            sleeper=""
+            trap '[ -n "$sleeper" ] && kill "$sleeper"; exit 0' TERM
             sleep "$lane_seconds" &
             sleeper=$!
-            trap 'kill "$sleeper"; exit 0' TERM
             wait "$sleeper"
             kill -0 "$pid" 2>/dev/null || exit 0
             {
                 echo "test-lanes: lane $name still running after $lane_seconds s (IAP_TEST_LANE_SECONDS): stopped"
                 unfinished_tests "$log"
                 output_holders "$pid"
-            } >"$log.stopped"
-            pkill -KILL -P "$pid"
-            kill -KILL "$pid"
+            } >"$log.stopping"
+            # Everything of the lane's session: the runner, the test binary and what the tests started.
+            kill -0 "$pid" 2>/dev/null && mv "$log.stopping" "$log.stopped" && pkill -KILL -s "$pid"
+            rm -f "$log.stopping"
         ) </dev/null >/dev/null 2>&1 &
         bound=$!
         while kill -0 "$pid" 2>/dev/null && ! pgrep -P "$pid" -f 'PackageTests\.xctest' >/dev/null; do sleep 0.2; done
@@ -193,11 +207,18 @@ run_lane() {
         code=$?
         kill "$bound" 2>/dev/null
         wait "$bound" 2>/dev/null
+        stopped=""
         if [ -e "$log.stopped" ]; then
             cat "$log.stopped" >>"$log"
             rm -f "$log.stopped"
-            break
+            stopped=yes
         fi
+        # What the tests left running (a broker, a worker of a failed test): stopped, and named in the log.
+        if left=$(pgrep -a -s "$pid" | grep -v '<defunct>$'); then
+            pkill -KILL -s "$pid"
+            sed 's/^/test-lanes: left running by the tests, stopped: /' <<<"$left" | cut -c1-300 >>"$log"
+        fi
+        [ -n "$stopped" ] && break
         if [ $attempt -lt 3 ] && [ $code -ne 0 ] && grep -q 'database is locked' "$log" \
             && ! grep -qE 'Test run with [0-9]+ tests?' "$log"; then
             echo "test-lanes: lane $name could not open the build database (attempt $attempt); starting it again" >&2

@@ -84,8 +84,7 @@ public final class TansuBroker: KafkaEndpoint, @unchecked Sendable {
                 self.process = process
                 return
             }
-            Self.killBroker(pidFile: log.path + ".pid")
-            process.waitUntilExit()
+            _ = Self.stopBroker(pidFile: log.path + ".pid", watchdog: process)
             lastFailure = (try? String(contentsOf: log, encoding: .utf8)) ?? "no output"
             try? FileManager.default.removeItem(at: log)
             try? FileManager.default.removeItem(atPath: log.path + ".pid")
@@ -97,49 +96,63 @@ public final class TansuBroker: KafkaEndpoint, @unchecked Sendable {
         stop()
     }
 
-    /// `sh -c` script: runs `$3…` in the background, writes its pid to file `$2`, and waits while both it and process
-    /// `$1` live; kills it when `$1` is gone, and ends once it is dead. A zombie not reaped yet counts as gone: a busy
-    /// init reaps late. Signals only SIGKILL: a child of a test process inherits the signals its parent ignores
-    /// (SIGTERM, for the services' signal handlers), and a shell cannot trap an ignored signal.
+    /// `sh -c` script: runs `$3…` in the background, writes its pid to file `$2`, and waits while it, process `$1` and
+    /// that file all live; then kills it (unless it ended on its own) and ends once it is dead. A zombie not reaped yet
+    /// counts as gone: a busy init reaps late. ``stop()`` removes the file: the kill is the watchdog's, which still
+    /// holds its child unreaped, so it cannot hit another process that was given a dead broker's pid. Signals only
+    /// SIGKILL: a child of a test process inherits the signals its parent ignores (SIGTERM, for the services' signal
+    /// handlers), and a shell cannot trap an ignored signal.
     ///
-    /// No `wait` builtin: the shell inherits the test process's signal mask, in which SIGCHLD can be blocked, and
-    /// dash's `wait` then sleeps in sigsuspend for a signal that never comes — a watchdog that never ends, holding the
-    /// test runner's output pipes open, so `swift test` never ends either. Polling with foreground `sleep`s waits by
-    /// blocking wait3, which needs no signal (and reaps the killed child on the way).
+    /// No `wait` builtin: in a loaded test lane dash's `wait` for the killed broker twice slept in sigsuspend for good
+    /// (why it missed the SIGCHLD is not known: dash clears the signal mask it inherits, and it did not hang alone),
+    /// and the watchdog holds the test runner's output open, so `swift test` never ended. Polling with foreground
+    /// `sleep`s waits by a blocking wait3, which needs no signal and reaps the killed broker on the way.
     package static let watchdog = """
         parent=$1; pidfile=$2; shift 2
         "$@" & child=$!
         echo $child > "$pidfile"
         alive() { state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) && [ "${state%% *}" != Z ]; }
-        while alive "$parent" && alive "$child"; do sleep 0.2; done
-        kill -9 $child 2>/dev/null
+        while alive "$parent" && alive "$child" && [ -e "$pidfile" ]; do sleep 0.2; done
+        alive "$child" && kill -9 $child 2>/dev/null
         while alive "$child"; do sleep 0.1; done
         """
 
-    /// SIGKILL to the broker whose pid the watchdog wrote to `pidFile`, if it did.
-    private static func killBroker(pidFile: String) {
-        if let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
-            let broker = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
-        {
-            kill(broker, SIGKILL)
+    /// Asks the watchdog whose pid file is `pidFile` to stop its broker (by removing the file) and waits up to five
+    /// seconds for it to end; false when it did not.
+    private static func stopBroker(pidFile: String, watchdog: Process) -> Bool {
+        // The broker's pid, read before the file goes: the last resort below needs it.
+        let broker = (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap {
+            Int32($0.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        try? FileManager.default.removeItem(atPath: pidFile)
+        let deadline = Date().addingTimeInterval(5)
+        while watchdog.isRunning, Date() < deadline { usleep(20_000) }
+        guard watchdog.isRunning else { return true }
+        // A watchdog that did not end: it and then its broker are killed (its broker, still its child, keeps its pid).
+        if let broker { kill(broker, SIGKILL) }
+        kill(watchdog.processIdentifier, SIGKILL)
+        watchdog.waitUntilExit()
+        return false
+    }
+
+    /// The broker's pid, as its watchdog wrote it (for the tests of the watchdog).
+    package var brokerProcessIdentifier: Int32? {
+        (try? String(contentsOfFile: pidPath, encoding: .utf8)).flatMap {
+            Int32($0.trimmingCharacters(in: .whitespacesAndNewlines))
         }
     }
 
-    /// Stops the broker (SIGKILL: it keeps nothing worth a clean shutdown), waits for its watchdog to end and removes
-    /// its log if the broker wrote nothing to it.
+    /// Whether the broker's watchdog still runs.
+    package var watchdogIsRunning: Bool { process.isRunning }
+
+    /// Stops the broker (SIGKILL, by its watchdog: it keeps nothing worth a clean shutdown), waits for its watchdog to
+    /// end and removes its log if the broker wrote nothing to it.
     public func stop() {
-        Self.killBroker(pidFile: pidPath)
-        if process.isRunning {
-            let deadline = Date().addingTimeInterval(5)
-            while process.isRunning, Date() < deadline { usleep(20_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
-        }
+        _ = Self.stopBroker(pidFile: pidPath, watchdog: process)
         // A log with anything in it (Tansu logs warnings and errors only) is kept: it explains a failure.
         if (try? FileManager.default.attributesOfItem(atPath: logPath)[.size] as? Int) == 0 {
             try? FileManager.default.removeItem(atPath: logPath)
         }
-        try? FileManager.default.removeItem(atPath: pidPath)
     }
 
     /// Creates a topic with Tansu's own command line (CreateTopics over the Kafka protocol).

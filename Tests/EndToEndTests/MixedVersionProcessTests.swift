@@ -82,6 +82,7 @@ struct MixedVersionProcessTests {
         _ = try await back.adminPort()
         try await settled(new0, new1, back)
         #expect(try await back.terminate() == 0)
+        try await settled(new0, new1)
         for worker in [new0, new1] { #expect(try await worker.terminate() == 0) }
         try await cluster.expectInvariants(ledgerURL: ledgerURL)
         for worker in [old0, old1, back, new0, new1] {

@@ -43,6 +43,27 @@ struct TansuWatchdogTests {
         try? FileManager.default.removeItem(at: starterFile)
     }
 
+    @Test func stopEndsTheBrokerAndItsWatchdog() async throws {
+        let broker = try TansuBroker()
+        let pid = try #require(broker.brokerProcessIdentifier)
+        #expect(kill(pid, 0) == 0, "the broker runs")
+        broker.stop()
+        #expect(!broker.watchdogIsRunning, "the watchdog has ended when stop returns")
+        let gone = await KafkaTestSupport.eventually(within: 10) { kill(pid, 0) != 0 }
+        #expect(gone, "the broker is gone")
+    }
+
+    @Test func aBrokerThatEndedOnItsOwnEndsItsWatchdogAndStopSignalsNothing() async throws {
+        let broker = try TansuBroker()
+        let pid = try #require(broker.brokerProcessIdentifier)
+        kill(pid, SIGKILL)
+        let ended = await KafkaTestSupport.eventually(within: 10) { !broker.watchdogIsRunning }
+        #expect(ended, "the watchdog ends with its broker")
+        // Its pid may be anyone's now: stop only removes the file the ended watchdog watched.
+        broker.stop()
+        #expect(broker.brokerProcessIdentifier == nil)
+    }
+
     /// The pid written to `file`, once it is there (10 s at most).
     static func pid(in file: URL) async throws -> Int32? {
         func written() -> Int32? {
