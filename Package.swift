@@ -45,12 +45,29 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
+        // Already in the graph through async-http-client: X.509 chains of App Store JWS, and the DER they are made of.
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.0.0"),
     ],
     targets: [
         // MARK: The core and its ports
 
         /// The hand-written JSON, UTF-8, decimal and RFC 3339 readers and writers (Foundation only).
-        .target(name: "Wire", swiftSettings: strictSettings),
+        .target(
+            name: "Wire", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strictSettings),
+        /// The stores' refund notifications: Google's real-time developer notifications and App Store Server
+        /// Notifications V2 read into one model, Apple's JWS verified to Apple Root CA – G3 (Foundation, Wire, Crypto,
+        /// X509; no I/O).
+        .target(
+            name: "Stores",
+            dependencies: [
+                "Wire",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            swiftSettings: strictSettings),
         /// The Gamebase port: the API protocol, its models, result codes, errors and retry policy (Foundation only).
         .target(name: "Gamebase", dependencies: ["Wire"], swiftSettings: strictSettings),
         /// The core: purchase messages, the consume flow, events, and every port it sees (ledger roles, event
@@ -295,6 +312,15 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(name: "WireTests", dependencies: ["Wire"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "StoresTests",
+            dependencies: [
+                "Stores",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            swiftSettings: strictSettings),
         .testTarget(
             name: "GamebaseTests",
             dependencies: [

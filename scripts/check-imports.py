@@ -30,7 +30,7 @@ root = pathlib.Path(__file__).resolve().parent.parent
 
 # The production modules, the test rig (iap-dev and the tests only; never the image), the tests' shared support.
 PRODUCTION = {
-    "Wire", "Gamebase", "Fulfilment", "Engine", "CRdKafka", "Kafka", "GamebaseHTTP", "Ledger", "Lookup", "Console",
+    "Wire", "Gamebase", "Stores", "Fulfilment", "Engine", "CRdKafka", "Kafka", "GamebaseHTTP", "Ledger", "Lookup", "Console",
     "EventTail", "App",
 }
 TEST_RIG = {"KafkaTesting", "GamebaseSimulator", "Sandbox", "InMemoryLedger"}
@@ -41,6 +41,8 @@ ALLOWED = {
     # The core: Foundation, Wire's readers and the Gamebase port; no NIO, no SQL driver, no librdkafka.
     "Wire": set(),
     "Gamebase": {"Wire"},
+    # The stores' notification formats and Apple's JWS verification: pure, no I/O.
+    "Stores": {"Wire"},
     "Fulfilment": {"Gamebase", "Wire"},
     # The engine and the background services see the core's ports and an injected clock, never an adapter.
     "Engine": {"Fulfilment", "Gamebase", "Wire"},
@@ -69,7 +71,8 @@ ALLOWED = {
 # The other packages' modules the core may link (through any of its targets): pure Swift, no NIO, no SQL driver, no C
 # client. Every other target may link what Package.swift gives it.
 CORE_PRODUCTS = {
-    "Wire": set(),
+    "Wire": {"Crypto"},
+    "Stores": {"Crypto", "X509", "SwiftASN1"},
     "Gamebase": set(),
     "Fulfilment": {"Crypto", "Logging"},
     "Engine": {"Crypto", "Logging", "ServiceLifecycle", "DequeModule"},

@@ -20,7 +20,7 @@ SWIFT=${SWIFT:-swift}
 
 # Suites by module (the target's name) or by suite type; each regex is matched against Swift Testing's test ids
 # (`Module.SuiteType/test(…)`).
-fast_a='^(LedgerTests|WireTests|EngineTests)\.'
+fast_a='^(LedgerTests|WireTests|EngineTests|StoresTests)\.'
 fast_b='^(GamebaseTests|FulfilmentTests|AppTests|ConsoleTests|EventTailTests)\.'
 e2e='^EndToEndTests\.'
 # The tiers that touch Kafka, run a second time on the current librdkafka (on the mock and on Tansu): the Kafka layer,

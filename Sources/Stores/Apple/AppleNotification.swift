@@ -1,0 +1,170 @@
+import Foundation
+import Wire
+
+/// App Store Server Notifications V2, as the notification history answers them and as a studio's own endpoint
+/// receives them (`{"signedPayload": …}`): a notification is believed only once its JWS and its transaction's JWS
+/// verify (``AppleJWSVerifier``) and both name the configured bundle id and environment.
+public enum AppleNotification {
+    /// What the notification types mean for a grant; any other type is `.other`.
+    static let kinds: [String: StoreNotification.Kind] = [
+        "REFUND": .refund,
+        "REFUND_REVERSED": .refundReversed,
+        "REFUND_DECLINED": .refundDeclined,
+        "CONSUMPTION_REQUEST": .consumptionRequest,
+    ]
+
+    /// Apple's environments by the configuration's names (`refunds.apple.environment`).
+    public enum Environment: String, Sendable, CaseIterable {
+        case production
+        case sandbox
+
+        /// As Apple writes it in payloads.
+        public var appleName: String { self == .production ? "Production" : "Sandbox" }
+    }
+
+    /// The `signedPayload` of a notification body a studio received itself.
+    public static func signedPayload(ofBody bytes: [UInt8]) throws(StoreNotificationError) -> String {
+        guard bytes.count <= AppleJWSVerifier.Limits.jws + 1_024 else {
+            throw AppleJWSVerifier.malformed("the body is over \(AppleJWSVerifier.Limits.jws + 1_024) bytes")
+        }
+        var signed: String?
+        var reader = JSONReader(bytes, maxDepth: AppleJWSVerifier.Limits.nesting)
+        do {
+            try reader.readObject { reader, key throws(JSONReader.Failure) in
+                if key == "signedPayload" { signed = try reader.readStringOrSkip() } else { try reader.skipValue() }
+            }
+            try reader.finish()
+        } catch {
+            throw AppleJWSVerifier.malformed("the body is not a JSON object")
+        }
+        guard let signed, !signed.isEmpty else { throw AppleJWSVerifier.malformed("the body has no signedPayload") }
+        return signed
+    }
+
+    /// Verifies and reads one notification's `signedPayload`.
+    public static func read(
+        signedPayload: String, verifier: AppleJWSVerifier, bundleId: String, environment: Environment
+    ) async throws(StoreNotificationError) -> StoreNotification {
+        let notification = try Fields(try await verifier.payload(of: signedPayload), what: "the notification")
+        let type = try notification.string("notificationType")
+        let subtype = try notification.optionalString("subtype")
+        let uuid = try notification.identifier("notificationUUID")
+        let signedDate = try notification.millis("signedDate")
+        let data = try Fields(try notification.object("data"), what: "the notification's data")
+        try check(data, bundleId: bundleId, environment: environment)
+        let kind = kinds[type] ?? .other
+        let storeType = subtype.map { "\(type)/\($0)" } ?? type
+        guard let signedTransaction = try data.optionalString("signedTransactionInfo") else {
+            guard kind == .other else { throw AppleJWSVerifier.malformed("\(type) has no signedTransactionInfo") }
+            return StoreNotification(
+                store: .apple, kind: .other, storeType: storeType, notificationId: uuid, application: bundleId,
+                environment: environment.appleName, occurredAt: signedDate)
+        }
+        let transaction = try Fields(
+            try await verifier.payload(of: signedTransaction), what: "the notification's transaction")
+        try check(transaction, bundleId: bundleId, environment: environment)
+        let revokedAt = try transaction.optionalMillis("revocationDate")
+        let reason = try transaction.optionalInteger("revocationReason").map { "revocationReason \($0)" }
+        return StoreNotification(
+            store: .apple, kind: kind, storeType: storeType, notificationId: uuid,
+            paymentId: try transaction.identifier("transactionId"), application: bundleId,
+            environment: environment.appleName, productId: try transaction.optionalString("productId"),
+            reason: reason, occurredAt: kind == .refund ? revokedAt ?? signedDate : signedDate)
+    }
+
+    /// Both the notification's data and its transaction must name the configured app and environment.
+    private static func check(
+        _ fields: Fields, bundleId: String, environment: Environment
+    ) throws(StoreNotificationError) {
+        let named = try fields.string("bundleId")
+        guard named == bundleId else {
+            throw StoreNotificationError(
+                .otherApplication, store: .apple,
+                "\(fields.what) is about bundle \(GoogleNotification.printable(named)), not the configured \(bundleId)")
+        }
+        let in_ = try fields.string("environment")
+        guard in_ == environment.appleName else {
+            throw StoreNotificationError(
+                .otherEnvironment, store: .apple,
+                "\(fields.what) is from \(GoogleNotification.printable(in_)), not \(environment.appleName)")
+        }
+    }
+
+    /// A JSON object's members by name, read on demand; a name given twice is refused.
+    struct Fields {
+        let what: String
+        private var members: [String: ArraySlice<UInt8>] = [:]
+
+        init(_ bytes: some Collection<UInt8>, what: String) throws(StoreNotificationError) {
+            self.what = what
+            var duplicate: String?
+            var members: [String: ArraySlice<UInt8>] = [:]
+            var reader = JSONReader(Array(bytes)[...], maxDepth: AppleJWSVerifier.Limits.nesting)
+            do {
+                try reader.readObject { reader, key throws(JSONReader.Failure) in
+                    if members.updateValue(try reader.captureValue(), forKey: key) != nil { duplicate = key }
+                }
+                try reader.finish()
+            } catch {
+                throw AppleJWSVerifier.malformed("\(what) is not a JSON object")
+            }
+            if let duplicate {
+                throw AppleJWSVerifier.malformed("\(what) has \(GoogleNotification.printable(duplicate)) twice")
+            }
+            self.members = members
+        }
+
+        func object(_ name: String) throws(StoreNotificationError) -> ArraySlice<UInt8> {
+            guard let value = members[name] else { throw AppleJWSVerifier.malformed("\(what) has no \(name)") }
+            return value
+        }
+
+        func optionalString(_ name: String) throws(StoreNotificationError) -> String? {
+            guard let value = members[name] else { return nil }
+            var reader = JSONReader(value)
+            if (try? reader.readNull()) == true { return nil }
+            guard let text = try? reader.readString() else {
+                throw AppleJWSVerifier.malformed("\(what): \(name) is not a string")
+            }
+            return text
+        }
+
+        func string(_ name: String) throws(StoreNotificationError) -> String {
+            guard let text = try optionalString(name) else { throw AppleJWSVerifier.malformed("\(what) has no \(name)") }
+            return text
+        }
+
+        /// A short string fit for ids and logs: 1 to 256 bytes, no control characters or white space at its ends.
+        func identifier(_ name: String) throws(StoreNotificationError) -> String {
+            let text = try string(name)
+            guard !text.isEmpty, text.utf8.count <= 256,
+                text.trimmingCharacters(in: .whitespacesAndNewlines) == text,
+                !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            else { throw AppleJWSVerifier.malformed("\(what): \(name) is not a plain identifier of 1 to 256 bytes") }
+            return text
+        }
+
+        func optionalInteger(_ name: String) throws(StoreNotificationError) -> Int64? {
+            guard let value = members[name] else { return nil }
+            var reader = JSONReader(value)
+            if (try? reader.readNull()) == true { return nil }
+            guard let number = try? reader.readInt64() else {
+                throw AppleJWSVerifier.malformed("\(what): \(name) is not an integer")
+            }
+            return number
+        }
+
+        func optionalMillis(_ name: String) throws(StoreNotificationError) -> Date? {
+            guard let millis = try optionalInteger(name) else { return nil }
+            guard millis > 0, millis <= 253_402_300_799_999 else {
+                throw AppleJWSVerifier.malformed("\(what): \(name) is not a time in milliseconds since 1970")
+            }
+            return Date(timeIntervalSince1970: Double(millis) / 1_000)
+        }
+
+        func millis(_ name: String) throws(StoreNotificationError) -> Date {
+            guard let date = try optionalMillis(name) else { throw AppleJWSVerifier.malformed("\(what) has no \(name)") }
+            return date
+        }
+    }
+}
