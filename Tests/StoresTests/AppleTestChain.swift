@@ -19,7 +19,7 @@ struct AppleTestChain {
     ///   - validFrom, validUntil: the leaf's validity.
     ///   - leafMarked, intermediateMarked: whether each carries Apple's marker.
     init(
-        validFrom: Date = Date(timeIntervalSinceNow: -86_400 * 30),
+        validFrom: Date = Date(timeIntervalSinceNow: -86_400 * 730),
         validUntil: Date = Date(timeIntervalSinceNow: 86_400 * 365), leafMarked: Bool = true,
         intermediateMarked: Bool = true, name: String = "Test"
     ) throws {

@@ -82,11 +82,11 @@ public enum AppleNotification {
                 .otherApplication, store: .apple,
                 "\(fields.what) is about bundle \(GoogleNotification.printable(named)), not the configured \(bundleId)")
         }
-        let in_ = try fields.string("environment")
-        guard in_ == environment.appleName else {
+        let stated = try fields.string("environment")
+        guard stated == environment.appleName else {
             throw StoreNotificationError(
                 .otherEnvironment, store: .apple,
-                "\(fields.what) is from \(GoogleNotification.printable(in_)), not \(environment.appleName)")
+                "\(fields.what) is from \(GoogleNotification.printable(stated)), not \(environment.appleName)")
         }
     }
 
