@@ -73,7 +73,7 @@ ALLOWED = {
 CORE_PRODUCTS = {
     "Wire": {"Crypto"},
     "Stores": {"Crypto", "X509", "SwiftASN1"},
-    "Gamebase": set(),
+    "Gamebase": {"Crypto"},
     "Fulfilment": {"Crypto", "Logging"},
     "Engine": {"Crypto", "Logging", "ServiceLifecycle", "DequeModule"},
 }

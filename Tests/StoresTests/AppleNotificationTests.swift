@@ -188,7 +188,9 @@ struct AppleNotificationTests {
     @Test func theBodyAStudioReceivesGivesItsSignedPayload() throws {
         #expect(try AppleNotification.signedPayload(ofBody: Array(#"{"signedPayload":"a.b.c"}"#.utf8)) == "a.b.c")
         for body in ["", "[]", "{}", #"{"signedPayload":1}"#, #"{"signedPayload":""}"#] {
-            #expect(throws: StoreNotificationError.self) { try AppleNotification.signedPayload(ofBody: Array(body.utf8)) }
+            #expect(throws: StoreNotificationError.self) {
+                try AppleNotification.signedPayload(ofBody: Array(body.utf8))
+            }
         }
     }
 

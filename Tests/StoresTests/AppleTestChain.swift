@@ -69,7 +69,8 @@ struct AppleTestChain {
             try serializer.serialize(certificate)
             return Data(serializer.serializedBytes).base64EncodedString()
         }
-        let header = #"{"alg":"\#(algorithm)","x5c":["\#(try base64(leaf))","\#(try base64(intermediate))","\#(try base64(root))"]}"#
+        let header =
+            #"{"alg":"\#(algorithm)","x5c":["\#(try base64(leaf))","\#(try base64(intermediate))","\#(try base64(root))"]}"#
         let signed = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(payload.utf8))
         let signature = try (key ?? leafKey).signature(for: Array(signed.utf8))
         return signed + "." + Base64URL.encode(Array(signature.rawRepresentation))

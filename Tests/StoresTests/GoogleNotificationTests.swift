@@ -77,7 +77,8 @@ struct GoogleNotificationTests {
     }
 
     @Test func otherNotificationsAreReadAsOtherAndAnUnknownKindIsNotRefused() throws {
-        let test = #"{"version":"1.0","packageName":"com.studio.game","eventTimeMillis":"1","testNotification":{"version":"1.0"}}"#
+        let test =
+            #"{"version":"1.0","packageName":"com.studio.game","eventTimeMillis":"1","testNotification":{"version":"1.0"}}"#
         let read = try Self.parse(test).get()
         #expect(read.kind == .other)
         #expect(read.storeType == "testNotification")
@@ -113,14 +114,23 @@ struct GoogleNotificationTests {
         (GoogleNotificationTests.voided(orderId: ""), "orderId is empty"),
         (GoogleNotificationTests.voided(orderId: String(repeating: "9", count: 257)), "longer than 256"),
         (GoogleNotificationTests.voided(token: ""), "purchaseToken is empty"),
-        (GoogleNotificationTests.voided(token: String(repeating: "t", count: 8_193)), "purchaseToken is longer than 8192"),
-        (#"{"packageName":"a","eventTimeMillis":"1","voidedPurchaseNotification":{"orderId":"GPA.1"}}"#,
-         "purchaseToken is missing"),
-        (#"{"packageName":"a","eventTimeMillis":"1","voidedPurchaseNotification":{"purchaseToken":"t"}}"#,
-         "orderId is missing"),
+        (
+            GoogleNotificationTests.voided(token: String(repeating: "t", count: 8_193)),
+            "purchaseToken is longer than 8192"
+        ),
+        (
+            #"{"packageName":"a","eventTimeMillis":"1","voidedPurchaseNotification":{"orderId":"GPA.1"}}"#,
+            "purchaseToken is missing"
+        ),
+        (
+            #"{"packageName":"a","eventTimeMillis":"1","voidedPurchaseNotification":{"purchaseToken":"t"}}"#,
+            "orderId is missing"
+        ),
         (#"{"packageName":"a","packageName":"b","eventTimeMillis":"1"}"#, "more than once"),
-        (#"{"packageName":"a","eventTimeMillis":"1","testNotification":{},"voidedPurchaseNotification":{}}"#,
-         "more than one kind"),
+        (
+            #"{"packageName":"a","eventTimeMillis":"1","testNotification":{},"voidedPurchaseNotification":{}}"#,
+            "more than one kind"
+        ),
         (String(repeating: "[", count: 40) + String(repeating: "]", count: 40), "not a JSON object"),
     ])
     func aMalformedRecordIsRefusedSayingWhy(text: String, problem: String) {

@@ -2,7 +2,8 @@ import Crypto
 import Foundation
 import SwiftASN1
 import Wire
-import X509
+// The SPI is swift-certificates' way to check expiry at a fixed time (the signing time) rather than now.
+@_spi(FixedExpiryValidationTime) import X509
 
 /// Verifies the JWS Apple signs App Store data with (a notification's `signedPayload`, a `signedTransactionInfo`):
 /// ES256 over the header and payload by the key of the first certificate in the header's `x5c`, and that certificate
@@ -68,11 +69,13 @@ public struct AppleJWSVerifier: Sendable {
         else { throw Self.unverified("the signing certificate's key or the signature is not ECDSA P-256") }
         // The signed bytes: the header and payload exactly as they came, base64url and all.
         let signed = Array(parts[0]) + [UInt8(ascii: ".")] + Array(parts[1])
-        guard key.isValidSignature(signature, for: signed) else { throw Self.unverified("the signature does not verify") }
+        guard key.isValidSignature(signature, for: signed) else {
+            throw Self.unverified("the signature does not verify")
+        }
 
         let signedAt = try Self.signedDate(payload)
         var verifier = Verifier(rootCertificates: CertificateStore(roots)) {
-            RFC5280Policy(validationTime: signedAt)
+            RFC5280Policy(fixedExpiryValidationTime: signedAt)
             AppleMarkersPolicy()
         }
         let result = await verifier.validate(leaf: leaf, intermediates: CertificateStore(certificates.dropFirst()))
@@ -83,7 +86,8 @@ public struct AppleJWSVerifier: Sendable {
     }
 
     /// What the header says: the algorithm and the `x5c` certificates (DER).
-    private static func header(_ bytes: [UInt8]) throws(StoreNotificationError) -> (algorithm: String, chain: [[UInt8]]) {
+    private static func header(_ bytes: [UInt8]) throws(StoreNotificationError) -> (algorithm: String, chain: [[UInt8]])
+    {
         var algorithm: String?
         var chain: [[UInt8]]?
         var reader = JSONReader(bytes, maxDepth: Limits.nesting)

@@ -130,7 +130,9 @@ public enum AppleNotification {
         }
 
         func string(_ name: String) throws(StoreNotificationError) -> String {
-            guard let text = try optionalString(name) else { throw AppleJWSVerifier.malformed("\(what) has no \(name)") }
+            guard let text = try optionalString(name) else {
+                throw AppleJWSVerifier.malformed("\(what) has no \(name)")
+            }
             return text
         }
 
@@ -163,7 +165,9 @@ public enum AppleNotification {
         }
 
         func millis(_ name: String) throws(StoreNotificationError) -> Date {
-            guard let date = try optionalMillis(name) else { throw AppleJWSVerifier.malformed("\(what) has no \(name)") }
+            guard let date = try optionalMillis(name) else {
+                throw AppleJWSVerifier.malformed("\(what) has no \(name)")
+            }
             return date
         }
     }

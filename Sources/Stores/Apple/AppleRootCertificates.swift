@@ -1,3 +1,4 @@
+import SwiftASN1
 import X509
 
 /// The certificate authority every App Store JWS chains to.

@@ -176,7 +176,8 @@ public enum GoogleNotification {
     }
 
     /// A short string fit for logs and ids: not empty, no white space at its ends, no control characters.
-    private static func identifier(_ value: ArraySlice<UInt8>, _ name: String) throws(StoreNotificationError) -> String {
+    private static func identifier(_ value: ArraySlice<UInt8>, _ name: String) throws(StoreNotificationError) -> String
+    {
         let text = try string(value, name, limit: Limits.identifier)
         guard !text.isEmpty else { throw refused("\(name) is empty") }
         guard text.trimmingCharacters(in: .whitespacesAndNewlines) == text,
