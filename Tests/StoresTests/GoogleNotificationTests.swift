@@ -153,3 +153,13 @@ struct GoogleNotificationTests {
         #expect(Self.refused(#"{"data":"\#(binary)"}"#)?.detail.contains("not UTF-8") == true)
     }
 }
+
+@Suite("Stores and Gamebase's store codes")
+struct StoreMarketTests {
+    @Test func eachStoreIsGamebasesStoreCodeBothWays() {
+        #expect(Store.apple.marketId == "AS")
+        #expect(Store.google.marketId == "GG")
+        for store in Store.allCases { #expect(Store(marketId: store.marketId) == store) }
+        for other in ["ONESTORE", "GALAXY", "AMAZON", "gg", "", "AS "] { #expect(Store(marketId: other) == nil) }
+    }
+}
