@@ -4,6 +4,14 @@ import Foundation
 /// signature and certificate chain verify): a refund, its reversal, a declined refund, or Apple's request for
 /// consumption information. Carries no purchase token: Google's is kept only as its hash.
 public struct StoreNotification: Sendable, Hashable {
+    /// How a notification's origin was established.
+    public enum Authenticity: String, Sendable, Hashable {
+        /// Its JWS and certificate chain verified to a trusted root.
+        case signedByStore = "signed_by_store"
+        /// Read from a channel the studio controls, with nothing to verify.
+        case trustedChannel = "trusted_channel"
+    }
+
     /// What the notification means for a grant.
     public enum Kind: String, Sendable, Hashable, CaseIterable {
         /// The payment's money went back: the grant is revoked.
@@ -23,9 +31,15 @@ public struct StoreNotification: Sendable, Hashable {
     /// The store's own name for the notification: Apple's `notificationType` (with `/subtype` when there is one),
     /// Google's notification member (`voidedPurchaseNotification`, `testNotification`, …).
     public var storeType: String
-    /// Unique per notification: Apple's `notificationUUID`; for Google the Pub/Sub `messageId` when the message came
-    /// in its envelope, else a hash of what the notification says (see ``GoogleNotification``).
+    /// Unique per notification, and the same however often and in whatever wrapping it arrives: Apple's
+    /// `notificationUUID` (inside the signed payload); for Google a hash of what the notification says (see
+    /// ``GoogleNotification``), never the Pub/Sub `messageId`, which a retried publish or a writer to the topic changes.
     public var notificationId: String
+    /// How the store's word was checked: Apple's by its signature and certificate chain; Google's notifications carry
+    /// no signature, so they are as trustworthy as the topic they came through (its write access is the control).
+    public var authenticity: Authenticity
+    /// The Pub/Sub `messageId` a Google notification came with, if any: for tracing a delivery, never an identity.
+    public var deliveryId: String?
     /// The store payment id the ledger keeps as `paymentId`: Apple's `transactionId`, Google's `orderId`.
     public var paymentId: String?
     /// SHA-256 (lower-case hex) of Google's purchase token; the token itself is a secret and is never kept.
@@ -45,7 +59,8 @@ public struct StoreNotification: Sendable, Hashable {
     public var occurredAt: Date
 
     public init(
-        store: Store, kind: Kind, storeType: String, notificationId: String, paymentId: String? = nil,
+        store: Store, kind: Kind, storeType: String, notificationId: String, authenticity: Authenticity,
+        deliveryId: String? = nil, paymentId: String? = nil,
         purchaseTokenHash: String? = nil, application: String? = nil, environment: String? = nil,
         productId: String? = nil, reason: String? = nil, quantity: Int? = nil, occurredAt: Date
     ) {
@@ -53,6 +68,8 @@ public struct StoreNotification: Sendable, Hashable {
         self.kind = kind
         self.storeType = storeType
         self.notificationId = notificationId
+        self.authenticity = authenticity
+        self.deliveryId = deliveryId
         self.paymentId = paymentId
         self.purchaseTokenHash = purchaseTokenHash
         self.application = application

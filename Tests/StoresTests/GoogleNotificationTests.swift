@@ -20,11 +20,13 @@ struct GoogleNotificationTests {
         """
     }
 
-    static func parse(_ text: String, packageName: String? = nil) -> Result<StoreNotification, StoreNotificationError> {
+    static func parse(
+        _ text: String, packageName: String = "com.studio.game"
+    ) -> Result<StoreNotification, StoreNotificationError> {
         GoogleNotification.parse(Array(text.utf8), packageName: packageName)
     }
 
-    static func refused(_ text: String, packageName: String? = nil) -> StoreNotificationError? {
+    static func refused(_ text: String, packageName: String = "com.studio.game") -> StoreNotificationError? {
         if case .failure(let error) = parse(text, packageName: packageName) { return error }
         return nil
     }
@@ -33,6 +35,7 @@ struct GoogleNotificationTests {
         let read = try Self.parse(Self.voided(), packageName: "com.studio.game").get()
         #expect(read.store == .google)
         #expect(read.kind == .refund)
+        #expect(read.authenticity == .trustedChannel)
         #expect(read.storeType == "voidedPurchaseNotification")
         #expect(read.paymentId == "GPA.3371-1234-5678-90123")
         #expect(read.application == "com.studio.game")
@@ -64,16 +67,23 @@ struct GoogleNotificationTests {
         #expect(once.notificationId != other.notificationId)
     }
 
-    @Test func thePubSubMessageAndItsPushEnvelopeAreUnwrappedAndNamedByTheirMessageId() throws {
+    @Test func thePubSubMessageAndItsPushEnvelopeAreUnwrappedAndKeepTheNotificationsOwnId() throws {
+        let bare = try Self.parse(Self.voided()).get()
         let data = Data(Self.voided().utf8).base64EncodedString()
         let message = #"{"data":"\#(data)","messageId":"136969346945","attributes":{"a":"b"}}"#
         let envelope = #"{"message":\#(message),"subscription":"projects/p/subscriptions/s"}"#
-        for text in [message, envelope] {
+        // A retried publish gets another message id: the notification is still the same one.
+        let retried = message.replacingOccurrences(of: "136969346945", with: "136969346946")
+        for text in [message, envelope, retried] {
             let read = try Self.parse(text).get()
             #expect(read.kind == .refund)
             #expect(read.paymentId == "GPA.3371-1234-5678-90123")
-            #expect(read.notificationId == "google:pubsub:136969346945")
+            #expect(read.notificationId == bare.notificationId)
+            #expect(read.deliveryId?.hasPrefix("13696934694") == true)
         }
+        let noMessageId = try Self.parse(#"{"message":{"data":"\#(data)"}}"#).get()
+        #expect(noMessageId.notificationId == bare.notificationId)
+        #expect(noMessageId.deliveryId == nil)
     }
 
     @Test func otherNotificationsAreReadAsOtherAndAnUnknownKindIsNotRefused() throws {
@@ -131,7 +141,10 @@ struct GoogleNotificationTests {
             #"{"packageName":"a","eventTimeMillis":"1","testNotification":{},"voidedPurchaseNotification":{}}"#,
             "more than one kind"
         ),
-        (String(repeating: "[", count: 40) + String(repeating: "]", count: 40), "not a JSON object"),
+        (String(repeating: "{\"a\":", count: 40) + "1" + String(repeating: "}", count: 40), "nested deeper"),
+        (#"{"packageName":"a","eventTimeMillis":"1","voidedPurchaseNotification":null}"#, "not a JSON object"),
+        (GoogleNotificationTests.voided(eventTime: "\"\""), "not a time"),
+        (GoogleNotificationTests.voided(eventTime: "\"-0\""), "not a time"),
     ])
     func aMalformedRecordIsRefusedSayingWhy(text: String, problem: String) {
         let error = Self.refused(text)
@@ -144,7 +157,7 @@ struct GoogleNotificationTests {
         let huge = Self.voided(token: String(repeating: "t", count: GoogleNotification.Limits.bytes))
         #expect(Self.refused(huge)?.detail.contains("over 65536 bytes") == true)
         let latin1: [UInt8] = Array(#"{"packageName":"caf"#.utf8) + [0xE9] + Array(#"","eventTimeMillis":"1"}"#.utf8)
-        guard case .failure(let error) = GoogleNotification.parse(latin1) else {
+        guard case .failure(let error) = GoogleNotification.parse(latin1, packageName: "com.studio.game") else {
             Issue.record("a record that is not UTF-8 was read")
             return
         }

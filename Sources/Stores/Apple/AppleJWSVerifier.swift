@@ -12,8 +12,10 @@ import Wire
 /// Relations CA, so no other certificate Apple issued under the same root can sign App Store data.
 ///
 /// The chain is checked at the time the payload says it was signed (`signedDate`), as Apple's own library does when
-/// it does not ask OCSP: a notification read from the history months later is still evidence. Nothing of the payload
-/// is believed before the signature verifies.
+/// it does not ask OCSP: a notification read from the history months later is still evidence. Since the signer chooses
+/// that time, it must also lie within the history's reach of the time the JWS was received (``Limits/maxAge``, and no
+/// more than ``Limits/futureSkew`` ahead): a leaf key that leaked after its certificate expired cannot sign evidence
+/// backdated into its validity for ever. Nothing of the payload is believed before the signature verifies.
 public struct AppleJWSVerifier: Sendable {
     /// Limits, in bytes.
     public enum Limits {
@@ -23,6 +25,11 @@ public struct AppleJWSVerifier: Sendable {
         public static let chain = 4
         /// Deeper JSON is refused.
         public static let nesting = 16
+        /// The oldest `signedDate` believed, before the time of receipt: the notification history's 180 days and a
+        /// margin.
+        public static let maxAge: TimeInterval = 185 * 86_400
+        /// How far ahead of the time of receipt a `signedDate` may be (clocks differ).
+        public static let futureSkew: TimeInterval = 300
     }
 
     /// Apple's marker on a leaf certificate that signs App Store data.
@@ -45,7 +52,9 @@ public struct AppleJWSVerifier: Sendable {
 
     /// The payload of a verified JWS; every failure is `.unverified` or `.malformed`, saying why (never echoing the
     /// JWS).
-    public func payload(of jws: String, store: Store = .apple) async throws(StoreNotificationError) -> [UInt8] {
+    ///
+    /// - Parameter receivedAt: when the JWS was received (read from the topic, or answered by the history).
+    public func payload(of jws: String, receivedAt: Date) async throws(StoreNotificationError) -> [UInt8] {
         guard jws.utf8.count <= Limits.jws else { throw Self.malformed("the JWS is over \(Limits.jws) bytes") }
         let parts = jws.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw Self.malformed("the JWS does not have three parts") }
@@ -54,7 +63,7 @@ public struct AppleJWSVerifier: Sendable {
         else { throw Self.malformed("a part of the JWS is not base64url") }
         let header = try Self.header(headerBytes)
         guard header.algorithm == "ES256" else {
-            throw Self.unverified("the JWS is signed with \(header.algorithm), not ES256")
+            throw Self.unverified("the JWS is signed with \(GoogleNotification.printable(header.algorithm)), not ES256")
         }
         let certificates = try header.chain.map { der throws(StoreNotificationError) in
             do { return try Certificate(derEncoded: der) } catch {
@@ -74,6 +83,13 @@ public struct AppleJWSVerifier: Sendable {
         }
 
         let signedAt = try Self.signedDate(payload)
+        guard signedAt >= receivedAt.addingTimeInterval(-Limits.maxAge),
+            signedAt <= receivedAt.addingTimeInterval(Limits.futureSkew)
+        else {
+            throw Self.unverified(
+                "signed at \(signedAt), more than \(Int(Limits.maxAge / 86_400)) days before it was received or ahead of it"
+            )
+        }
         var verifier = Verifier(rootCertificates: CertificateStore(roots)) {
             RFC5280Policy(fixedExpiryValidationTime: signedAt)
             AppleMarkersPolicy()
@@ -90,9 +106,12 @@ public struct AppleJWSVerifier: Sendable {
     {
         var algorithm: String?
         var chain: [[UInt8]]?
+        var seen: Set<String> = []
+        var duplicate = false
         var reader = JSONReader(bytes, maxDepth: Limits.nesting)
         do {
             try reader.readObject { reader, key throws(JSONReader.Failure) in
+                if !seen.insert(key).inserted { duplicate = true }
                 switch key {
                 case "alg": algorithm = try reader.readStringOrSkip() ?? "a non-string"
                 case "x5c":
@@ -110,6 +129,8 @@ public struct AppleJWSVerifier: Sendable {
         } catch {
             throw malformed("the JWS header is not a JSON object with a string alg and an x5c array of strings")
         }
+        // Parsers disagree on which of two values counts.
+        guard !duplicate else { throw malformed("the JWS header names a member twice") }
         guard let algorithm else { throw malformed("the JWS header has no alg") }
         guard let chain, !chain.isEmpty else { throw unverified("the JWS header has no x5c certificate chain") }
         guard chain.count <= Limits.chain else { throw malformed("x5c holds more than \(Limits.chain) certificates") }
@@ -149,7 +170,8 @@ struct AppleMarkersPolicy: VerifierPolicy {
     var verifyingCriticalExtensions: [ASN1ObjectIdentifier] { [] }
 
     func chainMeetsPolicyRequirements(chain: UnverifiedCertificateChain) async -> PolicyEvaluationResult {
-        guard chain.count >= 3 else { return .failsToMeetPolicy(reason: "a leaf, an intermediate and a root needed") }
+        // Apple's chains are exactly that: a leaf, Apple's intermediate, Apple's root.
+        guard chain.count == 3 else { return .failsToMeetPolicy(reason: "a leaf, an intermediate and a root needed") }
         guard chain[0].extensions[oid: AppleJWSVerifier.appStoreSigningMarker] != nil else {
             return .failsToMeetPolicy(reason: "the leaf is not marked for App Store signing")
         }

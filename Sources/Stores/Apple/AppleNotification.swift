@@ -42,47 +42,71 @@ public enum AppleNotification {
     }
 
     /// Verifies and reads one notification's `signedPayload`.
+    ///
+    /// - Parameter receivedAt: when it was received (``AppleJWSVerifier/payload(of:receivedAt:)``).
     public static func read(
-        signedPayload: String, verifier: AppleJWSVerifier, bundleId: String, environment: Environment
+        signedPayload: String, verifier: AppleJWSVerifier, bundleId: String, environment: Environment,
+        receivedAt: Date
     ) async throws(StoreNotificationError) -> StoreNotification {
-        let notification = try Fields(try await verifier.payload(of: signedPayload), what: "the notification")
+        let notification = try Fields(
+            try await verifier.payload(of: signedPayload, receivedAt: receivedAt), what: "the notification")
         let type = try notification.string("notificationType")
         let subtype = try notification.optionalString("subtype")
         let uuid = try notification.identifier("notificationUUID")
         let signedDate = try notification.millis("signedDate")
-        let data = try Fields(try notification.object("data"), what: "the notification's data")
-        try check(data, bundleId: bundleId, environment: environment)
         let kind = kinds[type] ?? .other
         let storeType = subtype.map { "\(type)/\($0)" } ?? type
+        func other() -> StoreNotification {
+            StoreNotification(
+                store: .apple, kind: .other, storeType: storeType, notificationId: uuid,
+                authenticity: .signedByStore, application: bundleId, environment: environment.appleName,
+                occurredAt: signedDate)
+        }
+        // Notifications about many transactions or none carry `summary`, `externalPurchaseToken` or `appData` instead
+        // of `data`: only ever other, and about this app and environment when they say.
+        guard let dataBytes = try notification.optionalObject("data") else {
+            guard kind == .other else { throw AppleJWSVerifier.malformed("\(type) has no data") }
+            for member in ["summary", "externalPurchaseToken", "appData"] {
+                guard let bytes = try notification.optionalObject(member) else { continue }
+                try check(
+                    try Fields(bytes, what: "the notification's \(member)"), bundleId: bundleId,
+                    environment: environment, required: false)
+            }
+            return other()
+        }
+        let data = try Fields(dataBytes, what: "the notification's data")
+        try check(data, bundleId: bundleId, environment: environment)
         guard let signedTransaction = try data.optionalString("signedTransactionInfo") else {
             guard kind == .other else { throw AppleJWSVerifier.malformed("\(type) has no signedTransactionInfo") }
-            return StoreNotification(
-                store: .apple, kind: .other, storeType: storeType, notificationId: uuid, application: bundleId,
-                environment: environment.appleName, occurredAt: signedDate)
+            return other()
         }
         let transaction = try Fields(
-            try await verifier.payload(of: signedTransaction), what: "the notification's transaction")
+            try await verifier.payload(of: signedTransaction, receivedAt: receivedAt),
+            what: "the notification's transaction")
         try check(transaction, bundleId: bundleId, environment: environment)
         let revokedAt = try transaction.optionalMillis("revocationDate")
         let reason = try transaction.optionalInteger("revocationReason").map { "revocationReason \($0)" }
         return StoreNotification(
-            store: .apple, kind: kind, storeType: storeType, notificationId: uuid,
+            store: .apple, kind: kind, storeType: storeType, notificationId: uuid, authenticity: .signedByStore,
             paymentId: try transaction.identifier("transactionId"), application: bundleId,
             environment: environment.appleName, productId: try transaction.optionalString("productId"),
             reason: reason, occurredAt: kind == .refund ? revokedAt ?? signedDate : signedDate)
     }
 
-    /// Both the notification's data and its transaction must name the configured app and environment.
+    /// Both the notification's data and its transaction must name the configured app and environment (`required`:
+    /// else only when they name one).
     private static func check(
-        _ fields: Fields, bundleId: String, environment: Environment
+        _ fields: Fields, bundleId: String, environment: Environment, required: Bool = true
     ) throws(StoreNotificationError) {
-        let named = try fields.string("bundleId")
+        let named = required ? try fields.string("bundleId") : try fields.optionalString("bundleId") ?? bundleId
         guard named == bundleId else {
             throw StoreNotificationError(
                 .otherApplication, store: .apple,
                 "\(fields.what) is about bundle \(GoogleNotification.printable(named)), not the configured \(bundleId)")
         }
-        let stated = try fields.string("environment")
+        let stated =
+            required
+            ? try fields.string("environment") : try fields.optionalString("environment") ?? environment.appleName
         guard stated == environment.appleName else {
             throw StoreNotificationError(
                 .otherEnvironment, store: .apple,
@@ -114,8 +138,12 @@ public enum AppleNotification {
             self.members = members
         }
 
-        func object(_ name: String) throws(StoreNotificationError) -> ArraySlice<UInt8> {
-            guard let value = members[name] else { throw AppleJWSVerifier.malformed("\(what) has no \(name)") }
+        /// A member that must be an object when present.
+        func optionalObject(_ name: String) throws(StoreNotificationError) -> ArraySlice<UInt8>? {
+            guard let value = members[name] else { return nil }
+            guard value.first == UInt8(ascii: "{") else {
+                throw AppleJWSVerifier.malformed("\(what): \(name) is not an object")
+            }
             return value
         }
 

@@ -31,21 +31,22 @@ public enum GoogleNotification {
         "testNotification": .other,
     ]
 
-    /// Reads one record's value.
+    /// Reads one record's value. Google's notifications are not signed: what the topic carries is believed as far as
+    /// the topic's write access is controlled (``StoreNotification/Authenticity/trustedChannel``).
     ///
     /// - Parameter packageName: `refunds.google.package_name`; a notification about another app is refused.
     public static func parse(
-        _ bytes: [UInt8], packageName: String? = nil
+        _ bytes: [UInt8], packageName: String
     ) -> Result<StoreNotification, StoreNotificationError> {
         do {
             let (notification, messageId) = try unwrap(bytes)
             var read = try developerNotification(notification)
-            if let messageId { read.notificationId = "google:pubsub:\(messageId)" }
-            if let packageName, read.application != packageName {
+            read.deliveryId = messageId
+            if read.application != packageName {
                 return .failure(
                     StoreNotificationError(
                         .otherApplication, store: .google,
-                        "about package \(read.application ?? "-"), not the configured \(packageName)"))
+                        "about package \(printable(read.application ?? "-")), not the configured \(packageName)"))
             }
             return .success(read)
         } catch {
@@ -120,7 +121,7 @@ public enum GoogleNotification {
             // A kind Google added since: counted as other, never refused.
             return StoreNotification(
                 store: .google, kind: .other, storeType: "unknown",
-                notificationId: derivedId(packageName, eventTime, "unknown", []),
+                notificationId: derivedId(packageName, eventTime, "unknown", []), authenticity: .trustedChannel,
                 application: packageName, occurredAt: occurredAt)
         }
         let inner = try members(of: body, what: member)
@@ -130,7 +131,7 @@ public enum GoogleNotification {
                 store: .google, kind: kind, storeType: member,
                 notificationId: derivedId(
                     packageName, eventTime, member, [SHA256.hex(String(decoding: body, as: UTF8.self))]),
-                application: packageName, occurredAt: occurredAt)
+                authenticity: .trustedChannel, application: packageName, occurredAt: occurredAt)
         }
         guard let tokenValue = inner["purchaseToken"] else { throw refused("purchaseToken is missing") }
         let token = try string(tokenValue, "purchaseToken", limit: Limits.purchaseToken)
@@ -144,7 +145,7 @@ public enum GoogleNotification {
         return StoreNotification(
             store: .google, kind: .refund, storeType: member,
             notificationId: derivedId(packageName, eventTime, member, [orderId, tokenHash]),
-            paymentId: orderId, purchaseTokenHash: tokenHash, application: packageName,
+            authenticity: .trustedChannel, paymentId: orderId, purchaseTokenHash: tokenHash, application: packageName,
             reason: refundType.map(refundReason), occurredAt: occurredAt)
     }
 
