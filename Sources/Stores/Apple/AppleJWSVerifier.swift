@@ -63,7 +63,7 @@ public struct AppleJWSVerifier: Sendable {
         else { throw Self.malformed("a part of the JWS is not base64url") }
         let header = try Self.header(headerBytes)
         guard header.algorithm == "ES256" else {
-            throw Self.unverified("the JWS is signed with \(GoogleNotification.printable(header.algorithm)), not ES256")
+            throw Self.unverified("the JWS is signed with \(StoreText.printable(header.algorithm)), not ES256")
         }
         let certificates = try header.chain.map { der throws(StoreNotificationError) in
             do { return try Certificate(derEncoded: der) } catch {

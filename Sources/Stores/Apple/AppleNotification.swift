@@ -102,7 +102,7 @@ public enum AppleNotification {
         guard named == bundleId else {
             throw StoreNotificationError(
                 .otherApplication, store: .apple,
-                "\(fields.what) is about bundle \(GoogleNotification.printable(named)), not the configured \(bundleId)")
+                "\(fields.what) is about bundle \(StoreText.printable(named)), not the configured \(bundleId)")
         }
         let stated =
             required
@@ -110,7 +110,7 @@ public enum AppleNotification {
         guard stated == environment.appleName else {
             throw StoreNotificationError(
                 .otherEnvironment, store: .apple,
-                "\(fields.what) is from \(GoogleNotification.printable(stated)), not \(environment.appleName)")
+                "\(fields.what) is from \(StoreText.printable(stated)), not \(environment.appleName)")
         }
     }
 
@@ -133,7 +133,7 @@ public enum AppleNotification {
                 throw AppleJWSVerifier.malformed("\(what) is not a JSON object")
             }
             if let duplicate {
-                throw AppleJWSVerifier.malformed("\(what) has \(GoogleNotification.printable(duplicate)) twice")
+                throw AppleJWSVerifier.malformed("\(what) has \(StoreText.printable(duplicate)) twice")
             }
             self.members = members
         }
@@ -147,14 +147,20 @@ public enum AppleNotification {
             return value
         }
 
-        func optionalString(_ name: String) throws(StoreNotificationError) -> String? {
-            guard let value = members[name] else { return nil }
-            var reader = JSONReader(value)
+        /// A member read by `read` when present and not null, refused as not `kind` when `read` cannot.
+        private func optional<Value>(
+            _ name: String, _ kind: String, _ read: (inout JSONReader) throws(JSONReader.Failure) -> Value
+        ) throws(StoreNotificationError) -> Value? {
+            guard let bytes = members[name] else { return nil }
+            var reader = JSONReader(bytes)
             if (try? reader.readNull()) == true { return nil }
-            guard let text = try? reader.readString() else {
-                throw AppleJWSVerifier.malformed("\(what): \(name) is not a string")
+            do { return try read(&reader) } catch {
+                throw AppleJWSVerifier.malformed("\(what): \(name) is not \(kind)")
             }
-            return text
+        }
+
+        func optionalString(_ name: String) throws(StoreNotificationError) -> String? {
+            try optional(name, "a string") { reader throws(JSONReader.Failure) in try reader.readString() }
         }
 
         func string(_ name: String) throws(StoreNotificationError) -> String {
@@ -164,24 +170,17 @@ public enum AppleNotification {
             return text
         }
 
-        /// A short string fit for ids and logs: 1 to 256 bytes, no control characters or white space at its ends.
+        /// A short string fit for ids and logs (``StoreText/isPlainIdentifier(_:limit:)``).
         func identifier(_ name: String) throws(StoreNotificationError) -> String {
             let text = try string(name)
-            guard !text.isEmpty, text.utf8.count <= 256,
-                text.trimmingCharacters(in: .whitespacesAndNewlines) == text,
-                !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-            else { throw AppleJWSVerifier.malformed("\(what): \(name) is not a plain identifier of 1 to 256 bytes") }
+            guard StoreText.isPlainIdentifier(text) else {
+                throw AppleJWSVerifier.malformed("\(what): \(name) is not a plain identifier of 1 to 256 bytes")
+            }
             return text
         }
 
         func optionalInteger(_ name: String) throws(StoreNotificationError) -> Int64? {
-            guard let value = members[name] else { return nil }
-            var reader = JSONReader(value)
-            if (try? reader.readNull()) == true { return nil }
-            guard let number = try? reader.readInt64() else {
-                throw AppleJWSVerifier.malformed("\(what): \(name) is not an integer")
-            }
-            return number
+            try optional(name, "an integer") { reader throws(JSONReader.Failure) in try reader.readInt64() }
         }
 
         func optionalMillis(_ name: String) throws(StoreNotificationError) -> Date? {

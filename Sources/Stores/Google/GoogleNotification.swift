@@ -46,7 +46,8 @@ public enum GoogleNotification {
                 return .failure(
                     StoreNotificationError(
                         .otherApplication, store: .google,
-                        "about package \(printable(read.application ?? "-")), not the configured \(packageName)"))
+                        "about package \(StoreText.printable(read.application ?? "-")), not the configured \(packageName)"
+                    ))
             }
             return .success(read)
         } catch {
@@ -76,7 +77,7 @@ public enum GoogleNotification {
             throw refused("\(what) is not a JSON object (\(error.problem))")
         }
         // Parsers disagree on which of two values counts: one Google's tooling checked must not be the other.
-        if let duplicate { throw refused("\(what) has \(Self.printable(duplicate)) more than once") }
+        if let duplicate { throw refused("\(what) has \(StoreText.printable(duplicate)) more than once") }
         return members
     }
 
@@ -176,14 +177,14 @@ public enum GoogleNotification {
         return text
     }
 
-    /// A short string fit for logs and ids: not empty, no white space at its ends, no control characters.
+    /// A short string fit for logs and ids (``StoreText/isPlainIdentifier(_:limit:)``).
     private static func identifier(_ value: ArraySlice<UInt8>, _ name: String) throws(StoreNotificationError) -> String
     {
         let text = try string(value, name, limit: Limits.identifier)
         guard !text.isEmpty else { throw refused("\(name) is empty") }
-        guard text.trimmingCharacters(in: .whitespacesAndNewlines) == text,
-            !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-        else { throw refused("\(name) has white space at an end or control characters") }
+        guard StoreText.isPlainIdentifier(text, limit: Limits.identifier) else {
+            throw refused("\(name) has white space at an end or control characters")
+        }
         return text
     }
 
@@ -208,12 +209,5 @@ public enum GoogleNotification {
             throw refused("\(name) is not a time in milliseconds since 1970")
         }
         return number
-    }
-
-    /// A member name fit for an error: at most 64 characters, control characters as `?`.
-    static func printable(_ name: String) -> String {
-        String(
-            String.UnicodeScalarView(
-                name.unicodeScalars.prefix(64).map { $0.properties.generalCategory == .control ? "?" : $0 }))
     }
 }

@@ -1,0 +1,18 @@
+import Foundation
+
+/// The stores' text as the worker keeps and shows it.
+enum StoreText {
+    /// Whether `text` is fit for ids and logs: 1 to `limit` UTF-8 bytes, no white space at its ends, no control
+    /// characters.
+    static func isPlainIdentifier(_ text: String, limit: Int = 256) -> Bool {
+        !text.isEmpty && text.utf8.count <= limit && text.trimmingCharacters(in: .whitespacesAndNewlines) == text
+            && !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+    }
+
+    /// Text from outside fit for an error: at most 64 characters, control characters as `?`.
+    static func printable(_ text: String) -> String {
+        String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.prefix(64).map { $0.properties.generalCategory == .control ? "?" : $0 }))
+    }
+}
