@@ -57,7 +57,7 @@ public enum RFC3339 {
 extension RFC3339 {
     /// 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z.
     static let minimumMilliseconds: Int64 = -62_135_596_800_000
-    static let maximumMilliseconds: Int64 = 253_402_300_799_999
+    package static let maximumMilliseconds: Int64 = 253_402_300_799_999
 }
 
 extension Int64 {

@@ -150,10 +150,10 @@ public struct AppleJWSVerifier: Sendable {
         } catch {
             throw malformed("the JWS payload is not a JSON object with a whole-number signedDate")
         }
-        guard let millis, millis > 0, millis <= 253_402_300_799_999 else {
+        guard let millis, let date = StoreText.date(millis: millis) else {
             throw malformed("the JWS payload has no signedDate")
         }
-        return Date(timeIntervalSince1970: Double(millis) / 1_000)
+        return date
     }
 
     static func malformed(_ detail: String) -> StoreNotificationError {

@@ -185,10 +185,10 @@ public enum AppleNotification {
 
         func optionalMillis(_ name: String) throws(StoreNotificationError) -> Date? {
             guard let millis = try optionalInteger(name) else { return nil }
-            guard millis > 0, millis <= 253_402_300_799_999 else {
+            guard let date = StoreText.date(millis: millis) else {
                 throw AppleJWSVerifier.malformed("\(what): \(name) is not a time in milliseconds since 1970")
             }
-            return Date(timeIntervalSince1970: Double(millis) / 1_000)
+            return date
         }
 
         func millis(_ name: String) throws(StoreNotificationError) -> Date {

@@ -19,8 +19,6 @@ public enum GoogleNotification {
         public static let identifier = 256
         /// Deeper JSON is refused.
         public static let nesting = 16
-        /// The latest event time believed: 9999-12-31T23:59:59.999Z.
-        public static let latestEventTimeMillis: Int64 = 253_402_300_799_999
     }
 
     /// The notification members Google defines, by the kind each is for this worker.
@@ -81,8 +79,11 @@ public enum GoogleNotification {
         return members
     }
 
-    /// The notification's bytes and, when it came in a Pub/Sub message, the message's id.
-    private static func unwrap(_ bytes: [UInt8]) throws(StoreNotificationError) -> (ArraySlice<UInt8>, String?) {
+    /// The notification's members and, when it came in a Pub/Sub message, the message's id (a bare notification is
+    /// read once: its members are the record's).
+    private static func unwrap(
+        _ bytes: [UInt8]
+    ) throws(StoreNotificationError) -> ([String: ArraySlice<UInt8>], String?) {
         guard !bytes.isEmpty else { throw refused("the record is empty") }
         guard bytes.count <= Limits.bytes else { throw refused("the record is over \(Limits.bytes) bytes") }
         guard UTF8Text.isValid(bytes) else { throw refused("the record is not UTF-8") }
@@ -93,7 +94,7 @@ public enum GoogleNotification {
         }
         guard let data = message["data"] else {
             if outer["message"] != nil { throw refused("the envelope's message has no data") }
-            return (bytes[...], nil)
+            return (outer, nil)
         }
         let encoded = try string(data, "data", limit: Limits.bytes * 4 / 3 + 4)
         guard let decoded = Data(base64Encoded: encoded) else { throw refused("data is not base64") }
@@ -102,13 +103,12 @@ public enum GoogleNotification {
         }
         let inner = [UInt8](decoded)
         guard UTF8Text.isValid(inner) else { throw refused("data is not UTF-8 text") }
-        return (inner[...], messageId)
+        return (try members(of: inner[...], what: "the notification"), messageId)
     }
 
     private static func developerNotification(
-        _ bytes: ArraySlice<UInt8>
+        _ fields: [String: ArraySlice<UInt8>]
     ) throws(StoreNotificationError) -> StoreNotification {
-        let fields = try members(of: bytes, what: "the notification")
         guard let packageValue = fields["packageName"] else { throw refused("packageName is missing") }
         let packageName = try identifier(packageValue, "packageName")
         guard let timeValue = fields["eventTimeMillis"] else { throw refused("eventTimeMillis is missing") }
@@ -205,7 +205,7 @@ public enum GoogleNotification {
             var again = JSONReader(value, maxDepth: 1)
             number = try? again.readInt64()
         }
-        guard let number, number >= 0, number <= Limits.latestEventTimeMillis else {
+        guard let number, number >= 0, number <= StoreText.latestMillis else {
             throw refused("\(name) is not a time in milliseconds since 1970")
         }
         return number
