@@ -57,11 +57,12 @@ let package = Package(
             name: "Wire", dependencies: [.product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strictSettings),
         /// The stores' refund notifications: Google's real-time developer notifications and App Store Server
-        /// Notifications V2 read into one model, Apple's JWS verified to Apple Root CA – G3 (Foundation, Wire, Crypto,
+        /// Notifications V2 read into the core's StoreNotification, Apple's JWS verified to Apple Root CA – G3 (Foundation, Wire, Crypto,
         /// X509; no I/O).
         .target(
             name: "Stores",
             dependencies: [
+                "Fulfilment",
                 "Wire",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -316,6 +317,7 @@ let package = Package(
             name: "StoresTests",
             dependencies: [
                 "Stores",
+                "Fulfilment",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

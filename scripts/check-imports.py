@@ -42,7 +42,7 @@ ALLOWED = {
     "Wire": set(),
     "Gamebase": {"Wire"},
     # The stores' notification formats and Apple's JWS verification: pure, no I/O.
-    "Stores": {"Wire"},
+    "Stores": {"Fulfilment", "Wire"},
     "Fulfilment": {"Gamebase", "Wire"},
     # The engine and the background services see the core's ports and an injected clock, never an adapter.
     "Engine": {"Fulfilment", "Gamebase", "Wire"},
@@ -72,7 +72,7 @@ ALLOWED = {
 # client. Every other target may link what Package.swift gives it.
 CORE_PRODUCTS = {
     "Wire": {"Crypto"},
-    "Stores": {"Crypto", "X509", "SwiftASN1"},
+    "Stores": {"Crypto", "Logging", "X509", "SwiftASN1"},
     "Gamebase": {"Crypto"},
     "Fulfilment": {"Crypto", "Logging"},
     "Engine": {"Crypto", "Logging", "ServiceLifecycle", "DequeModule"},

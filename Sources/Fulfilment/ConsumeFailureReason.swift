@@ -9,6 +9,8 @@ public enum ConsumeFailureReason: String, Sendable, Hashable, CaseIterable, Coda
     case testPurchase = "test_purchase"
     case gamebaseUnavailable = "gamebase_unavailable"
     case consumeRejected = "consume_rejected"
+    /// The store refunded the payment before it was granted: it is never granted (nor consumed).
+    case refunded
     /// Dead-letter records only: the worker itself failed.
     case internalError = "internal_error"
 

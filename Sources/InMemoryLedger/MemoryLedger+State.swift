@@ -15,6 +15,10 @@ extension MemoryLedger {
         var consumeAttempts: [BinaryText: [Int: ConsumeAttempt]] = [:]
         var reconcileUsers: [BinaryText: UserRow] = [:]
         var sightings: [BinaryText: SightingRow] = [:]
+        /// `store_notifications`, by notification id, each with its place in insertion order.
+        var notifications: [BinaryText: (record: StoreNotificationRecord, row: Int64)] = [:]
+        /// `revocations`, by paymentSeq.
+        var revocations: [BinaryText: RevocationRecord] = [:]
         private var lastRow: Int64 = 0
 
         /// The next row's place in insertion order.

@@ -15,7 +15,7 @@ import Synchronization
 /// - Important: Each instance is a ledger of its own, gone with its last reference; it is a test rig, never a backend
 ///   of the worker (`iap-worker` does not link this module).
 public final class MemoryLedger:
-    PurchaseLedger, SweepLedger, ReconciliationLedger, RetentionLedger, HistoryLedger, AdminLedger
+    PurchaseLedger, SweepLedger, ReconciliationLedger, RetentionLedger, HistoryLedger, AdminLedger, RefundLedger
 {
     let state = Mutex(State())
 
@@ -151,6 +151,9 @@ extension MemoryLedger.State {
     mutating func insertGrant(_ grant: GrantRecord, event: OutboxEvent) -> GrantInsertResult {
         let key = BinaryText(grant.paymentSeq)
         if let existing = grants[key] { return .alreadyGranted(existing.record) }
+        if let payment = StorePaymentKey(grant), let refund = pendingRefund(payment) {
+            return .refunded(notificationId: refund)
+        }
         grants[key] = MemoryLedger.GrantRow(record: grant.asStored, row: nextRow())
         insert(event)
         return .inserted

@@ -133,8 +133,104 @@ package enum LedgerSchema {
                         LedgerIndex("grants_scan_xid", on: "grants (scan_xid) WHERE scan_xid IS NOT NULL"),
                         LedgerIndex("rejections_scan_xid", on: "rejections (scan_xid) WHERE scan_xid IS NOT NULL"),
                     ]),
+            LedgerMigration(name: "006_refunds", sql: refunds(dialect)),
         ]
     }
+
+    /// The stores' refunds: every notification believed (once per notification id, with what it did) and the
+    /// revocations (one per grant, ever; money records kept as long as grants). New tables only, so older instances run
+    /// beside; they do not look for pending refunds, which the sweeper's late match then settles. On PostgreSQL, the
+    /// function the grant path calls to lock its payments and read their pending refunds (``refundedPaymentsFunction``).
+    static func refunds(_ dialect: Dialect) -> [String] {
+        var statements = [
+            """
+            CREATE TABLE store_notifications (
+                notification_id TEXT PRIMARY KEY,
+                store TEXT NOT NULL,
+                market_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                store_type TEXT NOT NULL,
+                authenticity TEXT NOT NULL,
+                channel TEXT NOT NULL,
+                delivery_id TEXT,
+                payment_id TEXT,
+                purchase_token_hash TEXT,
+                application TEXT,
+                environment TEXT,
+                product_id TEXT,
+                store_reason TEXT,
+                quantity BIGINT,
+                occurred_at_ms BIGINT NOT NULL,
+                received_at_ms BIGINT NOT NULL,
+                outcome TEXT NOT NULL,
+                payment_seq TEXT
+            )
+            """,
+            "CREATE INDEX store_notifications_payment ON store_notifications (market_id, payment_id) WHERE payment_id IS NOT NULL",
+            "CREATE INDEX store_notifications_pending ON store_notifications (market_id, payment_id) WHERE outcome = 'pending'",
+            "CREATE INDEX store_notifications_payment_seq ON store_notifications (payment_seq) WHERE payment_seq IS NOT NULL",
+            "CREATE INDEX store_notifications_received ON store_notifications (received_at_ms)",
+            """
+            CREATE TABLE revocations (
+                payment_seq TEXT PRIMARY KEY,
+                user_id TEXT NOT NULL,
+                store TEXT NOT NULL,
+                notification_id TEXT NOT NULL,
+                reason TEXT NOT NULL,
+                store_reason TEXT,
+                quantity BIGINT,
+                revoked_at_ms BIGINT NOT NULL,
+                recorded_at_ms BIGINT NOT NULL,
+                reversed_by TEXT,
+                reversed_at_ms BIGINT
+            )
+            """,
+            "CREATE INDEX revocations_user ON revocations (user_id, recorded_at_ms)",
+        ]
+        if dialect == .postgres { statements.append(refundedPaymentsFunction) }
+        return statements
+    }
+
+    /// The advisory lock class of a payment (the other key is the hash of its store code and payment id): a grant and a
+    /// refund of one payment take the same lock, so neither misses the other (two-key locks never meet the one-key
+    /// locks of migration and pruning, whose high halves are zero).
+    static let paymentLockClass: Int32 = 0x1A9
+
+    /// Locks the payments of a grant batch (in one order, so two batches cannot deadlock) and answers their pending
+    /// refunds. `VOLATILE`, so its query takes a snapshot after the locks are held: a refund committed while the grant
+    /// waited for its lock is seen (the grant statement's own snapshot, taken before, would miss it).
+    static let refundedPaymentsFunction = """
+        CREATE OR REPLACE FUNCTION iap_refunded_payments(markets text[], payment_ids text[])
+        RETURNS TABLE (refund_market_id text, refund_payment_id text, refund_notification_id text)
+        LANGUAGE plpgsql VOLATILE AS $$
+        DECLARE
+            lock_key integer;
+        BEGIN
+            FOR lock_key IN
+                SELECT DISTINCT hashtext(u.m || ':' || u.p) FROM unnest(markets, payment_ids) AS u(m, p)
+                WHERE u.m IS NOT NULL AND u.p IS NOT NULL ORDER BY 1
+            LOOP
+                PERFORM pg_advisory_xact_lock(\(paymentLockClass), lock_key);
+            END LOOP;
+            RETURN QUERY
+                SELECT n.market_id, n.payment_id, min(n.notification_id) FROM store_notifications n
+                JOIN (SELECT DISTINCT u.m, u.p FROM unnest(markets, payment_ids) AS u(m, p)) k
+                  ON n.market_id = k.m AND n.payment_id = k.p
+                WHERE n.outcome = 'pending'
+                GROUP BY n.market_id, n.payment_id;
+        END
+        $$
+        """
+
+    static let notificationColumns = """
+        notification_id, store, market_id, kind, store_type, authenticity, channel, delivery_id, payment_id, \
+        purchase_token_hash, application, environment, product_id, store_reason, quantity, occurred_at_ms, \
+        received_at_ms, outcome, payment_seq
+        """
+    static let revocationColumns = """
+        payment_seq, user_id, store, notification_id, reason, store_reason, quantity, revoked_at_ms, recorded_at_ms, \
+        reversed_by, reversed_at_ms
+        """
 
     /// The transaction that wrote each grant and rejection (`scan_xid`), so the reconciler's scan reads them in the
     /// order they became visible rather than by their stamps (``ReconcileScan``). PostgreSQL only: SQLite's one writer

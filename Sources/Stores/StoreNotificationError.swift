@@ -1,3 +1,4 @@
+import Fulfilment
 /// Why a store notification was refused. `description` never contains a token, a key or the notification's body.
 public struct StoreNotificationError: Error, Sendable, Hashable, CustomStringConvertible {
     public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {

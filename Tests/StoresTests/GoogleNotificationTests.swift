@@ -1,4 +1,5 @@
 import Foundation
+import Fulfilment
 import Stores
 import Testing
 

@@ -9,15 +9,23 @@ public struct EventFactory: Sendable {
     }
     public var itemGrantedTopic: String
     public var consumeFailedTopic: String
+    /// Where item-revoked and refund-reversed events go (`kafka.topics.item_revoked`).
+    public var itemRevokedTopic: String
 
     public static let itemGrantedType = "gamebase.iap.item.granted.v1"
     public static let consumeFailedType = "gamebase.iap.consume.failed.v1"
+    public static let itemRevokedType = "gamebase.iap.item.revoked.v1"
+    public static let refundReversedType = "gamebase.iap.refund.reversed.v1"
 
-    public init(groupID: String, itemGrantedTopic: String, consumeFailedTopic: String) {
+    public init(
+        groupID: String, itemGrantedTopic: String, consumeFailedTopic: String,
+        itemRevokedTopic: String = "iap.item-revoked"
+    ) {
         self.groupID = groupID
         self.source = Self.source(groupID)
         self.itemGrantedTopic = itemGrantedTopic
         self.consumeFailedTopic = consumeFailedTopic
+        self.itemRevokedTopic = itemRevokedTopic
     }
 
     /// The events' `source`, built once (it was built again for every event).
@@ -65,6 +73,46 @@ public struct EventFactory: Sendable {
         return OutboxEvent(
             id: id, paymentSeq: paymentSeq, topic: consumeFailedTopic, key: userId.map { Array($0.utf8) } ?? key,
             headers: Self.headers(id: id, type: Self.consumeFailedType), payload: event.encoded(), createdAt: date)
+    }
+
+    public static func itemRevokedID(paymentSeq: String) -> String { "\(paymentSeq):item-revoked" }
+    public static func refundReversedID(paymentSeq: String) -> String { "\(paymentSeq):refund-reversed" }
+
+    /// The item-revoked event of a grant's revocation: one per grant, ever (its id is the grant's).
+    public func itemRevoked(
+        _ grant: GrantRecord, _ revocation: RevocationRecord, channel: NotificationChannel, at date: Date
+    ) -> OutboxEvent {
+        revocationEvent(
+            id: Self.itemRevokedID(paymentSeq: grant.paymentSeq), type: Self.itemRevokedType, grant, revocation,
+            notificationId: revocation.notificationId, reversedAt: nil, channel: channel, at: date)
+    }
+
+    /// The refund-reversed event of a revocation undone, reported under the reversal's notification id.
+    public func refundReversed(
+        _ grant: GrantRecord, _ revocation: RevocationRecord, notification: StoreNotification,
+        channel: NotificationChannel, at date: Date
+    ) -> OutboxEvent {
+        revocationEvent(
+            id: Self.refundReversedID(paymentSeq: grant.paymentSeq), type: Self.refundReversedType, grant, revocation,
+            notificationId: notification.notificationId, reversedAt: notification.occurredAt, channel: channel,
+            at: date)
+    }
+
+    private func revocationEvent(
+        id: String, type: String, _ grant: GrantRecord, _ revocation: RevocationRecord, notificationId: String,
+        reversedAt: Date?, channel: NotificationChannel, at date: Date
+    ) -> OutboxEvent {
+        let data = RevocationData(
+            userId: grant.userId, paymentSeq: grant.paymentSeq, gamebaseProductId: grant.gamebaseProductId,
+            paymentId: grant.paymentId, price: grant.price.flatMap(DecimalText.decimal), currency: grant.currency,
+            store: revocation.store.rawValue, reason: revocation.reason, storeReason: revocation.storeReason,
+            quantity: revocation.quantity, revokedAt: RFC3339.string(revocation.revokedAt),
+            reversedAt: reversedAt.map(RFC3339.string), notificationId: notificationId, source: channel.rawValue)
+        let event = CloudEvent(
+            id: id, source: source, type: type, subject: grant.paymentSeq, time: RFC3339.string(date), data: data)
+        return OutboxEvent(
+            id: id, paymentSeq: grant.paymentSeq, topic: itemRevokedTopic, key: Array(grant.userId.utf8),
+            headers: Self.headers(id: id, type: type), payload: event.encoded(), createdAt: date)
     }
 
     /// Structured mode: the content type and nothing in the `ce_` namespace — the Kafka binding's SDKs read any

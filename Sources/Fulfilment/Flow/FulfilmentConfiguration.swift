@@ -15,13 +15,14 @@ public struct FulfilmentConfiguration: Sendable {
 
     public init(
         groupID: String, itemGrantedTopic: String = "iap.item-granted",
-        consumeFailedTopic: String = "iap.consume-failed",
+        consumeFailedTopic: String = "iap.consume-failed", itemRevokedTopic: String = "iap.item-revoked",
         deadLetterTopic: String = "purchase.completed.dlq", workerName: String = "iap-worker",
         rejectTestPurchases: Bool = false, maxMessageBytes: Int = 65_536, verifyRetry: RetryPolicy = RetryPolicy(),
         consumeRetry: RetryPolicy = RetryPolicy()
     ) {
         self.events = EventFactory(
-            groupID: groupID, itemGrantedTopic: itemGrantedTopic, consumeFailedTopic: consumeFailedTopic)
+            groupID: groupID, itemGrantedTopic: itemGrantedTopic, consumeFailedTopic: consumeFailedTopic,
+            itemRevokedTopic: itemRevokedTopic)
         self.deadLetters = DeadLetterFactory(topic: deadLetterTopic, workerName: workerName)
         self.rejectTestPurchases = rejectTestPurchases
         self.maxMessageBytes = maxMessageBytes

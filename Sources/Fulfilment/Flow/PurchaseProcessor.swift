@@ -166,6 +166,12 @@ public struct PurchaseProcessor: Sendable {
         switch try await ledger.insertGrant(grant, event: event) {
         case .alreadyGranted(let existing):
             return try await settle(message, input, against: existing, attempts: attempts, gate: gate)
+        case .refunded(let notificationId):
+            // The store gave the money back before the item was granted: never grant it (and never Consume it).
+            return try await reject(
+                message, input, .refunded,
+                detail: "the store refunded the payment before it was granted (notification \(notificationId))",
+                attempts: attempts, verdict: verdict)
         case .inserted:
             logger.debug(
                 "granted", metadata: ["iap.payment_seq": "\(grant.paymentSeq)", "iap.user_id": "\(grant.userId)"])

@@ -87,9 +87,17 @@ extension PostgresLedgerStore {
                         source_partition integer, source_offset bigint, origin text, source_timestamp_ms bigint,
                         \(unescaped: Self.eventColumns))
                 ),
+                -- Locks the batch's payments and reads their pending refunds after the locks (see the function).
+                refunded AS (
+                    SELECT * FROM iap_refunded_payments(
+                        ARRAY(SELECT market_id FROM input), ARRAY(SELECT payment_id FROM input))
+                ),
                 granted AS (
                     INSERT INTO grants (\(unescaped: LedgerSchema.grantColumns))
-                    SELECT \(unescaped: LedgerSchema.grantColumns) FROM input
+                    SELECT \(unescaped: LedgerSchema.grantColumns) FROM input i
+                    WHERE NOT EXISTS (
+                        SELECT 1 FROM refunded r
+                        WHERE r.refund_market_id = i.market_id AND r.refund_payment_id = i.payment_id)
                     ON CONFLICT (payment_seq) DO NOTHING
                     RETURNING payment_seq
                 ),
@@ -98,11 +106,20 @@ extension PostgresLedgerStore {
                     SELECT \(unescaped: Self.eventSelection) FROM input i JOIN granted g ON g.payment_seq = i.payment_seq
                     ON CONFLICT (id) DO NOTHING
                 )
-                SELECT payment_seq FROM granted
+                SELECT payment_seq, NULL, NULL, NULL FROM granted
+                UNION ALL
+                SELECT NULL, refund_market_id, refund_payment_id, refund_notification_id FROM refunded
                 """, logger: logger)
             var granted: [[UInt8]: Int] = [:]
-            for try await paymentSeq in inserted.decode(String.self) {
-                granted[Array(paymentSeq.utf8), default: 0] += 1
+            // Keyed by bytes, as the database compares them.
+            var refunded: [[UInt8]: String] = [:]
+            for try await (paymentSeq, market, paymentId, notification) in inserted.decode(
+                (String?, String?, String?, String?).self)
+            {
+                if let paymentSeq { granted[Array(paymentSeq.utf8), default: 0] += 1 }
+                if let market, let paymentId, let notification {
+                    refunded[Array(market.utf8) + [0] + Array(paymentId.utf8)] = notification
+                }
             }
             // The first write of each inserted paymentSeq is the one that went in; the others are answered with it.
             var results: [GrantInsertResult?] = []
@@ -128,6 +145,12 @@ extension PostgresLedgerStore {
             }
             return try zip(writes, results).map { write, result in
                 if let result { return result }
+                // A grant that exists answers first; then a refund kept before the grant.
+                if existing[Array(write.grant.paymentSeq.utf8)] == nil, let key = StorePaymentKey(write.grant),
+                    let notification = refunded[Array(key.marketId.utf8) + [0] + Array(key.paymentId.utf8)]
+                {
+                    return .refunded(notificationId: notification)
+                }
                 guard let grant = existing[Array(write.grant.paymentSeq.utf8)] else {
                     throw LedgerError(
                         code: .conflict, message: "grant \(write.grant.paymentSeq) conflicted but cannot be read")

@@ -60,6 +60,12 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
     }
 
     static func insertGrant(_ grant: GrantRecord, _ event: OutboxEvent, _ db: Database) throws -> GrantInsertResult {
+        // A refund recorded before the grant (the one writer orders the two): the purchase is never granted. A grant
+        // that exists already answers first.
+        if let key = StorePaymentKey(grant), let refund = try pendingRefund(key, db) {
+            if let existing = try fetchGrant(grant.paymentSeq, db) { return .alreadyGranted(existing) }
+            return .refunded(notificationId: refund)
+        }
         // Bound in place through SQLite's C API (GRDB's arguments boxed and copied every value of the 24).
         try db.cachedStatement(sql: Self.insertGrantSQL).run(Self.values(of: grant), in: db)
         guard db.changesCount == 1 else {

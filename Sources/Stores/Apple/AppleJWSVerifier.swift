@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Fulfilment
 import SwiftASN1
 import Wire
 // The SPI is swift-certificates' way to check expiry at a fixed time (the signing time) rather than now.

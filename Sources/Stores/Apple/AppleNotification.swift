@@ -1,4 +1,5 @@
 import Foundation
+import Fulfilment
 import Wire
 
 /// App Store Server Notifications V2, as the notification history answers them and as a studio's own endpoint

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Fulfilment
 import Wire
 
 /// Google Play's real-time developer notifications (RTDN) as a Kafka record carries them: the notification's JSON

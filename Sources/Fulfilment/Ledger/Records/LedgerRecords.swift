@@ -174,6 +174,8 @@ public enum GrantInsertResult: Sendable, Hashable {
     case inserted
     /// The paymentSeq was granted already (another worker won the race, or a redelivery).
     case alreadyGranted(GrantRecord)
+    /// Not granted: the store refunded the payment before (the notification id of the refund kept `pending`).
+    case refunded(notificationId: String)
 }
 
 /// Counts for `iap-worker ledger stats`.

@@ -13,10 +13,12 @@ public struct LedgerRoles: Sendable {
     public var history: any HistoryLedger
     /// Operators' commands and `reprocess`'s.
     public var admin: any AdminLedger
+    /// The stores' refunds.
+    public var refunds: any RefundLedger
 
     public init(
         purchases: any PurchaseLedger, sweep: any SweepLedger, reconciliation: any ReconciliationLedger,
-        retention: any RetentionLedger, history: any HistoryLedger, admin: any AdminLedger
+        retention: any RetentionLedger, history: any HistoryLedger, admin: any AdminLedger, refunds: any RefundLedger
     ) {
         self.purchases = purchases
         self.sweep = sweep
@@ -24,14 +26,16 @@ public struct LedgerRoles: Sendable {
         self.retention = retention
         self.history = history
         self.admin = admin
+        self.refunds = refunds
     }
 
     /// Every role from one store that plays them all.
     public init(
         _ store: some PurchaseLedger & SweepLedger & ReconciliationLedger & RetentionLedger & HistoryLedger
-            & AdminLedger
+            & AdminLedger & RefundLedger
     ) {
         self.init(
-            purchases: store, sweep: store, reconciliation: store, retention: store, history: store, admin: store)
+            purchases: store, sweep: store, reconciliation: store, retention: store, history: store, admin: store,
+            refunds: store)
     }
 }

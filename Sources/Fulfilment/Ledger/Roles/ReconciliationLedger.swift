@@ -51,7 +51,7 @@ extension ConsumeFailureReason {
     /// anyone can write to the purchases topic must not make the worker call Gamebase for it.
     public var confirmsUser: Bool {
         switch self {
-        case .notConsumable, .consumedWithoutGrant, .testPurchase: true
+        case .notConsumable, .consumedWithoutGrant, .testPurchase, .refunded: true
         default: false
         }
     }

@@ -1,0 +1,100 @@
+import Foundation
+import Fulfilment
+import Synchronization
+
+// MARK: The refunds role
+
+extension MemoryLedger {
+    public func record(_ record: StoreNotificationRecord, events: EventFactory, now: Date) async throws
+        -> RefundRecording
+    {
+        state.withLock { state in
+            let id = BinaryText(record.notification.notificationId)
+            if let existing = state.notifications[id]?.record {
+                return RefundRecording(outcome: existing.outcome, duplicate: true, paymentSeq: existing.paymentSeq)
+            }
+            let plan = RefundPlan.decide(
+                record, context: state.refundContext(record.paymentKey), events: events, now: now)
+            var stored = record
+            stored.outcome = plan.outcome
+            stored.paymentSeq = plan.paymentSeq
+            stored.receivedAt = record.receivedAt.storedInMilliseconds
+            stored.notification.occurredAt = record.notification.occurredAt.storedInMilliseconds
+            state.notifications[id] = (stored, state.nextRow())
+            if let revocation = plan.revocation, state.revocations[BinaryText(revocation.paymentSeq)] == nil {
+                state.revocations[BinaryText(revocation.paymentSeq)] = revocation.asStored
+            }
+            if let reversal = plan.reversal, state.revocations[BinaryText(reversal.paymentSeq)]?.reversedBy == nil {
+                state.revocations[BinaryText(reversal.paymentSeq)] = reversal.asStored
+            }
+            if let cancelled = plan.cancelledRefund,
+                state.notifications[BinaryText(cancelled)]?.record.outcome == .pending
+            {
+                state.notifications[BinaryText(cancelled)]?.record.outcome = .reversed
+            }
+            for event in plan.events { state.insert(event) }
+            return RefundRecording(
+                outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
+        }
+    }
+
+    public func notifications(paymentKey: StorePaymentKey) async throws -> [StoreNotificationRecord] {
+        state.withLock { state in
+            state.notifications.values.filter { Self.names($0.record, paymentKey) }
+                .sorted {
+                    ($0.record.receivedAt, BinaryText($0.record.notification.notificationId))
+                        < ($1.record.receivedAt, BinaryText($1.record.notification.notificationId))
+                }
+                .map(\.record)
+        }
+    }
+
+    public func notification(id: String) async throws -> StoreNotificationRecord? {
+        state.withLock { $0.notifications[BinaryText(id)]?.record }
+    }
+
+    public func revocation(paymentSeq: String) async throws -> RevocationRecord? {
+        state.withLock { $0.revocations[BinaryText(paymentSeq)] }
+    }
+
+    /// `market_id = ? AND payment_id = ?`, by bytes.
+    static func names(_ record: StoreNotificationRecord, _ key: StorePaymentKey) -> Bool {
+        BinaryText(record.notification.store.marketId) == BinaryText(key.marketId)
+            && BinaryText(key.paymentId).matches(record.notification.paymentId)
+    }
+}
+
+extension MemoryLedger.State {
+    /// `SELECT min(notification_id) … WHERE market_id = ? AND payment_id = ? AND outcome = 'pending'`.
+    func pendingRefund(_ key: StorePaymentKey) -> String? {
+        notifications.values.filter { $0.record.outcome == .pending && MemoryLedger.names($0.record, key) }
+            .map { BinaryText($0.record.notification.notificationId) }.min()?.text
+    }
+
+    func refundContext(_ key: StorePaymentKey?) -> RefundContext {
+        guard let key else { return RefundContext() }
+        let grant = grants.values.filter {
+            BinaryText(key.paymentId).matches($0.record.paymentId)
+                && BinaryText(key.marketId).matches($0.record.marketId)
+        }
+        .min {
+            ($0.record.grantedAt, BinaryText($0.record.paymentSeq)) < (
+                $1.record.grantedAt, BinaryText($1.record.paymentSeq)
+            )
+        }?
+        .record
+        return RefundContext(
+            grant: grant, revocation: grant.flatMap { revocations[BinaryText($0.paymentSeq)] },
+            pendingRefund: pendingRefund(key))
+    }
+}
+
+extension RevocationRecord {
+    var asStored: RevocationRecord {
+        var revocation = self
+        revocation.revokedAt = revokedAt.storedInMilliseconds
+        revocation.recordedAt = recordedAt.storedInMilliseconds
+        revocation.reversedAt = reversedAt?.storedInMilliseconds
+        return revocation
+    }
+}

@@ -1,0 +1,200 @@
+import Foundation
+import Fulfilment
+import Logging
+import PostgresNIO
+
+/// The refunds role on PostgreSQL: each notification in one transaction that first takes its payment's advisory lock
+/// (the one the grant path takes through `iap_refunded_payments`), then reads what the ledger holds about the payment
+/// with a snapshot taken after the lock, so a grant of the same payment committed meanwhile is seen.
+extension PostgresLedgerStore {
+    public func record(_ record: StoreNotificationRecord, events: EventFactory, now: Date) async throws
+        -> RefundRecording
+    {
+        try await wrap {
+            try await client.withTransaction(logger: logger) { connection in
+                if let key = record.paymentKey {
+                    try await connection.query(
+                        """
+                        SELECT pg_advisory_xact_lock(\(LedgerSchema.paymentLockClass), hashtext(\(key.marketId)::text || ':' || \(key.paymentId)::text))
+                        """, logger: logger)
+                }
+                if let existing = try await Self.fetchNotification(
+                    record.notification.notificationId, connection, logger)
+                {
+                    return RefundRecording(
+                        outcome: existing.outcome, duplicate: true, paymentSeq: existing.paymentSeq)
+                }
+                let context = try await Self.refundContext(record.paymentKey, connection, logger)
+                let plan = RefundPlan.decide(record, context: context, events: events, now: now)
+                // A notification without a payment takes no lock: two deliveries of it at once meet at its key.
+                guard try await Self.insert(record.planned(plan), connection, logger) else {
+                    let existing = try await Self.fetchNotification(
+                        record.notification.notificationId, connection, logger)
+                    return RefundRecording(
+                        outcome: existing?.outcome ?? plan.outcome, duplicate: true, paymentSeq: existing?.paymentSeq)
+                }
+                if let r = plan.revocation {
+                    try await connection.query(
+                        """
+                        INSERT INTO revocations (\(unescaped: LedgerSchema.revocationColumns)) VALUES (
+                            \(r.paymentSeq), \(r.userId), \(r.store.rawValue), \(r.notificationId), \(r.reason),
+                            \(r.storeReason), \(r.quantity.map { Int64($0) }), \(r.revokedAt.epochMilliseconds),
+                            \(r.recordedAt.epochMilliseconds), \(r.reversedBy), \(r.reversedAt?.epochMilliseconds))
+                        ON CONFLICT (payment_seq) DO NOTHING
+                        """, logger: logger)
+                }
+                if let r = plan.reversal {
+                    try await connection.query(
+                        """
+                        UPDATE revocations SET reversed_by = \(r.reversedBy), reversed_at_ms = \(r.reversedAt?.epochMilliseconds)
+                        WHERE payment_seq = \(r.paymentSeq) AND reversed_by IS NULL
+                        """, logger: logger)
+                }
+                if let cancelled = plan.cancelledRefund {
+                    try await connection.query(
+                        """
+                        UPDATE store_notifications SET outcome = 'reversed'
+                        WHERE notification_id = \(cancelled) AND outcome = 'pending'
+                        """, logger: logger)
+                }
+                for event in plan.events { try await Self.insert(event, connection, logger) }
+                return RefundRecording(
+                    outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
+            }
+        }
+    }
+
+    public func notifications(paymentKey: StorePaymentKey) async throws -> [StoreNotificationRecord] {
+        try await wrap {
+            var records: [StoreNotificationRecord] = []
+            for try await row in try await client.query(
+                """
+                SELECT \(unescaped: LedgerSchema.notificationColumns) FROM store_notifications
+                WHERE market_id = \(paymentKey.marketId) AND payment_id = \(paymentKey.paymentId)
+                ORDER BY received_at_ms, notification_id
+                """, logger: logger)
+            {
+                records.append(try Self.notificationRow(row).record())
+            }
+            return records
+        }
+    }
+
+    public func notification(id: String) async throws -> StoreNotificationRecord? {
+        try await wrap {
+            try await client.withConnection { connection in try await Self.fetchNotification(id, connection, logger) }
+        }
+    }
+
+    public func revocation(paymentSeq: String) async throws -> RevocationRecord? {
+        try await wrap {
+            try await client.withConnection { connection in
+                try await Self.fetchRevocation(paymentSeq, connection, logger)
+            }
+        }
+    }
+
+    // MARK: Statements
+
+    static func refundContext(_ key: StorePaymentKey?, _ connection: PostgresConnection, _ logger: Logger) async throws
+        -> RefundContext
+    {
+        guard let key else { return RefundContext() }
+        var grant: GrantRecord?
+        for try await row in try await connection.query(
+            """
+            SELECT \(unescaped: LedgerSchema.grantColumns) FROM grants
+            WHERE payment_id = \(key.paymentId) AND market_id = \(key.marketId)
+            ORDER BY granted_at_ms, payment_seq LIMIT 1
+            """, logger: logger)
+        {
+            grant = try Self.grant(from: row)
+        }
+        var pending: String?
+        for try await id in try await connection.query(
+            """
+            SELECT min(notification_id) FROM store_notifications
+            WHERE market_id = \(key.marketId) AND payment_id = \(key.paymentId) AND outcome = 'pending'
+            """, logger: logger
+        ).decode(String?.self) {
+            pending = id
+        }
+        var revocation: RevocationRecord?
+        if let grant { revocation = try await fetchRevocation(grant.paymentSeq, connection, logger) }
+        return RefundContext(grant: grant, revocation: revocation, pendingRefund: pending)
+    }
+
+    static func fetchNotification(_ id: String, _ connection: PostgresConnection, _ logger: Logger) async throws
+        -> StoreNotificationRecord?
+    {
+        for try await row in try await connection.query(
+            """
+            SELECT \(unescaped: LedgerSchema.notificationColumns) FROM store_notifications WHERE notification_id = \(id)
+            """, logger: logger)
+        {
+            return try notificationRow(row).record()
+        }
+        return nil
+    }
+
+    static func fetchRevocation(_ paymentSeq: String, _ connection: PostgresConnection, _ logger: Logger) async throws
+        -> RevocationRecord?
+    {
+        for try await row in try await connection.query(
+            "SELECT \(unescaped: LedgerSchema.revocationColumns) FROM revocations WHERE payment_seq = \(paymentSeq)",
+            logger: logger)
+        {
+            let r = row.makeRandomAccess()
+            return try RevocationRow(
+                paymentSeq: r["payment_seq"].decode(String.self), userId: r["user_id"].decode(String.self),
+                store: r["store"].decode(String.self), notificationId: r["notification_id"].decode(String.self),
+                reason: r["reason"].decode(String.self), storeReason: r["store_reason"].decode(String?.self),
+                quantity: r["quantity"].decode(Int64?.self),
+                revokedAtMilliseconds: r["revoked_at_ms"].decode(Int64.self),
+                recordedAtMilliseconds: r["recorded_at_ms"].decode(Int64.self),
+                reversedBy: r["reversed_by"].decode(String?.self),
+                reversedAtMilliseconds: r["reversed_at_ms"].decode(Int64?.self)
+            ).record()
+        }
+        return nil
+    }
+
+    static func notificationRow(_ row: PostgresRow) throws -> NotificationRow {
+        let r = row.makeRandomAccess()
+        return NotificationRow(
+            notificationId: try r["notification_id"].decode(String.self), store: try r["store"].decode(String.self),
+            kind: try r["kind"].decode(String.self), storeType: try r["store_type"].decode(String.self),
+            authenticity: try r["authenticity"].decode(String.self), channel: try r["channel"].decode(String.self),
+            deliveryId: try r["delivery_id"].decode(String?.self), paymentId: try r["payment_id"].decode(String?.self),
+            purchaseTokenHash: try r["purchase_token_hash"].decode(String?.self),
+            application: try r["application"].decode(String?.self),
+            environment: try r["environment"].decode(String?.self), productId: try r["product_id"].decode(String?.self),
+            storeReason: try r["store_reason"].decode(String?.self), quantity: try r["quantity"].decode(Int64?.self),
+            occurredAtMilliseconds: try r["occurred_at_ms"].decode(Int64.self),
+            receivedAtMilliseconds: try r["received_at_ms"].decode(Int64.self),
+            outcome: try r["outcome"].decode(String.self), paymentSeq: try r["payment_seq"].decode(String?.self))
+    }
+
+    /// Inserts the notification; `false` when its id is recorded already.
+    static func insert(_ record: StoreNotificationRecord, _ connection: PostgresConnection, _ logger: Logger)
+        async throws -> Bool
+    {
+        let n = record.notification
+        var inserted = false
+        for try await _ in try await connection.query(
+            """
+            INSERT INTO store_notifications (\(unescaped: LedgerSchema.notificationColumns)) VALUES (
+                \(n.notificationId), \(n.store.rawValue), \(n.store.marketId), \(n.kind.rawValue), \(n.storeType),
+                \(n.authenticity.rawValue), \(record.channel.rawValue), \(n.deliveryId), \(n.paymentId),
+                \(n.purchaseTokenHash), \(n.application), \(n.environment), \(n.productId), \(n.reason),
+                \(n.quantity.map { Int64($0) }), \(n.occurredAt.epochMilliseconds), \(record.receivedAt.epochMilliseconds),
+                \(record.outcome.rawValue), \(record.paymentSeq))
+            ON CONFLICT (notification_id) DO NOTHING
+            RETURNING 1
+            """, logger: logger)
+        {
+            inserted = true
+        }
+        return inserted
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import Fulfilment
+
+/// The rows of `store_notifications` and `revocations` as both stores read them, and the records they make: the enums'
+/// stored names are checked once here (a row written by a newer version with a name this one does not know is an
+/// error that says which, never a guess).
+struct NotificationRow {
+    var notificationId: String
+    var store: String
+    var kind: String
+    var storeType: String
+    var authenticity: String
+    var channel: String
+    var deliveryId: String?
+    var paymentId: String?
+    var purchaseTokenHash: String?
+    var application: String?
+    var environment: String?
+    var productId: String?
+    var storeReason: String?
+    var quantity: Int64?
+    var occurredAtMilliseconds: Int64
+    var receivedAtMilliseconds: Int64
+    var outcome: String
+    var paymentSeq: String?
+
+    func record() throws(LedgerError) -> StoreNotificationRecord {
+        guard let store = Store(rawValue: store), let kind = StoreNotification.Kind(rawValue: kind),
+            let authenticity = StoreNotification.Authenticity(rawValue: authenticity),
+            let channel = NotificationChannel(rawValue: channel), let outcome = NotificationOutcome(rawValue: outcome)
+        else {
+            throw LedgerError(
+                code: .query,
+                message: "store notification \(notificationId) has a store, kind or outcome this version does not know")
+        }
+        let notification = StoreNotification(
+            store: store, kind: kind, storeType: storeType, notificationId: notificationId,
+            authenticity: authenticity, deliveryId: deliveryId, paymentId: paymentId,
+            purchaseTokenHash: purchaseTokenHash, application: application, environment: environment,
+            productId: productId, reason: storeReason, quantity: quantity.map { Int(clamping: $0) },
+            occurredAt: Date(epochMilliseconds: occurredAtMilliseconds))
+        return StoreNotificationRecord(
+            notification: notification, channel: channel,
+            receivedAt: Date(epochMilliseconds: receivedAtMilliseconds), outcome: outcome, paymentSeq: paymentSeq)
+    }
+}
+
+struct RevocationRow {
+    var paymentSeq: String
+    var userId: String
+    var store: String
+    var notificationId: String
+    var reason: String
+    var storeReason: String?
+    var quantity: Int64?
+    var revokedAtMilliseconds: Int64
+    var recordedAtMilliseconds: Int64
+    var reversedBy: String?
+    var reversedAtMilliseconds: Int64?
+
+    func record() throws(LedgerError) -> RevocationRecord {
+        guard let store = Store(rawValue: store) else {
+            throw LedgerError(
+                code: .query, message: "revocation of \(paymentSeq) has a store this version does not know")
+        }
+        return RevocationRecord(
+            paymentSeq: paymentSeq, userId: userId, store: store, notificationId: notificationId, reason: reason,
+            storeReason: storeReason, quantity: quantity.map { Int(clamping: $0) },
+            revokedAt: Date(epochMilliseconds: revokedAtMilliseconds),
+            recordedAt: Date(epochMilliseconds: recordedAtMilliseconds), reversedBy: reversedBy,
+            reversedAt: reversedAtMilliseconds.map(Date.init(epochMilliseconds:)))
+    }
+}
+
+extension StoreNotificationRecord {
+    /// The record as written: with the plan's outcome and grant.
+    func planned(_ plan: RefundPlan) -> StoreNotificationRecord {
+        var record = self
+        record.outcome = plan.outcome
+        record.paymentSeq = plan.paymentSeq
+        return record
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import Fulfilment
+import GRDB
+
+/// The refunds role on SQLite: one writer, so a notification and a grant of the same payment never interleave; each
+/// notification is recorded and carried out in one write transaction.
+extension SQLiteLedgerStore {
+    public func record(_ record: StoreNotificationRecord, events: EventFactory, now: Date) async throws
+        -> RefundRecording
+    {
+        try await write { db in
+            if let existing = try Self.fetchNotification(record.notification.notificationId, db) {
+                return RefundRecording(outcome: existing.outcome, duplicate: true, paymentSeq: existing.paymentSeq)
+            }
+            let context = try Self.refundContext(record.paymentKey, db)
+            let plan = RefundPlan.decide(record, context: context, events: events, now: now)
+            try Self.insert(record.planned(plan), db)
+            if let revocation = plan.revocation { try Self.insert(revocation, db) }
+            if let reversal = plan.reversal {
+                try db.execute(
+                    sql: """
+                        UPDATE revocations SET reversed_by = ?, reversed_at_ms = ?
+                        WHERE payment_seq = ? AND reversed_by IS NULL
+                        """,
+                    arguments: [reversal.reversedBy, reversal.reversedAt?.epochMilliseconds, reversal.paymentSeq])
+            }
+            if let cancelled = plan.cancelledRefund {
+                try db.execute(
+                    sql:
+                        "UPDATE store_notifications SET outcome = 'reversed' WHERE notification_id = ? AND outcome = 'pending'",
+                    arguments: [cancelled])
+            }
+            for event in plan.events { try Self.insert(event, db) }
+            return RefundRecording(
+                outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
+        }
+    }
+
+    public func notifications(paymentKey: StorePaymentKey) async throws -> [StoreNotificationRecord] {
+        try await read { db in
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT \(LedgerSchema.notificationColumns) FROM store_notifications
+                        WHERE market_id = ? AND payment_id = ? ORDER BY received_at_ms, notification_id
+                        """),
+                arguments: [paymentKey.marketId, paymentKey.paymentId]
+            ).map { try Self.notificationRow($0).record() }
+        }
+    }
+
+    public func notification(id: String) async throws -> StoreNotificationRecord? {
+        try await read { db in try Self.fetchNotification(id, db) }
+    }
+
+    public func revocation(paymentSeq: String) async throws -> RevocationRecord? {
+        try await read { db in try Self.fetchRevocation(paymentSeq, db) }
+    }
+
+    // MARK: Statements
+
+    /// The id of a refund of `key` kept while no grant exists, if any.
+    static func pendingRefund(_ key: StorePaymentKey, _ db: Database) throws -> String? {
+        try String.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT min(notification_id) FROM store_notifications
+                    WHERE market_id = ? AND payment_id = ? AND outcome = 'pending'
+                    """),
+            arguments: [key.marketId, key.paymentId])
+    }
+
+    static func refundContext(_ key: StorePaymentKey?, _ db: Database) throws -> RefundContext {
+        guard let key else { return RefundContext() }
+        let grant = try Row.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT \(LedgerSchema.grantColumns) FROM grants WHERE payment_id = ? AND market_id = ?
+                    ORDER BY granted_at_ms, payment_seq LIMIT 1
+                    """),
+            arguments: [key.paymentId, key.marketId]
+        ).map(Self.grant(from:))
+        return RefundContext(
+            grant: grant, revocation: try grant.flatMap { try fetchRevocation($0.paymentSeq, db) },
+            pendingRefund: try pendingRefund(key, db))
+    }
+
+    static func fetchNotification(_ id: String, _ db: Database) throws -> StoreNotificationRecord? {
+        try Row.fetchOne(
+            db.cachedStatement(
+                sql: "SELECT \(LedgerSchema.notificationColumns) FROM store_notifications WHERE notification_id = ?"),
+            arguments: [id]
+        ).map { try notificationRow($0).record() }
+    }
+
+    static func fetchRevocation(_ paymentSeq: String, _ db: Database) throws -> RevocationRecord? {
+        try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT \(LedgerSchema.revocationColumns) FROM revocations WHERE payment_seq = ?"),
+            arguments: [paymentSeq]
+        ).map {
+            try RevocationRow(
+                paymentSeq: $0["payment_seq"], userId: $0["user_id"], store: $0["store"],
+                notificationId: $0["notification_id"], reason: $0["reason"], storeReason: $0["store_reason"],
+                quantity: $0["quantity"], revokedAtMilliseconds: $0["revoked_at_ms"],
+                recordedAtMilliseconds: $0["recorded_at_ms"], reversedBy: $0["reversed_by"],
+                reversedAtMilliseconds: $0["reversed_at_ms"]
+            ).record()
+        }
+    }
+
+    static func notificationRow(_ row: Row) -> NotificationRow {
+        NotificationRow(
+            notificationId: row["notification_id"], store: row["store"], kind: row["kind"],
+            storeType: row["store_type"], authenticity: row["authenticity"], channel: row["channel"],
+            deliveryId: row["delivery_id"], paymentId: row["payment_id"], purchaseTokenHash: row["purchase_token_hash"],
+            application: row["application"], environment: row["environment"], productId: row["product_id"],
+            storeReason: row["store_reason"], quantity: row["quantity"], occurredAtMilliseconds: row["occurred_at_ms"],
+            receivedAtMilliseconds: row["received_at_ms"], outcome: row["outcome"], paymentSeq: row["payment_seq"])
+    }
+
+    static func insert(_ record: StoreNotificationRecord, _ db: Database) throws {
+        let n = record.notification
+        try db.execute(
+            sql: """
+                INSERT INTO store_notifications (\(LedgerSchema.notificationColumns))
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                n.notificationId, n.store.rawValue, n.store.marketId, n.kind.rawValue, n.storeType,
+                n.authenticity.rawValue, record.channel.rawValue, n.deliveryId, n.paymentId, n.purchaseTokenHash,
+                n.application, n.environment, n.productId, n.reason, n.quantity.map { Int64($0) },
+                n.occurredAt.epochMilliseconds, record.receivedAt.epochMilliseconds, record.outcome.rawValue,
+                record.paymentSeq,
+            ])
+    }
+
+    static func insert(_ revocation: RevocationRecord, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO revocations (\(LedgerSchema.revocationColumns))
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (payment_seq) DO NOTHING
+                """,
+            arguments: [
+                revocation.paymentSeq, revocation.userId, revocation.store.rawValue, revocation.notificationId,
+                revocation.reason, revocation.storeReason, revocation.quantity.map { Int64($0) },
+                revocation.revokedAt.epochMilliseconds, revocation.recordedAt.epochMilliseconds,
+                revocation.reversedBy, revocation.reversedAt?.epochMilliseconds,
+            ])
+    }
+}

@@ -1,0 +1,244 @@
+import Foundation
+import Fulfilment
+import IAPTestSupport
+import Ledger
+import PostgresNIO
+import Testing
+
+/// The refunds role on every ledger: a notification recorded once, one revocation per grant with its event, a refund
+/// kept before the grant turning the grant into `refunded`, reversals, and the race between a refund and its grant.
+@Suite("Refunds on SQLite, PostgreSQL and memory", .timeLimit(.minutes(2)))
+struct RefundLedgerTests {
+    typealias T = LedgerStoreTests
+    static let events = EventFactory(groupID: "g", itemGrantedTopic: "granted", consumeFailedTopic: "failed")
+    static let now = Date(timeIntervalSince1970: 1_764_000_000.123)
+    static let earlier = now.addingTimeInterval(-60)
+
+    static func notification(
+        _ id: String, paymentId: String?, kind: StoreNotification.Kind = .refund, store: Store = .google,
+        reason: String? = "1", quantity: Int? = nil
+    ) -> StoreNotificationRecord {
+        StoreNotificationRecord(
+            notification: StoreNotification(
+                store: store, kind: kind, storeType: "voidedPurchaseNotification", notificationId: id,
+                authenticity: .trustedChannel, deliveryId: "m-\(id)", paymentId: paymentId,
+                purchaseTokenHash: "hash", application: "com.example.game", productId: "gems", reason: reason,
+                quantity: quantity, occurredAt: Date(timeIntervalSince1970: 1_763_990_000.456)),
+            channel: .googleRTDN, receivedAt: now)
+    }
+
+    @Test(arguments: LedgerBackend.allCases)
+    func aRefundOfAGrantRevokesItOnceWithOneEvent(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            _ = try await store.insertGrant(
+                T.grant("r1"), event: T.event("r1:item-granted", seq: "r1", at: Self.earlier))
+            let first = try await store.record(
+                Self.notification("n1", paymentId: "GPA.r1"), events: Self.events, now: Self.now)
+            #expect(first.outcome == .revoked && !first.duplicate && first.paymentSeq == "r1")
+            #expect(first.events.map(\.id) == ["r1:item-revoked"])
+            #expect(first.events.first?.topic == "iap.item-revoked")
+
+            // The same notification again, and another notification of the same refund: nothing new.
+            let again = try await store.record(
+                Self.notification("n1", paymentId: "GPA.r1"), events: Self.events, now: Self.now)
+            #expect(again.duplicate && again.outcome == .revoked && again.events.isEmpty)
+            let other = try await store.record(
+                Self.notification("n2", paymentId: "GPA.r1"), events: Self.events, now: Self.now)
+            #expect(!other.duplicate && other.outcome == .alreadyRefunded && other.events.isEmpty)
+
+            #expect(try await store.events(paymentSeq: "r1").map(\.id) == ["r1:item-granted", "r1:item-revoked"])
+            let revocation = try #require(try await store.revocation(paymentSeq: "r1"))
+            #expect(revocation.notificationId == "n1" && revocation.userId == "user-1" && revocation.store == .google)
+            #expect(revocation.reason == "refund" && revocation.storeReason == "1")
+            #expect(revocation.revokedAt == Date(epochMilliseconds: 1_763_990_000_456))
+            #expect(revocation.reversedBy == nil)
+        }
+    }
+
+    @Test(arguments: LedgerBackend.allCases)
+    func aRefundBeforeItsGrantIsKeptAndTheGrantAnsweredRefunded(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            let kept = try await store.record(
+                Self.notification("early", paymentId: "GPA.p1"), events: Self.events, now: Self.now)
+            #expect(kept.outcome == .pending && kept.paymentSeq == nil && kept.events.isEmpty)
+            // Another store's payment with the same id is another payment.
+            _ = try await store.insertGrant(
+                {
+                    var grant = T.grant("apple-p1")
+                    grant.marketId = "AS"
+                    grant.paymentId = "GPA.p1"
+                    return grant
+                }(), event: T.event("apple-p1:item-granted", seq: "apple-p1"))
+
+            let results = try await store.insertGrants([
+                GrantWrite(grant: T.grant("p1"), event: T.event("p1:item-granted", seq: "p1")),
+                GrantWrite(grant: T.grant("p2"), event: T.event("p2:item-granted", seq: "p2")),
+            ])
+            #expect(results == [.refunded(notificationId: "early"), .inserted])
+            #expect(try await store.grant(paymentSeq: "p1") == nil)
+            #expect(try await store.events(paymentSeq: "p1").isEmpty)
+            #expect(try await store.grant(paymentSeq: "apple-p1") != nil)
+
+            // A reversal before any grant cancels the refund: the purchase may be granted.
+            let reversal = try await store.record(
+                Self.notification("back", paymentId: "GPA.p1", kind: .refundReversed), events: Self.events,
+                now: Self.now)
+            #expect(reversal.outcome == .reversed && reversal.events.isEmpty)
+            #expect(try await store.notification(id: "early")?.outcome == .reversed)
+            #expect(
+                try await store.insertGrant(T.grant("p1"), event: T.event("p1:item-granted", seq: "p1")) == .inserted)
+        }
+    }
+
+    @Test(arguments: LedgerBackend.allCases)
+    func aReversalUndoesTheRevocationOnce(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            _ = try await store.insertGrant(
+                T.grant("v1"), event: T.event("v1:item-granted", seq: "v1", at: Self.earlier))
+            _ = try await store.record(
+                Self.notification("refund", paymentId: "GPA.v1"), events: Self.events, now: Self.now)
+            let reversed = try await store.record(
+                Self.notification("reversal", paymentId: "GPA.v1", kind: .refundReversed), events: Self.events,
+                now: Self.now)
+            #expect(reversed.outcome == .reversed && reversed.paymentSeq == "v1")
+            #expect(reversed.events.map(\.id) == ["v1:refund-reversed"])
+            let again = try await store.record(
+                Self.notification("reversal-2", paymentId: "GPA.v1", kind: .refundReversed), events: Self.events,
+                now: Self.now)
+            #expect(again.outcome == .unmatched && again.events.isEmpty)
+            let revocation = try #require(try await store.revocation(paymentSeq: "v1"))
+            #expect(revocation.reversedBy == "reversal")
+            #expect(revocation.reversedAt == Date(epochMilliseconds: 1_763_990_000_456))
+            #expect(
+                try await store.events(paymentSeq: "v1").map(\.id)
+                    == ["v1:item-granted", "v1:item-revoked", "v1:refund-reversed"])
+        }
+    }
+
+    @Test(arguments: LedgerBackend.allCases)
+    func notificationsAreKeptAsTheyCameAndFoundByTheirPayment(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            let partial = Self.notification("part", paymentId: "GPA.k1", reason: "2", quantity: Int.max)
+            _ = try await store.insertGrant(T.grant("k1"), event: T.event("k1:item-granted", seq: "k1"))
+            _ = try await store.record(partial, events: Self.events, now: Self.now)
+            _ = try await store.record(
+                Self.notification("declined", paymentId: "GPA.k1", kind: .refundDeclined, store: .google),
+                events: Self.events, now: Self.now)
+            let other = try await store.record(
+                Self.notification("test", paymentId: nil, kind: .other), events: Self.events, now: Self.now)
+            #expect(other.outcome == .recorded)
+            let unpaid = try await store.record(
+                Self.notification("no-payment", paymentId: nil), events: Self.events, now: Self.now)
+            #expect(unpaid.outcome == .unmatched)
+
+            var expected = partial
+            expected.outcome = .revoked
+            expected.paymentSeq = "k1"
+            expected.receivedAt = Date(epochMilliseconds: Self.now.epochMilliseconds)
+            expected.notification.occurredAt = Date(epochMilliseconds: 1_763_990_000_456)
+            #expect(try await store.notification(id: "part") == expected)
+            let found = try await store.notifications(paymentKey: StorePaymentKey(marketId: "GG", paymentId: "GPA.k1"))
+            #expect(found.map(\.notification.notificationId) == ["declined", "part"])
+            #expect(found.map(\.outcome) == [.recorded, .revoked])
+            let revocation = try #require(try await store.revocation(paymentSeq: "k1"))
+            #expect(revocation.reason == "partial_refund" && revocation.quantity == Int.max)
+            #expect(try await store.notification(id: "missing") == nil)
+        }
+    }
+
+    /// A refund and the grant of its payment at the same moment: whichever commits first, the other sees it — a
+    /// revoked grant, or a refunded purchase; never a grant beside a refund still pending.
+    @Test(arguments: LedgerBackend.allCases)
+    func aRefundRacingItsGrantIsSeenByOneSide(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend, maxConnections: 40) { store in
+            let count = 60
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for i in 0..<count {
+                    group.addTask {
+                        _ = try await store.insertGrant(
+                            T.grant("race-\(i)"), event: T.event("race-\(i):item-granted", seq: "race-\(i)"))
+                    }
+                    group.addTask {
+                        _ = try await store.record(
+                            Self.notification("race-n\(i)", paymentId: "GPA.race-\(i)"), events: Self.events,
+                            now: Self.now)
+                    }
+                }
+                try await group.waitForAll()
+            }
+            for i in 0..<count {
+                let granted = try await store.grant(paymentSeq: "race-\(i)") != nil
+                let outcome = try await store.notification(id: "race-n\(i)")?.outcome
+                if granted {
+                    #expect(outcome == .revoked, "race-\(i): granted, so the refund must have revoked it")
+                    #expect(try await store.revocation(paymentSeq: "race-\(i)") != nil)
+                } else {
+                    #expect(outcome == .pending, "race-\(i): not granted, so the refund must be kept pending")
+                }
+            }
+        }
+    }
+}
+
+/// PostgreSQL's read committed lets a grant and a refund of one payment each miss the other (each checks what the
+/// other has not committed yet); the payment's advisory lock orders them. Each test holds the lock in a transaction of
+/// its own, writes there what the other path would have written, and commits only after the path under test started:
+/// the path must wait for the lock and then see the row.
+@Suite("Refund and grant ordered by the payment's lock on PostgreSQL", .timeLimit(.minutes(1)))
+struct RefundLockTests {
+    typealias T = LedgerStoreTests
+
+    static func holdingTheLock<Result: Sendable>(
+        of paymentId: String, writing statement: PostgresQuery,
+        _ path: @escaping @Sendable (any SQLLedgerStore) async throws -> Result
+    ) async throws -> Result {
+        let server = try PostgresTestServer.current()
+        let database = try await server.createDatabase()
+        let url = server.url(database: database)
+        let logger = TestDatabases.quietLogger
+        return try await LedgerStores.withStore(url: url, logger: logger) { store in
+            try await server.withConnection(to: database) { connection in
+                try await connection.query("BEGIN", logger: logger)
+                try await connection.query(
+                    "SELECT pg_advisory_xact_lock(\(Int32(0x1A9)), hashtext('GG:' || \(paymentId)::text))",
+                    logger: logger)
+                try await connection.query(statement, logger: logger)
+                let running = Task { try await path(store) }
+                try await Task.sleep(for: .milliseconds(400))
+                try await connection.query("COMMIT", logger: logger)
+                return try await running.value
+            }
+        }
+    }
+
+    @Test func aGrantWaitsForARefundBeingRecordedAndIsRefused() async throws {
+        let result = try await Self.holdingTheLock(
+            of: "GPA.w1",
+            writing: """
+                INSERT INTO store_notifications (notification_id, store, market_id, kind, store_type, authenticity,
+                    channel, payment_id, occurred_at_ms, received_at_ms, outcome)
+                VALUES ('held', 'google', 'GG', 'refund', 'voidedPurchaseNotification', 'trusted_channel',
+                    'google-rtdn', 'GPA.w1', 0, 0, 'pending')
+                """
+        ) { store in
+            try await store.insertGrant(T.grant("w1"), event: T.event("w1:item-granted", seq: "w1"))
+        }
+        #expect(result == .refunded(notificationId: "held"))
+    }
+
+    @Test func aRefundWaitsForAGrantBeingWrittenAndRevokesIt() async throws {
+        let result = try await Self.holdingTheLock(
+            of: "GPA.w2",
+            writing: """
+                INSERT INTO grants (payment_seq, user_id, gamebase_product_id, purchase_token, market_id, payment_id,
+                    is_test_purchase, state, granted_at_ms)
+                VALUES ('w2', 'user-1', 'gems', 'tok', 'GG', 'GPA.w2', false, 'granted', 0)
+                """
+        ) { store in
+            try await store.record(
+                RefundLedgerTests.notification("held", paymentId: "GPA.w2"), events: RefundLedgerTests.events,
+                now: RefundLedgerTests.now)
+        }
+        #expect(result.outcome == .revoked && result.paymentSeq == "w2")
+    }
+}
