@@ -185,6 +185,7 @@ let package = Package(
                 "Ledger",
                 "Kafka",
                 "Console",
+                "Stores",
                 "Wire",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
@@ -377,6 +378,7 @@ let package = Package(
                 "Gamebase",
                 "IAPTestSupport",
                 "InMemoryLedger",
+                "Stores",
                 "Wire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -391,6 +393,7 @@ let package = Package(
         .testTarget(
             name: "AppTests",
             dependencies: [
+                "Stores",
                 "App",
                 "Console",
                 "Engine",

@@ -57,6 +57,33 @@ extension MemoryLedger {
         state.withLock { $0.revocations[BinaryText(paymentSeq)] }
     }
 
+    public func recordRefusal(_ refusal: RefusedNotification) async throws {
+        state.withLock { state in
+            let key = BinaryText(refusal.bodyHash)
+            if var existing = state.refusals[key] {
+                existing.record.count += 1
+                existing.record.lastReceivedAt = max(
+                    existing.record.lastReceivedAt, refusal.lastReceivedAt.storedInMilliseconds)
+                state.refusals[key] = existing
+            } else {
+                var stored = refusal
+                stored.count = 1
+                stored.firstReceivedAt = refusal.firstReceivedAt.storedInMilliseconds
+                stored.lastReceivedAt = refusal.lastReceivedAt.storedInMilliseconds
+                state.refusals[key] = (stored, state.nextRow())
+            }
+        }
+    }
+
+    public func refusals(limit: Int) async throws -> [RefusedNotification] {
+        state.withLock { state in
+            let sorted = state.refusals.values.map(\.record).sorted {
+                ($1.lastReceivedAt, BinaryText($0.bodyHash)) < ($0.lastReceivedAt, BinaryText($1.bodyHash))
+            }
+            return limited(sorted, max(0, limit))
+        }
+    }
+
     /// `market_id = ? AND payment_id = ?`, by bytes.
     static func names(_ record: StoreNotificationRecord, _ key: StorePaymentKey) -> Bool {
         BinaryText(record.notification.store.marketId) == BinaryText(key.marketId)

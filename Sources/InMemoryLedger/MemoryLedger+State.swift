@@ -19,6 +19,8 @@ extension MemoryLedger {
         var notifications: [BinaryText: (record: StoreNotificationRecord, row: Int64)] = [:]
         /// `revocations`, by paymentSeq.
         var revocations: [BinaryText: RevocationRecord] = [:]
+        /// `refused_notifications`, by body hash.
+        var refusals: [BinaryText: (record: RefusedNotification, row: Int64)] = [:]
         private var lastRow: Int64 = 0
 
         /// The next row's place in insertion order.

@@ -186,6 +186,20 @@ package enum LedgerSchema {
             )
             """,
             "CREATE INDEX revocations_user ON revocations (user_id, recorded_at_ms)",
+            // Records not believed (a bad signature, another app, not JSON): one row per body, counted.
+            """
+            CREATE TABLE refused_notifications (
+                body_hash TEXT PRIMARY KEY,
+                store TEXT,
+                code TEXT NOT NULL,
+                detail TEXT NOT NULL,
+                body_bytes INTEGER NOT NULL,
+                first_received_at_ms BIGINT NOT NULL,
+                last_received_at_ms BIGINT NOT NULL,
+                refused_count INTEGER NOT NULL
+            )
+            """,
+            "CREATE INDEX refused_notifications_last ON refused_notifications (last_received_at_ms)",
         ]
         if dialect == .postgres { statements.append(refundedPaymentsFunction) }
         return statements
@@ -226,6 +240,9 @@ package enum LedgerSchema {
         notification_id, store, market_id, kind, store_type, authenticity, channel, delivery_id, payment_id, \
         purchase_token_hash, application, environment, product_id, store_reason, quantity, occurred_at_ms, \
         received_at_ms, outcome, payment_seq
+        """
+    static let refusalColumns = """
+        body_hash, store, code, detail, body_bytes, first_received_at_ms, last_received_at_ms, refused_count
         """
     static let revocationColumns = """
         payment_seq, user_id, store, notification_id, reason, store_reason, quantity, revoked_at_ms, recorded_at_ms, \

@@ -11,8 +11,16 @@ extension SHA256 {
         var text = text
         var hasher = SHA256()
         text.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }
-        let digest = hasher.finalize()
-        return digest.withUnsafeBytes { bytes in
+        return hex(of: hasher.finalize())
+    }
+
+    /// The SHA-256 of `bytes` in lower-case hex.
+    public static func hex(bytes: [UInt8]) -> String {
+        hex(of: SHA256.hash(data: bytes))
+    }
+
+    private static func hex(of digest: SHA256.Digest) -> String {
+        digest.withUnsafeBytes { bytes in
             String(unsafeUninitializedCapacity: bytes.count * 2) { digits in
                 for (index, byte) in bytes.enumerated() {
                     digits[2 * index] = hexDigits[Int(byte >> 4)]

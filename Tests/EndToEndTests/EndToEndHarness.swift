@@ -19,6 +19,7 @@ struct EndToEndSystem: Sendable {
     static let secretKey = "e2e-secret"
     static let topics = [
         "purchase.completed": 6, "iap.item-granted": 1, "iap.consume-failed": 1, "purchase.completed.dlq": 1,
+        "store.notifications": 2, "iap.item-revoked": 1,
     ]
 
     let cluster: MockCluster
@@ -110,12 +111,11 @@ struct EndToEndSystem: Sendable {
         }
     }
 
-    func produce(_ values: [(key: String, value: String)]) async throws {
+    func produce(_ values: [(key: String, value: String)], to topic: String = "purchase.completed") async throws {
         let producer = try KafkaProducer(
             configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: Self.logger)
         for (key, value) in values {
-            try await producer.send(
-                KafkaProducerRecord(topic: "purchase.completed", key: Array(key.utf8), value: Array(value.utf8)))
+            try await producer.send(KafkaProducerRecord(topic: topic, key: Array(key.utf8), value: Array(value.utf8)))
         }
         await producer.close()
     }

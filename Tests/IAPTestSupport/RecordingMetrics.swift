@@ -22,6 +22,10 @@ public final class RecordingMetrics: EngineMetrics {
         public var pruned: [String: Int] = [:]
         public var pruneCaughtUp: Double?
         public var purchaseDurations = 0
+        /// `store/type/result` → count.
+        public var storeNotifications: [String: Int] = [:]
+        /// `store/reason` → count.
+        public var revocations: [String: Int] = [:]
     }
     private let state = Mutex(Values())
 
@@ -54,6 +58,12 @@ public final class RecordingMetrics: EngineMetrics {
     public func countReconcileOverrun() { state.withLock { $0.reconcileOverruns += 1 } }
     public func recordReconcilePass(_ duration: Duration, summary: WorkerStatus.ReconcilePass) {
         state.withLock { $0.reconcilePasses.append(summary) }
+    }
+    public func countStoreNotification(store: String, type: String, result: String) {
+        state.withLock { $0.storeNotifications["\(store)/\(type)/\(result)", default: 0] += 1 }
+    }
+    public func countRevocation(store: String, reason: String) {
+        state.withLock { $0.revocations["\(store)/\(reason)", default: 0] += 1 }
     }
     public func setLedgerRows(_ counts: [String: Int]) { state.withLock { $0.ledgerRows = counts } }
     public func countPruned(table: String, by count: Int) { state.withLock { $0.pruned[table, default: 0] += count } }

@@ -8,6 +8,7 @@ import Kafka
 import Ledger
 import Logging
 import ServiceLifecycle
+import Stores
 import UnixSignals
 
 /// The composition root: builds the daemon's services from the configuration. `iap-worker run`, the demo,
@@ -23,6 +24,8 @@ public enum WorkerApplication {
         public let metrics: WorkerMetrics
         public let consumer: KafkaConsumer
         public let producer: KafkaProducer
+        /// The store-notifications intake, when `kafka.topics.store_notifications` is read.
+        public let notificationIntake: NotificationIntake?
 
         public var engine: PurchaseEngine { services.engine }
         public var processor: PurchaseProcessor { services.processor }
@@ -112,6 +115,20 @@ public enum WorkerApplication {
             health: health,
             reloadSecretKey: secretKeyReloader(configuration: configuration, gamebase: gamebase, logger: logger),
             logger: logger)
+        var intake: NotificationIntake?
+        if configuration.readsStoreNotifications {
+            let notificationsConsumer = try KafkaConsumer(
+                configuration: configuration.storeNotificationsConsumerConfiguration, logger: logger)
+            intake = NotificationIntake(
+                source: KafkaPurchaseSource(consumer: notificationsConsumer),
+                reader: try storeNotificationReader(configuration.refunds),
+                recorder: RefundRecorder(
+                    refunds: ledger.refunds, purchases: ledger.purchases,
+                    publisher: KafkaEventPublisher(producer: producer),
+                    events: services.processor.configuration.events, logger: logger),
+                configuration: NotificationIntake.Configuration(topic: configuration.topics.storeNotifications),
+                metrics: metrics, logger: logger)
+        }
         let admin = AdminServer(
             host: adminHost, port: configuration.serverPort, metrics: metrics, health: health, logger: logger)
         var console: ConsoleServer?
@@ -133,6 +150,7 @@ public enum WorkerApplication {
         group.append(.init(service: OnShutdown { await producer.close() }))
         group.append(.init(service: admin))
         if let console { group.append(.init(service: console)) }
+        if let intake { group.append(.init(service: intake)) }
         for service in services.services { group.append(.init(service: service)) }
         let serviceGroup = ServiceGroup(
             configuration: .init(
@@ -142,9 +160,24 @@ public enum WorkerApplication {
             serviceGroup,
             Parts(
                 services: services, admin: admin, console: console, metrics: metrics, consumer: consumer,
-                producer: producer)
+                producer: producer, notificationIntake: intake)
         )
     }
+}
+
+/// The reader of the store-notifications topic: Google's notifications for the configured package, Apple's verified
+/// to Apple Root CA – G3 (or, in tests, the configured roots) for the configured app and environment.
+func storeNotificationReader(_ refunds: WorkerConfiguration.Refunds) throws -> StoreNotificationReader {
+    var apple: StoreNotificationReader.Apple?
+    if let bundleId = refunds.appleBundleId {
+        let verifier =
+            try refunds.appleRootCertificatesPEM.map { try AppleJWSVerifier(rootCertificatesPEM: $0) }
+            ?? AppleJWSVerifier()
+        apple = StoreNotificationReader.Apple(
+            verifier: verifier, bundleId: bundleId,
+            environment: refunds.appleEnvironment == "sandbox" ? .sandbox : .production)
+    }
+    return StoreNotificationReader(googlePackageName: refunds.googlePackageName, apple: apple)
 }
 
 /// While Gamebase refuses the worker's configuration, the monitor calls this before each probe: a secret key file

@@ -39,6 +39,13 @@ public struct ConfigurationKey: Sendable, Hashable {
             "kafka.topics.consume_failed", default: "iap.consume-failed", "Topic of consume-failed events"),
         ConfigurationKey("kafka.topics.dead_letter", default: "purchase.completed.dlq", "Dead-letter topic"),
         ConfigurationKey(
+            "kafka.topics.store_notifications", default: "store.notifications",
+            "Topic of the stores' refund notifications (Google RTDN, Apple V2 bodies), read when refunds.google or "
+                + "refunds.apple is set (\"\": off)"),
+        ConfigurationKey(
+            "kafka.topics.item_revoked", default: "iap.item-revoked", "Topic of item-revoked and refund-reversed events"
+        ),
+        ConfigurationKey(
             "kafka.librdkafka.<property>", default: nil,
             "Any librdkafka property, passed through (security.protocol, sasl.*, ssl.*, session.timeout.ms …)"),
         ConfigurationKey(
@@ -105,6 +112,17 @@ public struct ConfigurationKey: Sendable, Hashable {
             "reconcile.max_calls_per_second", default: "20",
             "Gamebase calls a second by one instance's reconciler at most (List Consumables, Get Payment Transaction, "
                 + "Consume)"),
+        ConfigurationKey(
+            "refunds.google.package_name", default: nil,
+            "The Android package whose voided purchases revoke grants (notifications about another are refused)"),
+        ConfigurationKey(
+            "refunds.apple.bundle_id", default: nil,
+            "The app whose App Store refunds revoke grants; Apple notifications are believed only when signed for it"),
+        ConfigurationKey(
+            "refunds.apple.environment", default: "production", "production or sandbox: the other one is refused"),
+        ConfigurationKey(
+            "refunds.apple.root_certificates_file", default: nil,
+            "Tests only: PEM roots trusted instead of the built-in Apple Root CA - G3"),
         ConfigurationKey("server.port", default: "8080", "HTTP port of /metrics, /healthz and /readyz"),
         ConfigurationKey("console.port", default: "8081", "Port of the read-only operator console (0 turns it off)"),
         ConfigurationKey(

@@ -21,6 +21,11 @@ extension WorkerConfiguration {
             ("kafka.group_instance_id", groupInstanceID ?? "(none)"), ("kafka.topics.purchases", topics.purchases),
             ("kafka.topics.item_granted", topics.itemGranted), ("kafka.topics.consume_failed", topics.consumeFailed),
             ("kafka.topics.dead_letter", topics.deadLetter),
+            (
+                "kafka.topics.store_notifications",
+                topics.storeNotifications.isEmpty ? "(off)" : topics.storeNotifications
+            ),
+            ("kafka.topics.item_revoked", topics.itemRevoked),
         ]
         for (key, value) in librdkafka.sorted(by: { $0.key < $1.key }) {
             rows.append(("kafka.librdkafka.\(key)", KafkaSecrets.isSecret(key) ? "<redacted>" : value))
@@ -48,6 +53,10 @@ extension WorkerConfiguration {
             ("reconcile.grace_ms", String(Self.milliseconds(reconcile.grace))),
             ("reconcile.lookback_hours", String(Self.milliseconds(reconcile.lookback) / 3_600_000)),
             ("reconcile.max_calls_per_second", String(reconcile.maxCallsPerSecond)),
+            ("refunds.google.package_name", refunds.googlePackageName ?? "(none)"),
+            ("refunds.apple.bundle_id", refunds.appleBundleId ?? "(none)"),
+            ("refunds.apple.environment", refunds.appleEnvironment),
+            ("refunds.apple.root_certificates_file", refunds.appleRootCertificatesFile ?? "(built in)"),
             ("server.port", String(serverPort)),
             ("console.port", String(console.port)), ("console.address", console.address),
             ("console.token_file", consoleTokenFile ?? "(none)"),

@@ -10,7 +10,8 @@ extension WorkerConfiguration {
     public func fulfilmentConfiguration(workerName: String) -> FulfilmentConfiguration {
         FulfilmentConfiguration(
             groupID: groupID, itemGrantedTopic: topics.itemGranted, consumeFailedTopic: topics.consumeFailed,
-            deadLetterTopic: topics.deadLetter, workerName: workerName, rejectTestPurchases: rejectTestPurchases,
+            itemRevokedTopic: topics.itemRevoked, deadLetterTopic: topics.deadLetter, workerName: workerName,
+            rejectTestPurchases: rejectTestPurchases,
             maxMessageBytes: maxMessageBytes, verifyRetry: retry, consumeRetry: retry)
     }
 

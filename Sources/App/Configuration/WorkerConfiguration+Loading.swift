@@ -6,6 +6,7 @@ import Gamebase
 import GamebaseHTTP
 import Kafka
 import Logging
+import Stores
 import SystemPackage
 import Wire
 import Yams
@@ -78,6 +79,12 @@ extension WorkerConfiguration {
         topics.itemGranted = try values.string("kafka.topics.item_granted", default: topics.itemGranted)
         topics.consumeFailed = try values.string("kafka.topics.consume_failed", default: topics.consumeFailed)
         topics.deadLetter = try values.string("kafka.topics.dead_letter", default: topics.deadLetter)
+        // The one key whose empty value means something: "" turns the topic off (DESIGN §2).
+        topics.storeNotifications =
+            try values.stringKeepingEmpty("kafka.topics.store_notifications")
+            ?? topics.storeNotifications
+        topics.itemRevoked = try values.string("kafka.topics.item_revoked", default: topics.itemRevoked)
+        refunds = try Self.refunds(values)
 
         gamebaseBaseURL = try values.string("gamebase.base_url", default: gamebaseBaseURL)
         guard gamebaseBaseURL.hasPrefix("http://") || gamebaseBaseURL.hasPrefix("https://") else {
@@ -138,6 +145,61 @@ extension WorkerConfiguration {
             throw ConfigurationError(key: "log.format", problem: "must be json or text")
         }
         logFormat = parsedFormat
+    }
+
+    /// `refunds.*`: the identifiers checked for their shape (they are compared with what the stores sign or send), the
+    /// test roots' file for being readable PEM.
+    static func refunds(_ values: ConfigValues) throws -> Refunds {
+        var refunds = Refunds()
+        if let package = try values.optionalString("refunds.google.package_name") {
+            guard package.utf8.count <= 255, package.contains("."),
+                package.utf8.allSatisfy({ $0.isASCIIAlphanumeric || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") }
+                )
+            else {
+                throw ConfigurationError(
+                    key: "refunds.google.package_name",
+                    problem: "must be an Android package name such as com.studio.game (letters, digits, _ and .)")
+            }
+            refunds.googlePackageName = package
+        }
+        if let bundle = try values.optionalString("refunds.apple.bundle_id") {
+            guard bundle.utf8.count <= 255,
+                bundle.utf8.allSatisfy({
+                    $0.isASCIIAlphanumeric || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-")
+                })
+            else {
+                throw ConfigurationError(
+                    key: "refunds.apple.bundle_id",
+                    problem: "must be a bundle id such as com.studio.game (letters, digits, - and .)")
+            }
+            refunds.appleBundleId = bundle
+        }
+        let environment = try values.string("refunds.apple.environment", default: "production").lowercased()
+        guard ["production", "sandbox"].contains(environment) else {
+            throw ConfigurationError(key: "refunds.apple.environment", problem: "must be production or sandbox")
+        }
+        refunds.appleEnvironment = environment
+        if let file = try values.optionalString("refunds.apple.root_certificates_file") {
+            let key = "refunds.apple.root_certificates_file"
+            guard let data = FileManager.default.contents(atPath: file), data.count <= 1 << 20,
+                let pem = String(data: data, encoding: .utf8)
+            else {
+                throw ConfigurationError(key: key, problem: "cannot read \(file) as a PEM file of at most 1 MiB")
+            }
+            do {
+                _ = try AppleRootCertificates.certificates(pem: pem)
+            } catch {
+                throw ConfigurationError(key: key, problem: "\(file) \(error.detail)")
+            }
+            refunds.appleRootCertificatesFile = file
+            refunds.appleRootCertificatesPEM = pem
+        }
+        if refunds.appleBundleId == nil, refunds.appleRootCertificatesFile != nil {
+            throw ConfigurationError(
+                key: "refunds.apple.root_certificates_file",
+                problem: "set refunds.apple.bundle_id too, or remove this key")
+        }
+        return refunds
     }
 
     /// `reconcile.*`.
@@ -290,6 +352,11 @@ struct ConfigValues {
         guard let value = reader.string(forKey: ConfigKey(key), isSecret: secret) else { return nil }
         let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
         return trimmed.isEmpty ? nil : trimmed
+    }
+
+    /// The value trimmed, `""` when set empty; `nil` only when the key is absent.
+    func stringKeepingEmpty(_ key: String) throws -> String? {
+        reader.string(forKey: ConfigKey(key)).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
     }
 
     func string(_ key: String, default defaultValue: String, secret: Bool = false) throws -> String {

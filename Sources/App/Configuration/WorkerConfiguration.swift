@@ -13,7 +13,29 @@ public struct WorkerConfiguration: Sendable {
         public var itemGranted = "iap.item-granted"
         public var consumeFailed = "iap.consume-failed"
         public var deadLetter = "purchase.completed.dlq"
+        /// `""`: no store notifications are read.
+        public var storeNotifications = "store.notifications"
+        public var itemRevoked = "iap.item-revoked"
         public init() {}
+    }
+
+    /// `refunds.*`: which stores' refunds the worker takes in.
+    public struct Refunds: Sendable, Hashable {
+        /// `refunds.google.package_name`; `nil`: Google notifications are refused.
+        public var googlePackageName: String?
+        /// `refunds.apple.bundle_id`; `nil`: Apple notifications are refused.
+        public var appleBundleId: String?
+        /// `refunds.apple.environment`: `production` or `sandbox`.
+        public var appleEnvironment = "production"
+        /// `refunds.apple.root_certificates_file` (tests only): PEM roots trusted instead of Apple Root CA – G3.
+        public var appleRootCertificatesFile: String?
+        /// That file's text, read and checked when the configuration is loaded.
+        public var appleRootCertificatesPEM: String?
+
+        public init() {}
+
+        /// Whether any store's refunds are taken in.
+        public var isEnabled: Bool { googlePackageName != nil || appleBundleId != nil }
     }
 
     public var bootstrapServers = "localhost:9092"
@@ -21,6 +43,7 @@ public struct WorkerConfiguration: Sendable {
     public var clientID = "iap-worker"
     public var groupInstanceID: String?
     public var topics = Topics()
+    public var refunds = Refunds()
     /// `kafka.librdkafka.*`, by librdkafka property name.
     public var librdkafka: [String: String] = [:]
     /// What loading noticed but did not refuse (environment variables that look like ours and name no key): `run`
@@ -104,6 +127,20 @@ public struct WorkerConfiguration: Sendable {
             bootstrapServers: bootstrapServers, groupID: groupID, groupInstanceID: groupInstanceID,
             maxBufferedMessages: max(1_000, maxInFlight * 4), maxBufferedBytes: max(1, maxBufferedBytes / 4),
             properties: properties)
+    }
+
+    /// Whether the store-notifications topic is read: named, and a store configured to believe.
+    public var readsStoreNotifications: Bool { !topics.storeNotifications.isEmpty && refunds.isEnabled }
+
+    /// The consumer of the store-notifications topic: a group of its own (`<group_id>.store-notifications`), so its
+    /// rebalances never move the purchases' partitions; a static member's id gets the same suffix.
+    public var storeNotificationsConsumerConfiguration: KafkaConsumerConfiguration {
+        var configuration = consumerConfiguration
+        configuration.groupID = "\(groupID).store-notifications"
+        configuration.groupInstanceID = groupInstanceID.map { "\($0).store-notifications" }
+        configuration.maxBufferedMessages = 1_000
+        configuration.maxBufferedBytes = 8 << 20
+        return configuration
     }
 
     /// Bytes of records in flight at most (half of `worker.max_buffered_bytes`).

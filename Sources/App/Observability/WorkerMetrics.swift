@@ -33,6 +33,8 @@ public final class WorkerMetrics: EngineMetrics {
         public static let ledgerRows = "iap_ledger_rows"
         public static let ledgerPrunedRows = "iap_ledger_pruned_rows_total"
         public static let ledgerPruneCaughtUp = "iap_ledger_prune_caught_up_timestamp_seconds"
+        public static let storeNotifications = "iap_store_notifications_total"
+        public static let revocations = "iap_revocations_total"
     }
 
     /// The version `iap_build_info` reports.
@@ -85,6 +87,10 @@ public final class WorkerMetrics: EngineMetrics {
     private let prunedRowCounters: [String: Counter]
     /// When this instance last finished a pruning pass with nothing left due (its start time until then; 0: off).
     private let ledgerPruneCaughtUp: Gauge
+
+    /// `iap_store_notifications_total` and `iap_revocations_total`, made at their first count (their label values are
+    /// few, but most never occur), keyed by their label values.
+    private let refundCounters = Mutex<[[String]: Counter]>([:])
 
     /// Outcomes of `iap_reconciled_total`.
     public static let reconcileOutcomes = [
@@ -230,6 +236,28 @@ public final class WorkerMetrics: EngineMetrics {
     public func countPruned(table: String, by count: Int) {
         guard count > 0 else { return }
         prunedRowCounters[table]?.increment(by: Int64(count))
+    }
+
+    public func countStoreNotification(store: String, type: String, result: String) {
+        refundCounter(
+            Name.storeNotifications, "Store notifications taken in, by store, type and result",
+            [("store", store), ("type", type), ("result", result)]
+        ).increment()
+    }
+
+    public func countRevocation(store: String, reason: String) {
+        refundCounter(Name.revocations, "Grants revoked by a store refund", [("store", store), ("reason", reason)])
+            .increment()
+    }
+
+    private func refundCounter(_ name: String, _ help: String, _ labels: [(String, String)]) -> Counter {
+        refundCounters.withLock { counters in
+            let key = [name] + labels.map(\.1)
+            if let counter = counters[key] { return counter }
+            let counter = registry.makeCounter(descriptor: Self.describe(name, help), labels: labels)
+            counters[key] = counter
+            return counter
+        }
     }
 
     /// Counts payments a reconciliation pass handled (`iap_reconciled_total{outcome}`).

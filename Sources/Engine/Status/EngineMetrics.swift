@@ -40,6 +40,12 @@ public protocol EngineMetrics: Sendable {
     func setLedgerRows(_ counts: [String: Int])
     /// Rows retention deleted (`iap_ledger_pruned_rows_total{table}`).
     func countPruned(table: String, by count: Int)
+    /// A store notification taken in (`iap_store_notifications_total{store,type,result}`): `type` is its kind
+    /// (`unknown` when refused), `result` its outcome, `duplicate`, or `refused_<code>`.
+    func countStoreNotification(store: String, type: String, result: String)
+    /// A grant revoked (`iap_revocations_total{store,reason}`).
+    func countRevocation(store: String, reason: String)
+
     /// When pruning last caught up, seconds since the epoch; 0 while pruning is off
     /// (`iap_ledger_prune_caught_up_timestamp_seconds`).
     func setLedgerPruneCaughtUp(_ secondsSinceEpoch: Double)

@@ -94,6 +94,44 @@ extension PostgresLedgerStore {
         }
     }
 
+    public func recordRefusal(_ refusal: RefusedNotification) async throws {
+        let r = refusal
+        try await wrap {
+            try await client.query(
+                """
+                INSERT INTO refused_notifications (\(unescaped: LedgerSchema.refusalColumns)) VALUES (
+                    \(r.bodyHash), \(r.store?.rawValue), \(r.code), \(r.detail), \(Int32(clamping: r.bodyBytes)),
+                    \(r.firstReceivedAt.epochMilliseconds), \(r.lastReceivedAt.epochMilliseconds), 1)
+                ON CONFLICT (body_hash) DO UPDATE SET refused_count = refused_notifications.refused_count + 1,
+                    last_received_at_ms = greatest(refused_notifications.last_received_at_ms, excluded.last_received_at_ms)
+                """, logger: logger)
+        }
+    }
+
+    public func refusals(limit: Int) async throws -> [RefusedNotification] {
+        try await wrap {
+            var refusals: [RefusedNotification] = []
+            for try await row in try await client.query(
+                """
+                SELECT \(unescaped: LedgerSchema.refusalColumns) FROM refused_notifications
+                ORDER BY last_received_at_ms DESC, body_hash LIMIT \(Int64(max(0, limit)))
+                """, logger: logger)
+            {
+                let r = row.makeRandomAccess()
+                refusals.append(
+                    RefusedNotification(
+                        bodyHash: try r["body_hash"].decode(String.self),
+                        store: try r["store"].decode(String?.self).flatMap(Store.init(rawValue:)),
+                        code: try r["code"].decode(String.self), detail: try r["detail"].decode(String.self),
+                        bodyBytes: Int(try r["body_bytes"].decode(Int32.self)),
+                        firstReceivedAt: Date(epochMilliseconds: try r["first_received_at_ms"].decode(Int64.self)),
+                        lastReceivedAt: Date(epochMilliseconds: try r["last_received_at_ms"].decode(Int64.self)),
+                        count: Int(try r["refused_count"].decode(Int32.self))))
+            }
+            return refusals
+        }
+    }
+
     // MARK: Statements
 
     static func refundContext(_ key: StorePaymentKey?, _ connection: PostgresConnection, _ logger: Logger) async throws

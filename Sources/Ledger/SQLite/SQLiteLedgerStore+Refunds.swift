@@ -57,6 +57,41 @@ extension SQLiteLedgerStore {
         try await read { db in try Self.fetchRevocation(paymentSeq, db) }
     }
 
+    public func recordRefusal(_ refusal: RefusedNotification) async throws {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO refused_notifications (\(LedgerSchema.refusalColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, 1)
+                    ON CONFLICT (body_hash) DO UPDATE SET refused_count = refused_count + 1,
+                        last_received_at_ms = max(last_received_at_ms, excluded.last_received_at_ms)
+                    """,
+                arguments: [
+                    refusal.bodyHash, refusal.store?.rawValue, refusal.code, refusal.detail,
+                    Int64(clamping: refusal.bodyBytes), refusal.firstReceivedAt.epochMilliseconds,
+                    refusal.lastReceivedAt.epochMilliseconds,
+                ])
+        }
+    }
+
+    public func refusals(limit: Int) async throws -> [RefusedNotification] {
+        try await read { db in
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT \(LedgerSchema.refusalColumns) FROM refused_notifications
+                        ORDER BY last_received_at_ms DESC, body_hash LIMIT ?
+                        """),
+                arguments: [max(0, limit)]
+            ).map {
+                RefusedNotification(
+                    bodyHash: $0["body_hash"], store: ($0["store"] as String?).flatMap(Store.init(rawValue:)),
+                    code: $0["code"], detail: $0["detail"], bodyBytes: $0["body_bytes"],
+                    firstReceivedAt: Date(epochMilliseconds: $0["first_received_at_ms"]),
+                    lastReceivedAt: Date(epochMilliseconds: $0["last_received_at_ms"]), count: $0["refused_count"])
+            }
+        }
+    }
+
     // MARK: Statements
 
     /// The id of a refund of `key` kept while no grant exists, if any.

@@ -46,6 +46,11 @@ public struct AppleJWSVerifier: Sendable {
         self.roots = roots
     }
 
+    /// Trusts the certificates of a PEM text only (``AppleRootCertificates/certificates(pem:)``).
+    public init(rootCertificatesPEM pem: String) throws(StoreNotificationError) {
+        self.init(roots: try AppleRootCertificates.certificates(pem: pem))
+    }
+
     /// Trusts Apple Root CA – G3.
     public init() throws {
         self.init(roots: [try AppleRootCertificates.rootCAG3()])

@@ -24,6 +24,28 @@ public enum AppleRootCertificates {
         -----END CERTIFICATE-----
         """
 
+    /// The certificates of a PEM text (`refunds.apple.root_certificates_file`): at least one, each a CERTIFICATE block.
+    ///
+    /// - Throws: ``StoreNotificationError`` (`malformed`) saying what is wrong, never quoting the text.
+    public static func certificates(pem: String) throws(StoreNotificationError) -> [Certificate] {
+        let documents: [PEMDocument]
+        do {
+            documents = try PEMDocument.parseMultiple(pemString: pem)
+        } catch {
+            throw AppleJWSVerifier.malformed("not PEM text")
+        }
+        guard !documents.isEmpty else { throw AppleJWSVerifier.malformed("holds no certificate") }
+        var certificates: [Certificate] = []
+        for document in documents {
+            guard document.discriminator == "CERTIFICATE", let certificate = try? Certificate(pemDocument: document)
+            else {
+                throw AppleJWSVerifier.malformed("holds a \(document.discriminator) block that is not a certificate")
+            }
+            certificates.append(certificate)
+        }
+        return certificates
+    }
+
     /// Apple Root CA – G3, parsed.
     public static func rootCAG3() throws -> Certificate {
         try Certificate(pemEncoded: rootCAG3PEM)

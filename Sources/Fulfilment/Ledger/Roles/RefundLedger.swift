@@ -23,6 +23,12 @@ public protocol RefundLedger: Sendable {
 
     /// The revocation of a grant, if any.
     func revocation(paymentSeq: String) async throws -> RevocationRecord?
+
+    /// Keeps a refused record: the first of its body inserted, a repeat counted (`count`, `lastReceivedAt`).
+    func recordRefusal(_ refusal: RefusedNotification) async throws
+
+    /// The refused records, latest first, at most `limit`.
+    func refusals(limit: Int) async throws -> [RefusedNotification]
 }
 
 /// What ``RefundLedger/record(_:events:now:)`` did.

@@ -1,0 +1,143 @@
+import Foundation
+import Fulfilment
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Reads the store-notifications topic (`kafka.topics.store_notifications`) in a consumer group of its own and takes in
+/// each record, one at a time: a believed notification is recorded and carried out (``RefundRecorder``), a refused one
+/// is kept and counted; either way its offset is then stored. A record whose outcome could not be made durable (the
+/// ledger or the event topic failing) is tried again with backoff, never skipped, and never holds up purchases: this
+/// service shares nothing with the purchase engine but the ledger.
+public final class NotificationIntake: Service {
+    public struct Configuration: Sendable, Hashable {
+        public var topic: String
+        /// The first wait after a failure; it doubles up to `maxBackoff`.
+        public var initialBackoff: Duration
+        public var maxBackoff: Duration
+
+        public init(topic: String, initialBackoff: Duration = .milliseconds(500), maxBackoff: Duration = .seconds(30)) {
+            self.topic = topic
+            self.initialBackoff = initialBackoff
+            self.maxBackoff = maxBackoff
+        }
+    }
+
+    let source: any PurchaseSource
+    let reader: any StoreNotificationReading
+    let recorder: RefundRecorder
+    let configuration: Configuration
+    let metrics: any EngineMetrics
+    let clock: any WorkerClock
+    let logger: Logger
+    private let state = Mutex(IntakeState())
+
+    struct IntakeState {
+        var epochs: [SourcePartition: UInt64] = [:]
+        var stopping = false
+    }
+
+    public init(
+        source: any PurchaseSource, reader: any StoreNotificationReading, recorder: RefundRecorder,
+        configuration: Configuration, metrics: any EngineMetrics, clock: any WorkerClock = .system, logger: Logger
+    ) {
+        self.source = source
+        self.reader = reader
+        self.recorder = recorder
+        self.configuration = configuration
+        self.metrics = metrics
+        self.clock = clock
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        try source.start(topic: configuration.topic) { [weak self] event in
+            self?.state.withLock { state in
+                switch event {
+                case .assigned(let epochs): state.epochs.merge(epochs) { $1 }
+                case .revoking(let partitions), .lost(let partitions):
+                    for partition in partitions { state.epochs[partition] = nil }
+                }
+            }
+        }
+        logger.info("reading store notifications", metadata: ["kafka.topic": "\(configuration.topic)"])
+        await withGracefulShutdownHandler {
+            do {
+                while case let batch = try await source.nextBatch(limit: 32, byteLimit: 1 << 20), !batch.isEmpty {
+                    for record in batch {
+                        guard isCurrent(record) else { continue }
+                        guard await takeIn(record.input) else { break }
+                        do {
+                            try source.storeOffsets([record.partition: record.input.source.offset + 1])
+                        } catch {
+                            // The partition moved meanwhile: its new owner reads the record again (it changes nothing).
+                            logger.debug("store-notification offset not stored", metadata: ["kafka.error": "\(error)"])
+                        }
+                    }
+                }
+            } catch {
+                logger.critical("the store-notifications source failed", metadata: ["kafka.error": "\(error)"])
+            }
+        } onGracefulShutdown: {
+            self.state.withLock { $0.stopping = true }
+            self.source.initiateClose()
+        }
+        await source.close()
+    }
+
+    func isCurrent(_ record: SourcedRecord) -> Bool {
+        state.withLock { $0.epochs[record.partition] == record.assignmentEpoch }
+    }
+
+    /// Takes in one record, trying again while the ledger or the publisher fails; `false` when the worker stops first
+    /// (the record's offset is then not stored, and it is read again).
+    func takeIn(_ input: PurchaseInput) async -> Bool {
+        var backoff = configuration.initialBackoff
+        while true {
+            do {
+                try await takeInOnce(input)
+                return true
+            } catch {
+                logger.error(
+                    "store notification not taken in; trying again",
+                    metadata: [
+                        "kafka.topic": "\(input.source.topic)", "kafka.partition": "\(input.source.partition)",
+                        "kafka.offset": "\(input.source.offset)", "iap.error": "\(error)",
+                    ])
+            }
+            if state.withLock({ $0.stopping }) { return false }
+            do { try await clock.sleep(for: backoff) } catch { return false }
+            if state.withLock({ $0.stopping }) { return false }
+            backoff = min(backoff * 2, configuration.maxBackoff)
+        }
+    }
+
+    /// Reads, then records the notification or the refusal. Throws what the ledger or the publisher threw.
+    func takeInOnce(_ input: PurchaseInput) async throws {
+        let now = clock.now
+        switch await reader.read(input.value, receivedAt: now) {
+        case .success(let read):
+            let recording = try await recorder.record(read.notification, channel: read.channel)
+            let notification = read.notification
+            metrics.countStoreNotification(
+                store: notification.store.rawValue, type: notification.kind.rawValue,
+                result: recording.duplicate ? "duplicate" : recording.outcome.rawValue)
+            if !recording.duplicate, recording.outcome == .revoked {
+                metrics.countRevocation(
+                    store: notification.store.rawValue, reason: RevocationRecord.reason(of: notification))
+            }
+        case .failure(let refusal):
+            try await recorder.refunds.recordRefusal(
+                RefusedNotification(body: input.value, refusal: refusal, receivedAt: now))
+            metrics.countStoreNotification(
+                store: refusal.store?.rawValue ?? "unknown", type: "unknown", result: "refused_\(refusal.code)")
+            logger.warning(
+                "store notification refused",
+                metadata: [
+                    "iap.store": "\(refusal.store?.rawValue ?? "unknown")", "iap.refusal": "\(refusal.code)",
+                    "iap.detail": "\(refusal.detail)", "kafka.topic": "\(input.source.topic)",
+                    "kafka.partition": "\(input.source.partition)", "kafka.offset": "\(input.source.offset)",
+                ])
+        }
+    }
+}

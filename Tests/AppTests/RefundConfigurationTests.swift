@@ -1,0 +1,97 @@
+import App
+import Foundation
+import Kafka
+import Stores
+import Testing
+
+/// `refunds.*` and the store-notification topics: read only when a store is configured, identifiers checked, the test
+/// roots' file read and checked at load.
+@Suite struct RefundConfigurationTests {
+    static func load(_ environment: [String: String]) async throws -> WorkerConfiguration {
+        try await WorkerConfiguration.load(
+            configFile: try ConfigurationTests.file(ConfigurationTests.minimal), environment: environment)
+    }
+
+    static func problem(_ environment: [String: String]) async -> String? {
+        do {
+            _ = try await load(environment)
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func notificationsAreReadOnlyWhenAStoreIsConfigured() async throws {
+        let plain = try await Self.load([:])
+        #expect(plain.topics.storeNotifications == "store.notifications")
+        #expect(plain.topics.itemRevoked == "iap.item-revoked")
+        #expect(!plain.readsStoreNotifications)
+
+        let google = try await Self.load(["REFUNDS_GOOGLE_PACKAGE_NAME": "com.studio.game"])
+        #expect(google.readsStoreNotifications)
+        #expect(google.storeNotificationsConsumerConfiguration.groupID == "iap-worker.store-notifications")
+
+        let off = try await Self.load([
+            "REFUNDS_GOOGLE_PACKAGE_NAME": "com.studio.game", "KAFKA_TOPICS_STORE_NOTIFICATIONS": "",
+        ])
+        #expect(!off.readsStoreNotifications)
+        let offInFile = try await WorkerConfiguration.load(
+            configFile: try ConfigurationTests.file(
+                ConfigurationTests.minimal
+                    + "\nkafka:\n  topics:\n    store_notifications: \"\"\nrefunds:\n  google:\n    package_name: com.a.b\n"
+            ),
+            environment: [:])
+        #expect(offInFile.topics.storeNotifications == "")
+        #expect(!offInFile.readsStoreNotifications)
+
+        let apple = try await Self.load([
+            "REFUNDS_APPLE_BUNDLE_ID": "com.studio.game", "REFUNDS_APPLE_ENVIRONMENT": "Sandbox",
+            "KAFKA_GROUP_INSTANCE_ID": "pod-0",
+        ])
+        #expect(apple.refunds.appleEnvironment == "sandbox")
+        #expect(apple.storeNotificationsConsumerConfiguration.groupInstanceID == "pod-0.store-notifications")
+        #expect(apple.consumerConfiguration.groupInstanceID == "pod-0")
+    }
+
+    @Test func hostileOrWrongValuesAreRefusedNamingTheKey() async throws {
+        let cases: [([String: String], String)] = [
+            (["REFUNDS_GOOGLE_PACKAGE_NAME": "com.studio;rm -rf"], "refunds.google.package_name"),
+            (["REFUNDS_GOOGLE_PACKAGE_NAME": "nodots"], "refunds.google.package_name"),
+            (["REFUNDS_GOOGLE_PACKAGE_NAME": String(repeating: "a.", count: 200)], "refunds.google.package_name"),
+            (["REFUNDS_APPLE_BUNDLE_ID": "com.studio\u{0}game"], "refunds.apple.bundle_id"),
+            (
+                ["REFUNDS_APPLE_BUNDLE_ID": "com.x", "REFUNDS_APPLE_ENVIRONMENT": "staging"],
+                "refunds.apple.environment"
+            ),
+            (["REFUNDS_APPLE_ROOT_CERTIFICATES_FILE": "/etc/hostname"], "refunds.apple.root_certificates_file"),
+            (
+                ["REFUNDS_APPLE_BUNDLE_ID": "com.x", "REFUNDS_APPLE_ROOT_CERTIFICATES_FILE": "/nonexistent/roots.pem"],
+                "refunds.apple.root_certificates_file"
+            ),
+        ]
+        for (environment, key) in cases {
+            let problem = await Self.problem(environment)
+            #expect(problem?.contains("configuration key \(key)") == true, "\(environment): \(problem ?? "accepted")")
+        }
+    }
+
+    @Test func aRootsFileIsReadAtLoadAndMustHoldCertificates() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-roots-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let good = folder.appendingPathComponent("roots.pem").path
+        try AppleRootCertificates.rootCAG3PEM.write(toFile: good, atomically: true, encoding: .utf8)
+        let configuration = try await Self.load([
+            "REFUNDS_APPLE_BUNDLE_ID": "com.x", "REFUNDS_APPLE_ROOT_CERTIFICATES_FILE": good,
+        ])
+        #expect(configuration.refunds.appleRootCertificatesPEM == AppleRootCertificates.rootCAG3PEM)
+
+        let key = folder.appendingPathComponent("key.pem").path
+        try "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".write(
+            toFile: key, atomically: true, encoding: .utf8)
+        let problem = await Self.problem([
+            "REFUNDS_APPLE_BUNDLE_ID": "com.x", "REFUNDS_APPLE_ROOT_CERTIFICATES_FILE": key,
+        ])
+        #expect(problem?.contains("not a certificate") == true, "\(problem ?? "accepted")")
+        #expect(problem?.contains("AAAA") == false, "the file's content is never quoted")
+    }
+}

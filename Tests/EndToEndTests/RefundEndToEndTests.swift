@@ -1,0 +1,95 @@
+import App
+import Foundation
+import Fulfilment
+import GamebaseSimulator
+import IAPTestSupport
+import Kafka
+import Ledger
+import Testing
+
+/// Google's voided purchases through the worker's own composition root, on the mock cluster, the Gamebase simulator
+/// and each SQL ledger: a refund of a granted purchase revokes it once; one recorded before its purchase turns the
+/// purchase into a `refunded` rejection that is never consumed; refused records revoke nothing.
+@Suite("Refunds end to end, in process", .serialized, .timeLimit(.minutes(4)))
+struct RefundEndToEndTests {
+    typealias System = EndToEndSystem
+    static let package = "com.studio.game"
+
+    static func voided(_ orderId: String, package: String = package, time: Int64 = 1_764_000_000_123) -> String {
+        """
+        {"version":"1.0","packageName":"\(package)","eventTimeMillis":"\(time)",\
+        "voidedPurchaseNotification":{"purchaseToken":"play-token-\(orderId)","orderId":"\(orderId)",\
+        "productType":2,"refundType":1}}
+        """
+    }
+
+    /// The Pub/Sub message shape Kafka Connect's source connector may write: the same notification, base64.
+    static func pubSub(_ notification: String, messageId: String) -> String {
+        #"{"data":"\#(Data(notification.utf8).base64EncodedString())","messageId":"\#(messageId)"}"#
+    }
+
+    @Test(arguments: LedgerBackend.sql)
+    func refundsRevokeOnceAndARefundFirstIsNeverGranted(backend: LedgerBackend) async throws {
+        let payments = [System.payment("late", user: "u-late"), System.payment("early", user: "u-early")]
+        try await System.run(backend, payments: payments) { system in
+            var settings = system.configuration()
+            settings.refunds.googlePackageName = Self.package
+            let configuration = settings
+            try await system.withWorker(configuration) { parts in
+                #expect(parts.notificationIntake != nil)
+                try await system.produce([("n", Self.voided("GPA.early"))], to: "store.notifications")
+                try await LedgerStores.withStore(url: configuration.ledgerURL, logger: System.logger) { store in
+                    try await system.eventually("the early refund is kept") {
+                        try await store.notifications(
+                            paymentKey: StorePaymentKey(marketId: "GG", paymentId: "GPA.early")
+                        )
+                        .map(\.outcome) == [.pending]
+                    }
+                }
+                try await system.produce([
+                    ("u-late", System.message("late", user: "u-late")),
+                    ("u-early", System.message("early", user: "u-early")),
+                ])
+                try await system.eventually("both purchases are decided") {
+                    let text = String(decoding: parts.metrics.exposition(), as: UTF8.self)
+                    return text.contains(#"iap_purchases_total{outcome="granted"} 1"#)
+                        && text.contains(#"iap_purchases_total{outcome="rejected"} 1"#)
+                }
+                // The refund of the granted purchase: twice as the notification, once as its Pub/Sub message, and
+                // records that must be refused.
+                try await system.produce(
+                    [
+                        ("n", Self.voided("GPA.late")), ("n", Self.voided("GPA.late")),
+                        ("n", Self.pubSub(Self.voided("GPA.late"), messageId: "17")),
+                        ("n", Self.voided("GPA.late", package: "com.other.game")), ("n", "{not json"),
+                    ], to: "store.notifications")
+                try await system.eventually("every notification is taken in") {
+                    let text = String(decoding: parts.metrics.exposition(), as: UTF8.self)
+                    let counted = text.split(separator: "\n").filter { $0.hasPrefix("iap_store_notifications_total{") }
+                        .compactMap { Double($0.split(separator: " ").last!) }.reduce(0, +)
+                    return counted >= 6
+                }
+                let text = String(decoding: parts.metrics.exposition(), as: UTF8.self)
+                #expect(text.contains(#"iap_revocations_total{store="google",reason="refund"} 1"#))
+                #expect(text.contains(#"result="refused_other_application""#))
+                #expect(text.contains(#"result="refused_malformed""#))
+            }
+            let revoked = try await system.read("iap.item-revoked")
+            #expect(revoked.compactMap(\.eventID) == ["late:item-revoked"])
+            let data = try #require(revoked.first?.json["data"] as? [String: Any])
+            #expect(data["userId"] as? String == "u-late")
+            #expect(data["paymentId"] as? String == "GPA.late")
+            #expect(data["source"] as? String == "google-rtdn")
+            #expect(String(decoding: revoked.first?.key ?? [], as: UTF8.self) == "u-late")
+            let failed = try await system.read("iap.consume-failed")
+            #expect(failed.compactMap(\.reason) == ["refunded"])
+            #expect(system.simulator.state.consumes["early"] == nil, "a refunded purchase is never consumed")
+            #expect(system.simulator.state.consumes["late"] == 1)
+            let granted = try await system.read("iap.item-granted")
+            #expect(granted.compactMap(\.eventID) == ["late:item-granted"])
+            for message in revoked + failed {
+                #expect(!String(decoding: message.value, as: UTF8.self).contains("play-token"))
+            }
+        }
+    }
+}
