@@ -5,13 +5,13 @@
 
 RECORDS.json is {"records": [{"topic": str, "key": base64|null, "value": base64,
 "headers": [[name, base64|null], ...]}, ...]}: item-granted and consume-failed records as the worker produced
-them (a Swift test dumps them from a mock-cluster run). Every record is read with the SDK's Kafka binding,
+them, and item-revoked and refund-reversed records (a Swift test dumps them from a mock-cluster run). Every record is read with the SDK's Kafka binding,
 `cloudevents.core.bindings.kafka.from_kafka`, which picks binary mode when any header starts with its `ce_`
 prefix and structured mode otherwise, exactly as a consumer using the SDK does. Then each event must carry
 DESIGN §2's attributes (specversion 1.0, the deterministic id, source /iap-worker/<group_id>, type, subject,
 an RFC 3339 time, datacontenttype application/json), the record key must be the data's userId when there is
-one, and `data` must validate against docs/schemas/item-granted-data.schema.json or
-consume-failed-data.schema.json (chosen by type, formats checked).
+one, and `data` must validate against docs/schemas/item-granted-data.schema.json, consume-failed-data.schema.json
+or item-revoked-data.schema.json (chosen by type, formats checked).
 
 Prints one line per failure and a summary; exits 1 if any record fails, or if the file has no item-granted
 record or no consume-failed record (a mixed run has both); 2 on an unreadable file.
@@ -29,10 +29,16 @@ from cloudevents.core.formats.json import JSONFormat
 root = pathlib.Path(__file__).resolve().parent.parent
 ITEM_GRANTED = "gamebase.iap.item.granted.v1"
 CONSUME_FAILED = "gamebase.iap.consume.failed.v1"
+ITEM_REVOKED = "gamebase.iap.item.revoked.v1"
+REFUND_REVERSED = "gamebase.iap.refund.reversed.v1"
 SCHEMAS = {
     ITEM_GRANTED: "docs/schemas/item-granted-data.schema.json",
     CONSUME_FAILED: "docs/schemas/consume-failed-data.schema.json",
+    ITEM_REVOKED: "docs/schemas/item-revoked-data.schema.json",
+    REFUND_REVERSED: "docs/schemas/item-revoked-data.schema.json",
 }
+# The id suffix of each event type that has one id per grant.
+GRANT_IDS = {ITEM_GRANTED: "item-granted", ITEM_REVOKED: "item-revoked", REFUND_REVERSED: "refund-reversed"}
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
 
 validators = {}
@@ -67,7 +73,7 @@ def check_event(record, event):
     if event.get_specversion() != "1.0":
         problems.append(f"specversion {event.get_specversion()!r}, not '1.0'")
     if event_type not in SCHEMAS:
-        return problems + [f"type {event_type!r} is neither {ITEM_GRANTED} nor {CONSUME_FAILED}"]
+        return problems + [f"type {event_type!r} is none of {', '.join(SCHEMAS)}"]
     if not str(event.get_source()).startswith("/iap-worker/") or event.get_source() == "/iap-worker/":
         problems.append(f"source {event.get_source()!r} is not /iap-worker/<group_id>")
     if event.get_datacontenttype() != "application/json":
@@ -82,8 +88,8 @@ def check_event(record, event):
     payment_seq = data.get("paymentSeq")
     if subject != payment_seq:
         problems.append(f"subject {subject!r} is not data.paymentSeq {payment_seq!r}")
-    if event_type == ITEM_GRANTED and event_id != f"{payment_seq}:item-granted":
-        problems.append(f"id {event_id!r} is not <paymentSeq>:item-granted")
+    if event_type in GRANT_IDS and event_id != f"{payment_seq}:{GRANT_IDS[event_type]}":
+        problems.append(f"id {event_id!r} is not <paymentSeq>:{GRANT_IDS[event_type]}")
     # One id per rejected message: <paymentSeq>:consume-failed:<hash>[:<reason>], or, for a malformed message,
     # <topic>/<partition>/<offset>:consume-failed.
     if event_type == CONSUME_FAILED and not (
@@ -107,7 +113,7 @@ def main(path):
     except (OSError, ValueError, KeyError, TypeError) as error:
         print(f"cloudevents-interop: cannot read {path}: {error}", file=sys.stderr)
         return 2
-    counts = {ITEM_GRANTED: 0, CONSUME_FAILED: 0}
+    counts = {event_type: 0 for event_type in SCHEMAS}
     failed = 0
     for index, record in enumerate(records):
         label = f"record {index} ({record.get('topic')})"
@@ -128,10 +134,12 @@ def main(path):
                 print(f"FAIL {label}: {problem}")
         elif event.get_type() in counts:
             counts[event.get_type()] += 1
-    missing = [t for t, n in counts.items() if n == 0]
+    missing = [t for t in (ITEM_GRANTED, CONSUME_FAILED) if counts[t] == 0]
     print(
         f"{len(records)} records: {counts[ITEM_GRANTED]} item-granted and {counts[CONSUME_FAILED]} consume-failed "
         f"read and valid, {failed} failed")
+    print(
+        f"revocations: {counts[ITEM_REVOKED]} item-revoked and {counts[REFUND_REVERSED]} refund-reversed read and valid")
     if missing:
         print(f"FAIL no valid record of type {', '.join(missing)}")
     return 1 if failed or missing else 0

@@ -30,20 +30,41 @@ struct CloudEventsInteropTests {
             ]
             try await system.produce(messages)
             let expected = messages.count
-            try await system.withWorker(system.configuration()) { parts in
+            var configuration = system.configuration()
+            configuration.refunds.googlePackageName = RefundEndToEndTests.package
+            try await system.withWorker(configuration) { parts in
                 try await system.eventually("every message has its outcome") {
                     parts.metrics.purchaseCounts.values.reduce(0, +) >= expected
                 }
+                // Two grants refunded, one of them partly: their item-revoked events.
+                try await system.produce(
+                    [
+                        ("n", RefundEndToEndTests.voided("GPA.ce3")),
+                        ("n", RefundEndToEndTests.voided("GPA.ce4", refundType: 2)),
+                    ], to: "store.notifications")
+                try await system.eventually("both refunds revoke their grants") {
+                    String(decoding: parts.metrics.exposition(), as: UTF8.self).contains(
+                        #"iap_store_notifications_total{store="google",type="refund",result="revoked"} 2"#)
+                }
             }
-            let records = try await system.read("iap.item-granted") + system.read("iap.consume-failed")
+            let records =
+                try await system.read("iap.item-granted") + system.read("iap.consume-failed")
+                + system.read("iap.item-revoked")
             #expect(
-                records.count == 6 + 6, "six grants; thief, forged, subscription, consumed elsewhere, two malformed")
+                records.count == 6 + 6 + 2,
+                "six grants; thief, forged, subscription, consumed elsewhere, two malformed; two revocations")
+            let reasons = Dictionary(
+                uniqueKeysWithValues: records.filter { $0.topic == "iap.item-revoked" }.compactMap { record in
+                    record.eventID.map { ($0, record.reason ?? "-") }
+                })
+            #expect(reasons == ["ce3:item-revoked": "refund", "ce4:item-revoked": "partial_refund"])
             let file = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "ce-records-\(UUID().uuidString).json")
             try Self.dump(records).write(to: file)
             let (status, output) = try Self.runInterop(file)
             #expect(status == 0, "\(output)")
             #expect(output.contains("6 item-granted and 6 consume-failed read and valid, 0 failed"), "\(output)")
+            #expect(output.contains("revocations: 2 item-revoked and 0 refund-reversed read and valid"), "\(output)")
         }
     }
 

@@ -15,11 +15,13 @@ struct RefundEndToEndTests {
     typealias System = EndToEndSystem
     static let package = "com.studio.game"
 
-    static func voided(_ orderId: String, package: String = package, time: Int64 = 1_764_000_000_123) -> String {
+    static func voided(
+        _ orderId: String, package: String = package, time: Int64 = 1_764_000_000_123, refundType: Int = 1
+    ) -> String {
         """
         {"version":"1.0","packageName":"\(package)","eventTimeMillis":"\(time)",\
         "voidedPurchaseNotification":{"purchaseToken":"play-token-\(orderId)","orderId":"\(orderId)",\
-        "productType":2,"refundType":1}}
+        "productType":2,"refundType":\(refundType)}}
         """
     }
 

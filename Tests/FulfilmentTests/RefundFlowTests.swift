@@ -13,7 +13,8 @@ struct RefundFlowTests {
         StoreNotification(
             store: .google, kind: kind, storeType: "voidedPurchaseNotification", notificationId: id,
             authenticity: .trustedChannel, paymentId: paymentId, purchaseTokenHash: "hash",
-            application: "com.example.game", reason: "1", occurredAt: Date(timeIntervalSince1970: 1_763_990_000))
+            application: "com.example.game", reason: "REFUND_TYPE_FULL_REFUND",
+            occurredAt: Date(timeIntervalSince1970: 1_763_990_000))
     }
 
     static func recorder(_ h: FlowHarness, _ ledger: any TestLedger) -> RefundRecorder {
@@ -75,7 +76,7 @@ struct RefundFlowTests {
             #expect(data["currency"] as? String == "KRW")
             #expect(data["store"] as? String == "google")
             #expect(data["reason"] as? String == "refund")
-            #expect(data["storeReason"] as? String == "1")
+            #expect(data["storeReason"] as? String == "REFUND_TYPE_FULL_REFUND")
             #expect(data["revokedAt"] as? String == "2025-11-24T13:13:20.000Z")
             #expect(data["notificationId"] as? String == "late")
             #expect(data["source"] as? String == "google-rtdn")

@@ -16,7 +16,7 @@ struct RefundLedgerTests {
 
     static func notification(
         _ id: String, paymentId: String?, kind: StoreNotification.Kind = .refund, store: Store = .google,
-        reason: String? = "1", quantity: Int? = nil
+        reason: String? = "REFUND_TYPE_FULL_REFUND", quantity: Int? = nil
     ) -> StoreNotificationRecord {
         StoreNotificationRecord(
             notification: StoreNotification(
@@ -49,7 +49,7 @@ struct RefundLedgerTests {
             #expect(try await store.events(paymentSeq: "r1").map(\.id) == ["r1:item-granted", "r1:item-revoked"])
             let revocation = try #require(try await store.revocation(paymentSeq: "r1"))
             #expect(revocation.notificationId == "n1" && revocation.userId == "user-1" && revocation.store == .google)
-            #expect(revocation.reason == "refund" && revocation.storeReason == "1")
+            #expect(revocation.reason == "refund" && revocation.storeReason == "REFUND_TYPE_FULL_REFUND")
             #expect(revocation.revokedAt == Date(epochMilliseconds: 1_763_990_000_456))
             #expect(revocation.reversedBy == nil)
         }
@@ -118,7 +118,8 @@ struct RefundLedgerTests {
     @Test(arguments: LedgerBackend.allCases)
     func notificationsAreKeptAsTheyCameAndFoundByTheirPayment(backend: LedgerBackend) async throws {
         try await TestDatabases.withFreshLedger(backend) { store in
-            let partial = Self.notification("part", paymentId: "GPA.k1", reason: "2", quantity: Int.max)
+            let partial = Self.notification(
+                "part", paymentId: "GPA.k1", reason: "REFUND_TYPE_QUANTITY_BASED_PARTIAL_REFUND", quantity: Int.max)
             _ = try await store.insertGrant(T.grant("k1"), event: T.event("k1:item-granted", seq: "k1"))
             _ = try await store.record(partial, events: Self.events, now: Self.now)
             _ = try await store.record(

@@ -40,9 +40,12 @@ public struct RevocationRecord: Sendable, Hashable {
         self.reversedAt = reversedAt
     }
 
-    /// The `reason` of a refund: Google's quantity-based partial refund (`refundType` 2) takes back part of a
-    /// purchase; anything else takes it all.
+    /// Google's name of its quantity-based partial refund (`refundType` 2), as ``StoreNotification/reason`` keeps it.
+    public static let googlePartialRefund = "REFUND_TYPE_QUANTITY_BASED_PARTIAL_REFUND"
+
+    /// The `reason` of a refund: Google's quantity-based partial refund takes back part of a purchase; anything else
+    /// takes it all.
     public static func reason(of notification: StoreNotification) -> String {
-        notification.store == .google && notification.reason == "2" ? "partial_refund" : "refund"
+        notification.store == .google && notification.reason == googlePartialRefund ? "partial_refund" : "refund"
     }
 }

@@ -155,7 +155,7 @@ public enum GoogleNotification {
     static func refundReason(_ refundType: Int64) -> String {
         switch refundType {
         case 1: "REFUND_TYPE_FULL_REFUND"
-        case 2: "REFUND_TYPE_QUANTITY_BASED_PARTIAL_REFUND"
+        case 2: RevocationRecord.googlePartialRefund
         default: "refundType \(refundType)"
         }
     }
