@@ -69,6 +69,20 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             swiftSettings: strictSettings),
+        /// The App Store Server API port over HTTPS: Get Notification History and Send Consumption Information, each
+        /// call signed with the studio's ES256 key.
+        .target(
+            name: "AppStoreHTTP",
+            dependencies: [
+                "Fulfilment",
+                "Wire",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings),
         /// The Gamebase port: the API protocol, its models, result codes, errors and retry policy (Foundation only).
         .target(name: "Gamebase", dependencies: ["Wire"], swiftSettings: strictSettings),
         /// The core: purchase messages, the consume flow, events, and every port it sees (ledger roles, event
@@ -186,6 +200,7 @@ let package = Package(
                 "Kafka",
                 "Console",
                 "Stores",
+                "AppStoreHTTP",
                 "Wire",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
@@ -228,6 +243,23 @@ let package = Package(
             dependencies: ["Kafka", "CRdKafka", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
+        /// The App Store Server API simulator (notification history, consumption information) and the test chain it
+        /// signs with: test rig, never shipped.
+        .target(
+            name: "AppStoreSimulator",
+            dependencies: [
+                "Stores",
+                "Wire",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings),
         /// The Gamebase API simulator: a Hummingbird server with seeding, latency and fault injection.
         .target(
             name: "GamebaseSimulator",
@@ -317,6 +349,7 @@ let package = Package(
         .testTarget(
             name: "StoresTests",
             dependencies: [
+                "AppStoreSimulator",
                 "Stores",
                 "Fulfilment",
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -30,10 +30,11 @@ root = pathlib.Path(__file__).resolve().parent.parent
 
 # The production modules, the test rig (iap-dev and the tests only; never the image), the tests' shared support.
 PRODUCTION = {
-    "Wire", "Gamebase", "Stores", "Fulfilment", "Engine", "CRdKafka", "Kafka", "GamebaseHTTP", "Ledger", "Lookup", "Console",
+    "Wire", "Gamebase", "Stores", "Fulfilment", "Engine", "CRdKafka", "Kafka", "GamebaseHTTP", "AppStoreHTTP", "Ledger",
+    "Lookup", "Console",
     "EventTail", "App",
 }
-TEST_RIG = {"KafkaTesting", "GamebaseSimulator", "Sandbox", "InMemoryLedger"}
+TEST_RIG = {"KafkaTesting", "GamebaseSimulator", "AppStoreSimulator", "Sandbox", "InMemoryLedger"}
 # librdkafka's C API is seen by the Kafka module (and the mock cluster's wrapper) alone.
 C_BOUNDARY = {"CRdKafka"}
 
@@ -51,6 +52,7 @@ ALLOWED = {
     "Kafka": {"CRdKafka"},
     "GamebaseHTTP": {"Gamebase", "Wire"},
     "Ledger": {"Fulfilment", "Wire"},
+    "AppStoreHTTP": {"Fulfilment", "Wire"},
     # Surfaces for people, over the core's read ports; never the engine's state or an adapter's internals.
     "Lookup": {"Fulfilment", "Gamebase", "Wire"},
     "Console": {"Fulfilment", "Gamebase", "Lookup", "Wire"},
@@ -61,6 +63,7 @@ ALLOWED = {
     # The test rig and the development executable.
     "KafkaTesting": {"Kafka", "CRdKafka"},
     "GamebaseSimulator": {"Gamebase", "Wire"},
+    "AppStoreSimulator": {"Stores", "Wire"},
     # The memory ledger: every role over tables in memory (the tests' and the fuzz targets' ledger).
     "InMemoryLedger": {"Fulfilment", "Wire"},
     "Sandbox": (PRODUCTION | TEST_RIG) - {"Sandbox"} - C_BOUNDARY,

@@ -21,20 +21,33 @@ extension MemoryLedger {
             stored.receivedAt = record.receivedAt.storedInMilliseconds
             stored.notification.occurredAt = record.notification.occurredAt.storedInMilliseconds
             state.notifications[id] = (stored, state.nextRow())
-            if let revocation = plan.revocation, state.revocations[BinaryText(revocation.paymentSeq)] == nil {
-                state.revocations[BinaryText(revocation.paymentSeq)] = revocation.asStored
-            }
-            if let reversal = plan.reversal, state.revocations[BinaryText(reversal.paymentSeq)]?.reversedBy == nil {
-                state.revocations[BinaryText(reversal.paymentSeq)] = reversal.asStored
-            }
-            if let cancelled = plan.cancelledRefund,
-                state.notifications[BinaryText(cancelled)]?.record.outcome == .pending
-            {
-                state.notifications[BinaryText(cancelled)]?.record.outcome = .reversed
-            }
-            for event in plan.events { state.insert(event) }
+            state.carryOut(plan, of: record)
             return RefundRecording(
                 outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
+        }
+    }
+
+    public func settlePendingRefunds(limit: Int, events: EventFactory, now: Date) async throws -> [RefundRecording] {
+        state.withLock { state in
+            let due = state.notifications.filter { _, row in
+                guard row.record.outcome == .pending, let key = row.record.paymentKey else { return false }
+                return state.refundContext(key).grant != nil
+            }
+            .sorted {
+                ($0.value.record.receivedAt, $0.key) < ($1.value.record.receivedAt, $1.key)
+            }
+            return limited(due, max(0, limit)).map { id, row in
+                var record = row.record
+                var context = state.refundContext(record.paymentKey)
+                context.pendingRefund = nil  // itself
+                record.outcome = .recorded
+                let plan = RefundPlan.decide(record, context: context, events: events, now: now)
+                state.notifications[id]?.record.outcome = plan.outcome
+                state.notifications[id]?.record.paymentSeq = plan.paymentSeq
+                state.carryOut(plan, of: record)
+                return RefundRecording(
+                    outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
+            }
         }
     }
 
@@ -84,6 +97,50 @@ extension MemoryLedger {
         }
     }
 
+    public func claimHistoryPoll(name: String, owner: String, until: Date, now: Date) async throws
+        -> HistoryPollMark?
+    {
+        state.withLock { state in
+            let key = BinaryText(name)
+            var row = state.pollMarks[key] ?? PollRow(mark: HistoryPollMark(name: name))
+            if let holder = row.leaseOwner, BinaryText(holder) != BinaryText(owner),
+                let until = row.leaseUntil, until >= now.epochMilliseconds
+            {
+                return nil
+            }
+            row.leaseOwner = owner
+            row.leaseUntil = until.epochMilliseconds
+            state.pollMarks[key] = row
+            return row.mark
+        }
+    }
+
+    public func saveHistoryPoll(_ mark: HistoryPollMark, owner: String) async throws -> Bool {
+        state.withLock { state in
+            let key = BinaryText(mark.name)
+            guard var row = state.pollMarks[key], let holder = row.leaseOwner, BinaryText(holder) == BinaryText(owner)
+            else { return false }
+            var stored = mark
+            stored.windowStart = mark.windowStart?.storedInMilliseconds
+            stored.windowEnd = mark.windowEnd?.storedInMilliseconds
+            stored.lastSuccess = mark.lastSuccess?.storedInMilliseconds
+            row.mark = stored
+            state.pollMarks[key] = row
+            return true
+        }
+    }
+
+    public func historyPolls() async throws -> [HistoryPollMark] {
+        state.withLock { state in state.pollMarks.sorted { $0.key < $1.key }.map(\.value.mark) }
+    }
+
+    /// A `store_poll_marks` row: the position and its lease.
+    struct PollRow {
+        var mark: HistoryPollMark
+        var leaseOwner: String?
+        var leaseUntil: Int64?
+    }
+
     /// `market_id = ? AND payment_id = ?`, by bytes.
     static func names(_ record: StoreNotificationRecord, _ key: StorePaymentKey) -> Bool {
         BinaryText(record.notification.store.marketId) == BinaryText(key.marketId)
@@ -92,6 +149,27 @@ extension MemoryLedger {
 }
 
 extension MemoryLedger.State {
+    /// Writes what `plan` decided for `record`, beside the notification's own row.
+    mutating func carryOut(_ plan: RefundPlan, of record: StoreNotificationRecord) {
+        if let revocation = plan.revocation, revocations[BinaryText(revocation.paymentSeq)] == nil {
+            revocations[BinaryText(revocation.paymentSeq)] = revocation.asStored
+        }
+        if let reversal = plan.reversal, revocations[BinaryText(reversal.paymentSeq)]?.reversedBy == nil {
+            revocations[BinaryText(reversal.paymentSeq)] = reversal.asStored
+        }
+        if let cancelled = plan.cancelledRefund, let key = record.paymentKey {
+            if notifications[BinaryText(cancelled)]?.record.outcome == .pending {
+                notifications[BinaryText(cancelled)]?.record.outcome = .reversed
+            }
+            rejections = rejections.filter { _, row in
+                !(row.record.reason == ConsumeFailureReason.refunded.rawValue
+                    && BinaryText(key.paymentId).matches(row.record.verdict?.paymentId)
+                    && BinaryText(key.marketId).matches(row.record.verdict?.marketId))
+            }
+        }
+        for event in plan.events { insert(event) }
+    }
+
     /// `SELECT min(notification_id) … WHERE market_id = ? AND payment_id = ? AND outcome = 'pending'`.
     func pendingRefund(_ key: StorePaymentKey) -> String? {
         notifications.values.filter { $0.record.outcome == .pending && MemoryLedger.names($0.record, key) }

@@ -193,13 +193,25 @@ package enum LedgerSchema {
                 store TEXT,
                 code TEXT NOT NULL,
                 detail TEXT NOT NULL,
-                body_bytes INTEGER NOT NULL,
+                body_bytes BIGINT NOT NULL,
                 first_received_at_ms BIGINT NOT NULL,
                 last_received_at_ms BIGINT NOT NULL,
-                refused_count INTEGER NOT NULL
+                refused_count BIGINT NOT NULL
             )
             """,
             "CREATE INDEX refused_notifications_last ON refused_notifications (last_received_at_ms)",
+            // Where each notification-history poller stands, and which instance polls (a lease).
+            """
+            CREATE TABLE store_poll_marks (
+                name TEXT PRIMARY KEY,
+                window_start_ms BIGINT,
+                window_end_ms BIGINT,
+                pagination_token TEXT,
+                last_success_ms BIGINT,
+                lease_owner TEXT,
+                lease_until_ms BIGINT
+            )
+            """,
         ]
         if dialect == .postgres { statements.append(refundedPaymentsFunction) }
         return statements

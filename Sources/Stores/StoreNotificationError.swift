@@ -1,4 +1,5 @@
 import Fulfilment
+
 /// Why a store notification was refused. `description` never contains a token, a key or the notification's body.
 public struct StoreNotificationError: Error, Sendable, Hashable, CustomStringConvertible {
     public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {

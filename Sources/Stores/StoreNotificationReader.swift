@@ -30,6 +30,10 @@ public struct StoreNotificationReader: StoreNotificationReading {
     }
 
     public func read(_ bytes: [UInt8], receivedAt: Date) async -> Result<ReadNotification, NotificationRefusal> {
+        // Larger than either store's notification: whose it claims to be is not worth reading.
+        guard bytes.count <= max(AppleJWSVerifier.Limits.jws + 1_024, GoogleNotification.Limits.bytes) else {
+            return .failure(NotificationRefusal(store: nil, code: "malformed", detail: "the record is over 65 KiB"))
+        }
         if Self.isAppleBody(bytes) {
             guard let apple else {
                 return .failure(
@@ -57,6 +61,23 @@ public struct StoreNotificationReader: StoreNotificationReading {
         case .success(let notification):
             return .success(ReadNotification(notification: notification, channel: .googleRTDN))
         case .failure(let error):
+            return .failure(Self.refusal(error))
+        }
+    }
+
+    public func readAppleSignedPayload(_ signedPayload: String, receivedAt: Date) async
+        -> Result<StoreNotification, NotificationRefusal>
+    {
+        guard let apple else {
+            return .failure(
+                NotificationRefusal(store: .apple, code: "not_configured", detail: "refunds.apple is not set"))
+        }
+        do {
+            return .success(
+                try await AppleNotification.read(
+                    signedPayload: signedPayload, verifier: apple.verifier, bundleId: apple.bundleId,
+                    environment: apple.environment, receivedAt: receivedAt))
+        } catch {
             return .failure(Self.refusal(error))
         }
     }

@@ -87,6 +87,12 @@ public struct JSONObject {
         text += value ? "true" : "false"
     }
 
+    /// A member whose value is JSON text written already (`json` must be valid JSON: it is not checked).
+    package mutating func raw(_ key: StaticString, _ json: String) {
+        self.key(key)
+        text += json
+    }
+
     public mutating func object(_ key: StaticString, _ body: (inout JSONObject) -> Void) {
         self.key(key)
         JSONText.appendObject(to: &text, body)

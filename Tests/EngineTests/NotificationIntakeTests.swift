@@ -54,6 +54,16 @@ struct NotificationIntakeTests {
         }
         func recordRefusal(_ refusal: RefusedNotification) async throws { try await base.recordRefusal(refusal) }
         func refusals(limit: Int) async throws -> [RefusedNotification] { try await base.refusals(limit: limit) }
+        func claimHistoryPoll(name: String, owner: String, until: Date, now: Date) async throws -> HistoryPollMark? {
+            try await base.claimHistoryPoll(name: name, owner: owner, until: until, now: now)
+        }
+        func saveHistoryPoll(_ mark: HistoryPollMark, owner: String) async throws -> Bool {
+            try await base.saveHistoryPoll(mark, owner: owner)
+        }
+        func historyPolls() async throws -> [HistoryPollMark] { try await base.historyPolls() }
+        func settlePendingRefunds(limit: Int, events: EventFactory, now: Date) async throws -> [RefundRecording] {
+            try await base.settlePendingRefunds(limit: limit, events: events, now: now)
+        }
     }
 
     struct Rig {

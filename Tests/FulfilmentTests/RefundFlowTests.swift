@@ -91,4 +91,22 @@ struct RefundFlowTests {
             #expect(reversed.map { $0["id"] as? String } == ["3002:refund-reversed"])
         }
     }
+
+    /// A refund undone before its purchase was granted gives the purchase back: the `refunded` rejection goes with the
+    /// refund, so the message sent again is judged afresh and granted.
+    @Test(arguments: LedgerBackend.allCases)
+    func aRefundReversedAfterItsPurchaseWasRefusedLetsThePurchaseBeGranted(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend, maxConnections: 30) { ledger in
+            let h = FlowHarness(ledger: ledger)
+            h.payment("3003")
+            let recorder = Self.recorder(h, ledger)
+            _ = try await recorder.record(Self.refund("first", paymentId: "GPA.3003"), channel: .googleRTDN)
+            #expect(try await h.process("3003") == .rejected(paymentSeq: "3003", reason: .refunded))
+            let reversal = try await recorder.record(
+                Self.refund("undone", paymentId: "GPA.3003", kind: .refundReversed), channel: .googleRTDN)
+            #expect(reversal.outcome == .reversed)
+            #expect(try await h.process("3003", offset: 7) == .granted(paymentSeq: "3003", consumePending: false))
+            #expect(h.gamebase.successfulConsumes("3003") == 1)
+        }
+    }
 }

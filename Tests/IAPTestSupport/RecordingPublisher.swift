@@ -9,6 +9,8 @@ public final class RecordingPublisher: EventPublisher {
         public var failuresLeft = 0
         /// Records larger than this (value, key and headers) are refused as too large, as a broker would.
         public var maxRecordBytes = Int.max
+        /// Topics that refuse every record (a topic that does not exist, or may not be written).
+        public var refusedTopics: Set<String> = []
     }
     public let state = Mutex(State())
 
@@ -27,6 +29,7 @@ public final class RecordingPublisher: EventPublisher {
                 state.failuresLeft -= 1
                 throw PublishFailed()
             }
+            if state.refusedTopics.contains(record.topic) { throw PublishFailed() }
             let size =
                 record.value.count + (record.key?.count ?? 0)
                 + record.headers.reduce(0) { $0 + $1.name.utf8.count + ($1.value?.count ?? 0) }

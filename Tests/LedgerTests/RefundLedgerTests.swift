@@ -1,5 +1,6 @@
 import Foundation
 import Fulfilment
+import GRDB
 import IAPTestSupport
 import Ledger
 import PostgresNIO
@@ -177,6 +178,54 @@ struct RefundLedgerTests {
                     #expect(outcome == .pending, "race-\(i): not granted, so the refund must be kept pending")
                 }
             }
+        }
+    }
+}
+
+extension RefundLedgerTests {
+    /// A grant written beside a pending refund by an instance that does not look for refunds (a version before them):
+    /// the sweeper's settlement revokes it, once, under the lock.
+    @Test(arguments: LedgerBackend.sql)
+    func aRefundPendingBesideAnOldInstancesGrantIsSettledOnce(backend: LedgerBackend) async throws {
+        let url = try await TestDatabases.freshLedgerURL(backend)
+        try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { store in
+            let kept = try await store.record(
+                Self.notification("kept", paymentId: "GPA.o1"), events: Self.events, now: Self.now)
+            #expect(kept.outcome == .pending)
+            #expect(try await store.settlePendingRefunds(limit: 10, events: Self.events, now: Self.now).isEmpty)
+        }
+        // The older instance's grant: the row and its event, written as that version writes them.
+        let grant = """
+            INSERT INTO grants (payment_seq, user_id, gamebase_product_id, purchase_token, market_id, payment_id,
+                is_test_purchase, state, granted_at_ms)
+            VALUES ('o1', 'user-1', 'gems', 'tok', 'GG', 'GPA.o1', \(backend == .sqlite ? "0" : "false"), 'consumed', 0)
+            """
+        try await Self.execute(grant, on: url, backend: backend)
+        try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { store in
+            let settled = try await store.settlePendingRefunds(limit: 10, events: Self.events, now: Self.now)
+            #expect(settled.map(\.outcome) == [.revoked])
+            #expect(settled.first?.events.map(\.id) == ["o1:item-revoked"])
+            #expect(try await store.notification(id: "kept")?.outcome == .revoked)
+            #expect(try await store.notification(id: "kept")?.paymentSeq == "o1")
+            #expect(try await store.revocation(paymentSeq: "o1")?.notificationId == "kept")
+            #expect(try await store.settlePendingRefunds(limit: 10, events: Self.events, now: Self.now).isEmpty)
+        }
+    }
+
+    static func execute(_ sql: String, on url: String, backend: LedgerBackend) async throws {
+        switch backend {
+        case .sqlite:
+            let path = String(url.dropFirst("sqlite://".count))
+            let queue = try DatabaseQueue(path: path)
+            try await queue.write { db in try db.execute(sql: sql) }
+        case .postgres:
+            let server = try PostgresTestServer.current()
+            let database = String(url.split(separator: "/").last!.split(separator: "?").first!)
+            _ = try await server.withConnection(to: database) { connection in
+                try await connection.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabases.quietLogger)
+            }
+        case .memory:
+            throw TestSetupError(message: "the memory ledger runs no SQL")
         }
     }
 }

@@ -1,3 +1,4 @@
+import AppStoreSimulator
 import Crypto
 import Foundation
 import Fulfilment

@@ -122,10 +122,7 @@ public enum WorkerApplication {
             intake = NotificationIntake(
                 source: KafkaPurchaseSource(consumer: notificationsConsumer),
                 reader: try storeNotificationReader(configuration.refunds),
-                recorder: RefundRecorder(
-                    refunds: ledger.refunds, purchases: ledger.purchases,
-                    publisher: KafkaEventPublisher(producer: producer),
-                    events: services.processor.configuration.events, logger: logger),
+                recorder: services.refunds,
                 configuration: NotificationIntake.Configuration(topic: configuration.topics.storeNotifications),
                 metrics: metrics, logger: logger)
         }

@@ -34,6 +34,8 @@ public struct WorkerServices: Sendable {
     public let engine: PurchaseEngine
     public let processor: PurchaseProcessor
     public let sweeper: Sweeper
+    /// Records store notifications and publishes what they revoke: the intake's and the sweeper's.
+    public let refunds: RefundRecorder
     public let reconciler: Reconciler
     public let pruner: LedgerPruner
     public let intake: IntakeSwitch
@@ -68,9 +70,14 @@ public struct WorkerServices: Sendable {
             source: source, processor: processor, configuration: configuration.engine,
             gamebaseMonitor: gamebaseMonitor, ledgerMonitor: ledgerMonitor, intake: intake, metrics: metrics,
             health: health, clock: clock, logger: logger)
+        let refunds = RefundRecorder(
+            refunds: ledger.refunds, purchases: ledger.purchases, publisher: publisher,
+            events: configuration.fulfilment.events, deadline: deadline, clock: clock, logger: logger)
         sweeper = Sweeper(
             processor: processor, ledger: ledger.sweep, configuration: configuration.sweep, metrics: metrics,
-            gamebaseMonitor: gamebaseMonitor, ledgerMonitor: ledgerMonitor, clock: clock, logger: logger)
+            gamebaseMonitor: gamebaseMonitor, ledgerMonitor: ledgerMonitor, clock: clock, logger: logger,
+            refunds: refunds)
+        self.refunds = refunds
         reconciler = Reconciler(
             pass: ReconcilePass(
                 processor: processor, ledger: ledger.reconciliation, configuration: configuration.reconcile,

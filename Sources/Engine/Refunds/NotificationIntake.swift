@@ -35,6 +35,8 @@ public final class NotificationIntake: Service {
     struct IntakeState {
         var epochs: [SourcePartition: UInt64] = [:]
         var stopping = false
+        /// The backoff wait in progress, cancelled by a graceful shutdown.
+        var sleeper: Task<Void, any Error>?
     }
 
     public init(
@@ -63,10 +65,14 @@ public final class NotificationIntake: Service {
         logger.info("reading store notifications", metadata: ["kafka.topic": "\(configuration.topic)"])
         await withGracefulShutdownHandler {
             do {
-                while case let batch = try await source.nextBatch(limit: 32, byteLimit: 1 << 20), !batch.isEmpty {
+                // Records are taken in order; one not taken in (the worker stopping) ends the run, so no later offset
+                // is ever stored past it.
+                intake: while case let batch = try await source.nextBatch(limit: 32, byteLimit: 1 << 20),
+                    !batch.isEmpty
+                {
                     for record in batch {
                         guard isCurrent(record) else { continue }
-                        guard await takeIn(record.input) else { break }
+                        guard await takeIn(record.input) else { break intake }
                         do {
                             try source.storeOffsets([record.partition: record.input.source.offset + 1])
                         } catch {
@@ -76,10 +82,16 @@ public final class NotificationIntake: Service {
                     }
                 }
             } catch {
+                // Refunds wait; purchases go on: the worker is not ended for it (a restart reads from the commit).
                 logger.critical("the store-notifications source failed", metadata: ["kafka.error": "\(error)"])
+                try? await gracefulShutdown()
             }
         } onGracefulShutdown: {
-            self.state.withLock { $0.stopping = true }
+            let sleeper = self.state.withLock { state in
+                state.stopping = true
+                return state.sleeper
+            }
+            sleeper?.cancel()
             self.source.initiateClose()
         }
         await source.close()
@@ -105,8 +117,14 @@ public final class NotificationIntake: Service {
                         "kafka.offset": "\(input.source.offset)", "iap.error": "\(error)",
                     ])
             }
-            if state.withLock({ $0.stopping }) { return false }
-            do { try await clock.sleep(for: backoff) } catch { return false }
+            let wait = backoff
+            let sleeper = Task { [clock] in try await clock.sleep(for: wait) }
+            let stopping = state.withLock { state in
+                state.sleeper = sleeper
+                return state.stopping
+            }
+            if stopping { sleeper.cancel() }
+            do { try await sleeper.value } catch { return false }
             if state.withLock({ $0.stopping }) { return false }
             backoff = min(backoff * 2, configuration.maxBackoff)
         }
@@ -127,8 +145,12 @@ public final class NotificationIntake: Service {
                     store: notification.store.rawValue, reason: RevocationRecord.reason(of: notification))
             }
         case .failure(let refusal):
-            try await recorder.refunds.recordRefusal(
-                RefusedNotification(body: input.value, refusal: refusal, receivedAt: now))
+            let (refunds, refused) = (
+                recorder.refunds, RefusedNotification(body: input.value, refusal: refusal, receivedAt: now)
+            )
+            try await recorder.deadline.run("record a refused notification") {
+                try await refunds.recordRefusal(refused)
+            }
             metrics.countStoreNotification(
                 store: refusal.store?.rawValue ?? "unknown", type: "unknown", result: "refused_\(refusal.code)")
             logger.warning(

@@ -38,6 +38,8 @@ public struct Sweeper: Service {
     let ledgerMonitor: LedgerMonitor
     let clock: any WorkerClock
     let logger: Logger
+    /// Settles refunds left pending beside a grant (the payment lock's backstop), when refunds are taken in.
+    var refunds: RefundRecorder? = nil
 
     public func run() async throws {
         await cancelWhenGracefulShutdown {
@@ -52,6 +54,10 @@ public struct Sweeper: Service {
         public var published = 0
         public var consumed = 0
         public var stillPending = 0
+        /// Events left for the next pass because their topic refused one of them.
+        public var unpublishable = 0
+        /// Refunds found pending beside a grant of their payment, and settled.
+        public var settledRefunds = 0
     }
 
     /// One pass; never throws (a failing ledger is reported to the ledger monitor, which pauses intake if it is down).
@@ -67,9 +73,30 @@ public struct Sweeper: Service {
             let events = try await deadline.run("claim unpublished events") {
                 try await ledger.claimUnpublishedEvents(createdBefore: cutoff, limit: limit, lease: lease, now: now)
             }
-            for event in events {
-                try await processor.publish(event)
-                result.published += 1
+            // A topic that refuses its events (missing, not writable) holds back neither the other topics' events nor
+            // the Consume retries below; the rest of its events wait for the next pass (each failure can take the
+            // producer's whole delivery timeout).
+            var refusingTopics: Set<String> = []
+            for event in events where !refusingTopics.contains(event.topic) {
+                do {
+                    try await processor.publish(event)
+                    result.published += 1
+                } catch let error as LedgerError {
+                    throw error
+                } catch is CancellationError {
+                    throw CancellationError()
+                } catch {
+                    refusingTopics.insert(event.topic)
+                    logger.error(
+                        "sweep could not publish an event; its topic is tried again next pass",
+                        metadata: [
+                            "iap.event_id": "\(event.id)", "kafka.topic": "\(event.topic)", "iap.error": "\(error)",
+                        ])
+                }
+            }
+            result.unpublishable = events.count { refusingTopics.contains($0.topic) }
+            if let refunds {
+                result.settledRefunds = try await refunds.settlePendingRefunds(limit: limit)
             }
             if gamebaseMonitor.allowsCalls {
                 let grants = try await deadline.run("claim unconsumed grants") {

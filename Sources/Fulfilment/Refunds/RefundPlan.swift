@@ -12,7 +12,8 @@ public struct RefundPlan: Sendable, Hashable {
     /// A revocation undone: the row as it is after the reversal.
     public var reversal: RevocationRecord?
     /// A pending refund this reversal cancels before any grant: its outcome becomes `reversed`, and the purchase may be
-    /// granted again.
+    /// granted again — the `refunded` rejections of its payment are removed with it, so the purchase's message sent
+    /// again (or the reconciler) is judged afresh instead of answered by that rejection.
     public var cancelledRefund: String?
     /// Outbox events, written in the same transaction.
     public var events: [OutboxEvent]

@@ -16,11 +16,14 @@ public struct RefundRecorder: Sendable {
     public let events: EventFactory
     public let clock: any WorkerClock
     public let logger: Logger
+    /// The deadline of each ledger call: a database that stops answering is a failure to retry, never a hang.
+    public let deadline: LedgerDeadline
 
     public init(
         refunds: any RefundLedger, purchases: any PurchaseLedger, publisher: any EventPublisher, events: EventFactory,
-        clock: any WorkerClock = .system, logger: Logger
+        deadline: LedgerDeadline = LedgerDeadline(), clock: any WorkerClock = .system, logger: Logger
     ) {
+        self.deadline = deadline
         self.refunds = refunds
         self.purchases = purchases
         self.publisher = publisher
@@ -35,13 +38,12 @@ public struct RefundRecorder: Sendable {
         -> RefundRecording
     {
         let now = clock.now
-        let recording = try await refunds.record(
-            StoreNotificationRecord(notification: notification, channel: channel, receivedAt: now), events: events,
-            now: now)
-        for event in recording.events {
-            try await publisher.publish(OutboundRecord(event))
-            try await purchases.markPublished(eventID: event.id, at: clock.now)
+        let (refunds, events) = (refunds, events)
+        let record = StoreNotificationRecord(notification: notification, channel: channel, receivedAt: now)
+        let recording = try await deadline.run("record a store notification") {
+            try await refunds.record(record, events: events, now: now)
         }
+        try await publishEvents(of: recording)
         if !recording.duplicate {
             logger.info(
                 "store notification recorded",
@@ -54,5 +56,51 @@ public struct RefundRecorder: Sendable {
                 ])
         }
         return recording
+    }
+
+    /// Settles refunds left pending beside a grant of their payment (``RefundLedger/settlePendingRefunds(limit:events:now:)``)
+    /// and publishes what that revoked; answers how many were settled.
+    public func settlePendingRefunds(limit: Int) async throws -> Int {
+        let (refunds, events, now) = (refunds, events, clock.now)
+        let settled = try await deadline.run("settle pending refunds") {
+            try await refunds.settlePendingRefunds(limit: limit, events: events, now: now)
+        }
+        for recording in settled {
+            logger.warning(
+                "a refund kept pending beside a grant of its payment was settled late",
+                metadata: [
+                    "iap.payment_seq": "\(recording.paymentSeq ?? "-")", "iap.outcome": "\(recording.outcome.rawValue)",
+                ])
+            try await publishEvents(of: recording)
+        }
+        return settled.count
+    }
+
+    /// Publishes the events a recording wrote: the grant's own item-granted event first, should a crash have left it
+    /// unpublished — a game must never hear of a revocation before the grant it revokes.
+    func publishEvents(of recording: RefundRecording) async throws {
+        guard !recording.events.isEmpty else { return }
+        if let paymentSeq = recording.paymentSeq {
+            let purchases = purchases
+            let grant = try await deadline.run("read a grant") { try await purchases.grant(paymentSeq: paymentSeq) }
+            if let grant, grant.eventPublishedAt == nil,
+                let granted = try await deadline.run(
+                    "read an event",
+                    { try await purchases.event(id: EventFactory.itemGrantedID(paymentSeq: paymentSeq)) }),
+                granted.publishedAt == nil
+            {
+                try await publish(granted)
+            }
+        }
+        for event in recording.events { try await publish(event) }
+    }
+
+    /// Publishes an outbox event and marks it published.
+    func publish(_ event: OutboxEvent) async throws {
+        try await publisher.publish(OutboundRecord(event))
+        let (purchases, at) = (purchases, clock.now)
+        try await deadline.run("mark an event published") {
+            try await purchases.markPublished(eventID: event.id, at: at)
+        }
     }
 }

@@ -89,8 +89,8 @@ extension PostgresLedgerStore {
                 ),
                 -- Locks the batch's payments and reads their pending refunds after the locks (see the function).
                 refunded AS (
-                    SELECT * FROM iap_refunded_payments(
-                        ARRAY(SELECT market_id FROM input), ARRAY(SELECT payment_id FROM input))
+                    SELECT r.* FROM (SELECT array_agg(market_id) AS m, array_agg(payment_id) AS p FROM input) a,
+                    LATERAL iap_refunded_payments(a.m, a.p) r
                 ),
                 granted AS (
                     INSERT INTO grants (\(unescaped: LedgerSchema.grantColumns))

@@ -12,12 +12,7 @@ extension PostgresLedgerStore {
     {
         try await wrap {
             try await client.withTransaction(logger: logger) { connection in
-                if let key = record.paymentKey {
-                    try await connection.query(
-                        """
-                        SELECT pg_advisory_xact_lock(\(LedgerSchema.paymentLockClass), hashtext(\(key.marketId)::text || ':' || \(key.paymentId)::text))
-                        """, logger: logger)
-                }
+                if let key = record.paymentKey { try await Self.lock(key, connection, logger) }
                 if let existing = try await Self.fetchNotification(
                     record.notification.notificationId, connection, logger)
                 {
@@ -33,35 +28,98 @@ extension PostgresLedgerStore {
                     return RefundRecording(
                         outcome: existing?.outcome ?? plan.outcome, duplicate: true, paymentSeq: existing?.paymentSeq)
                 }
-                if let r = plan.revocation {
-                    try await connection.query(
-                        """
-                        INSERT INTO revocations (\(unescaped: LedgerSchema.revocationColumns)) VALUES (
-                            \(r.paymentSeq), \(r.userId), \(r.store.rawValue), \(r.notificationId), \(r.reason),
-                            \(r.storeReason), \(r.quantity.map { Int64($0) }), \(r.revokedAt.epochMilliseconds),
-                            \(r.recordedAt.epochMilliseconds), \(r.reversedBy), \(r.reversedAt?.epochMilliseconds))
-                        ON CONFLICT (payment_seq) DO NOTHING
-                        """, logger: logger)
-                }
-                if let r = plan.reversal {
-                    try await connection.query(
-                        """
-                        UPDATE revocations SET reversed_by = \(r.reversedBy), reversed_at_ms = \(r.reversedAt?.epochMilliseconds)
-                        WHERE payment_seq = \(r.paymentSeq) AND reversed_by IS NULL
-                        """, logger: logger)
-                }
-                if let cancelled = plan.cancelledRefund {
-                    try await connection.query(
-                        """
-                        UPDATE store_notifications SET outcome = 'reversed'
-                        WHERE notification_id = \(cancelled) AND outcome = 'pending'
-                        """, logger: logger)
-                }
-                for event in plan.events { try await Self.insert(event, connection, logger) }
+                try await Self.carryOut(plan, of: record, connection, logger)
                 return RefundRecording(
                     outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
             }
         }
+    }
+
+    public func settlePendingRefunds(limit: Int, events: EventFactory, now: Date) async throws -> [RefundRecording] {
+        try await wrap {
+            var ids: [String] = []
+            for try await id in try await client.query(
+                """
+                SELECT n.notification_id FROM store_notifications n
+                WHERE n.outcome = 'pending'
+                  AND EXISTS (SELECT 1 FROM grants g WHERE g.payment_id = n.payment_id AND g.market_id = n.market_id)
+                ORDER BY n.received_at_ms, n.notification_id LIMIT \(Int64(max(0, limit)))
+                """, logger: logger
+            ).decode(String.self) {
+                ids.append(id)
+            }
+            var recordings: [RefundRecording] = []
+            for id in ids {
+                let recording = try await client.withTransaction(logger: logger) { connection -> RefundRecording? in
+                    guard let found = try await Self.fetchNotification(id, connection, logger),
+                        let key = found.paymentKey
+                    else { return nil }
+                    try await Self.lock(key, connection, logger)
+                    // Read again under the lock: another instance may have settled it meanwhile.
+                    guard var record = try await Self.fetchNotification(id, connection, logger),
+                        record.outcome == .pending
+                    else { return nil }
+                    var context = try await Self.refundContext(key, connection, logger)
+                    context.pendingRefund = nil  // itself
+                    record.outcome = .recorded
+                    let plan = RefundPlan.decide(record, context: context, events: events, now: now)
+                    try await connection.query(
+                        """
+                        UPDATE store_notifications SET outcome = \(plan.outcome.rawValue), payment_seq = \(plan.paymentSeq)
+                        WHERE notification_id = \(id)
+                        """, logger: logger)
+                    try await Self.carryOut(plan, of: record, connection, logger)
+                    return RefundRecording(
+                        outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
+                }
+                if let recording { recordings.append(recording) }
+            }
+            return recordings
+        }
+    }
+
+    /// The payment's transaction-scoped advisory lock: the one `iap_refunded_payments` takes for a grant.
+    static func lock(_ key: StorePaymentKey, _ connection: PostgresConnection, _ logger: Logger) async throws {
+        try await connection.query(
+            """
+            SELECT pg_advisory_xact_lock(\(LedgerSchema.paymentLockClass), hashtext(\(key.marketId)::text || ':' || \(key.paymentId)::text))
+            """, logger: logger)
+    }
+
+    /// Writes what `plan` decided for `record`, beside the notification's own row.
+    static func carryOut(
+        _ plan: RefundPlan, of record: StoreNotificationRecord, _ connection: PostgresConnection, _ logger: Logger
+    ) async throws {
+        if let r = plan.revocation {
+            try await connection.query(
+                """
+                INSERT INTO revocations (\(unescaped: LedgerSchema.revocationColumns)) VALUES (
+                    \(r.paymentSeq), \(r.userId), \(r.store.rawValue), \(r.notificationId), \(r.reason),
+                    \(r.storeReason), \(r.quantity.map { Int64($0) }), \(r.revokedAt.epochMilliseconds),
+                    \(r.recordedAt.epochMilliseconds), \(r.reversedBy), \(r.reversedAt?.epochMilliseconds))
+                ON CONFLICT (payment_seq) DO NOTHING
+                """, logger: logger)
+        }
+        if let r = plan.reversal {
+            try await connection.query(
+                """
+                UPDATE revocations SET reversed_by = \(r.reversedBy), reversed_at_ms = \(r.reversedAt?.epochMilliseconds)
+                WHERE payment_seq = \(r.paymentSeq) AND reversed_by IS NULL
+                """, logger: logger)
+        }
+        if let cancelled = plan.cancelledRefund, let key = record.paymentKey {
+            try await connection.query(
+                """
+                UPDATE store_notifications SET outcome = 'reversed'
+                WHERE notification_id = \(cancelled) AND outcome = 'pending'
+                """, logger: logger)
+            try await connection.query(
+                """
+                DELETE FROM rejections
+                WHERE payment_id = \(key.paymentId) AND verdict_market_id = \(key.marketId) AND reason = 'refunded'
+                """, logger: logger)
+        }
+        for event in plan.events { try await insert(event, connection, logger) }
     }
 
     public func notifications(paymentKey: StorePaymentKey) async throws -> [StoreNotificationRecord] {
@@ -100,7 +158,7 @@ extension PostgresLedgerStore {
             try await client.query(
                 """
                 INSERT INTO refused_notifications (\(unescaped: LedgerSchema.refusalColumns)) VALUES (
-                    \(r.bodyHash), \(r.store?.rawValue), \(r.code), \(r.detail), \(Int32(clamping: r.bodyBytes)),
+                    \(r.bodyHash), \(r.store?.rawValue), \(r.code), \(r.detail), \(Int64(r.bodyBytes)),
                     \(r.firstReceivedAt.epochMilliseconds), \(r.lastReceivedAt.epochMilliseconds), 1)
                 ON CONFLICT (body_hash) DO UPDATE SET refused_count = refused_notifications.refused_count + 1,
                     last_received_at_ms = greatest(refused_notifications.last_received_at_ms, excluded.last_received_at_ms)
@@ -123,13 +181,77 @@ extension PostgresLedgerStore {
                         bodyHash: try r["body_hash"].decode(String.self),
                         store: try r["store"].decode(String?.self).flatMap(Store.init(rawValue:)),
                         code: try r["code"].decode(String.self), detail: try r["detail"].decode(String.self),
-                        bodyBytes: Int(try r["body_bytes"].decode(Int32.self)),
+                        bodyBytes: Int(try r["body_bytes"].decode(Int64.self)),
                         firstReceivedAt: Date(epochMilliseconds: try r["first_received_at_ms"].decode(Int64.self)),
                         lastReceivedAt: Date(epochMilliseconds: try r["last_received_at_ms"].decode(Int64.self)),
-                        count: Int(try r["refused_count"].decode(Int32.self))))
+                        count: Int(try r["refused_count"].decode(Int64.self))))
             }
             return refusals
         }
+    }
+
+    public func claimHistoryPoll(name: String, owner: String, until: Date, now: Date) async throws
+        -> HistoryPollMark?
+    {
+        try await wrap {
+            try await client.query(
+                "INSERT INTO store_poll_marks (name) VALUES (\(name)) ON CONFLICT (name) DO NOTHING", logger: logger)
+            var mark: HistoryPollMark?
+            for try await row in try await client.query(
+                """
+                UPDATE store_poll_marks SET lease_owner = \(owner), lease_until_ms = \(until.epochMilliseconds)
+                WHERE name = \(name)
+                  AND (lease_owner IS NULL OR lease_owner = \(owner) OR lease_until_ms < \(now.epochMilliseconds))
+                RETURNING name, window_start_ms, window_end_ms, pagination_token, last_success_ms
+                """, logger: logger)
+            {
+                mark = try Self.pollMark(from: row)
+            }
+            return mark
+        }
+    }
+
+    public func saveHistoryPoll(_ mark: HistoryPollMark, owner: String) async throws -> Bool {
+        try await wrap {
+            var saved = false
+            for try await _ in try await client.query(
+                """
+                UPDATE store_poll_marks SET window_start_ms = \(mark.windowStart?.epochMilliseconds),
+                    window_end_ms = \(mark.windowEnd?.epochMilliseconds), pagination_token = \(mark.paginationToken),
+                    last_success_ms = \(mark.lastSuccess?.epochMilliseconds)
+                WHERE name = \(mark.name) AND lease_owner = \(owner)
+                RETURNING 1
+                """, logger: logger)
+            {
+                saved = true
+            }
+            return saved
+        }
+    }
+
+    public func historyPolls() async throws -> [HistoryPollMark] {
+        try await wrap {
+            var marks: [HistoryPollMark] = []
+            for try await row in try await client.query(
+                """
+                SELECT name, window_start_ms, window_end_ms, pagination_token, last_success_ms
+                FROM store_poll_marks ORDER BY name
+                """, logger: logger)
+            {
+                marks.append(try Self.pollMark(from: row))
+            }
+            return marks
+        }
+    }
+
+    static func pollMark(from row: PostgresRow) throws -> HistoryPollMark {
+        let r = row.makeRandomAccess()
+        return HistoryPollMark(
+            name: try r["name"].decode(String.self),
+            windowStart: try r["window_start_ms"].decode(Int64?.self).map(Date.init(epochMilliseconds:)),
+            windowEnd: try r["window_end_ms"].decode(Int64?.self).map(Date.init(epochMilliseconds:)),
+            paginationToken: try r["pagination_token"].decode(String?.self),
+            lastSuccess: try r["last_success_ms"].decode(Int64?.self).map(Date.init(epochMilliseconds:)))
     }
 
     // MARK: Statements

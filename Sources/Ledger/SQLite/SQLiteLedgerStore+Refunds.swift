@@ -12,28 +12,63 @@ extension SQLiteLedgerStore {
             if let existing = try Self.fetchNotification(record.notification.notificationId, db) {
                 return RefundRecording(outcome: existing.outcome, duplicate: true, paymentSeq: existing.paymentSeq)
             }
-            let context = try Self.refundContext(record.paymentKey, db)
-            let plan = RefundPlan.decide(record, context: context, events: events, now: now)
+            let plan = RefundPlan.decide(
+                record, context: try Self.refundContext(record.paymentKey, db), events: events, now: now)
             try Self.insert(record.planned(plan), db)
-            if let revocation = plan.revocation { try Self.insert(revocation, db) }
-            if let reversal = plan.reversal {
-                try db.execute(
-                    sql: """
-                        UPDATE revocations SET reversed_by = ?, reversed_at_ms = ?
-                        WHERE payment_seq = ? AND reversed_by IS NULL
-                        """,
-                    arguments: [reversal.reversedBy, reversal.reversedAt?.epochMilliseconds, reversal.paymentSeq])
-            }
-            if let cancelled = plan.cancelledRefund {
-                try db.execute(
-                    sql:
-                        "UPDATE store_notifications SET outcome = 'reversed' WHERE notification_id = ? AND outcome = 'pending'",
-                    arguments: [cancelled])
-            }
-            for event in plan.events { try Self.insert(event, db) }
+            try Self.carryOut(plan, of: record, db)
             return RefundRecording(
                 outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
         }
+    }
+
+    public func settlePendingRefunds(limit: Int, events: EventFactory, now: Date) async throws -> [RefundRecording] {
+        try await write { db in
+            let ids = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT n.notification_id FROM store_notifications n
+                    WHERE n.outcome = 'pending'
+                      AND EXISTS (SELECT 1 FROM grants g WHERE g.payment_id = n.payment_id AND g.market_id = n.market_id)
+                    ORDER BY n.received_at_ms, n.notification_id LIMIT ?
+                    """,
+                arguments: [max(0, limit)])
+            return try ids.compactMap { id in
+                guard var record = try Self.fetchNotification(id, db), record.outcome == .pending else { return nil }
+                var context = try Self.refundContext(record.paymentKey, db)
+                context.pendingRefund = nil  // itself
+                record.outcome = .recorded
+                let plan = RefundPlan.decide(record, context: context, events: events, now: now)
+                try db.execute(
+                    sql: "UPDATE store_notifications SET outcome = ?, payment_seq = ? WHERE notification_id = ?",
+                    arguments: [plan.outcome.rawValue, plan.paymentSeq, id])
+                try Self.carryOut(plan, of: record, db)
+                return RefundRecording(
+                    outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
+            }
+        }
+    }
+
+    /// Writes what `plan` decided for `record`, beside the notification's own row.
+    static func carryOut(_ plan: RefundPlan, of record: StoreNotificationRecord, _ db: Database) throws {
+        if let revocation = plan.revocation { try insert(revocation, db) }
+        if let reversal = plan.reversal {
+            try db.execute(
+                sql: """
+                    UPDATE revocations SET reversed_by = ?, reversed_at_ms = ?
+                    WHERE payment_seq = ? AND reversed_by IS NULL
+                    """,
+                arguments: [reversal.reversedBy, reversal.reversedAt?.epochMilliseconds, reversal.paymentSeq])
+        }
+        if let cancelled = plan.cancelledRefund, let key = record.paymentKey {
+            try db.execute(
+                sql:
+                    "UPDATE store_notifications SET outcome = 'reversed' WHERE notification_id = ? AND outcome = 'pending'",
+                arguments: [cancelled])
+            try db.execute(
+                sql: "DELETE FROM rejections WHERE payment_id = ? AND verdict_market_id = ? AND reason = 'refunded'",
+                arguments: [key.paymentId, key.marketId])
+        }
+        for event in plan.events { try insert(event, db) }
     }
 
     public func notifications(paymentKey: StorePaymentKey) async throws -> [StoreNotificationRecord] {
@@ -90,6 +125,60 @@ extension SQLiteLedgerStore {
                     lastReceivedAt: Date(epochMilliseconds: $0["last_received_at_ms"]), count: $0["refused_count"])
             }
         }
+    }
+
+    public func claimHistoryPoll(name: String, owner: String, until: Date, now: Date) async throws
+        -> HistoryPollMark?
+    {
+        try await write { db in
+            try db.execute(
+                sql: "INSERT INTO store_poll_marks (name) VALUES (?) ON CONFLICT (name) DO NOTHING", arguments: [name])
+            return try Row.fetchOne(
+                db,
+                sql: """
+                    UPDATE store_poll_marks SET lease_owner = ?, lease_until_ms = ?
+                    WHERE name = ? AND (lease_owner IS NULL OR lease_owner = ? OR lease_until_ms < ?)
+                    RETURNING name, window_start_ms, window_end_ms, pagination_token, last_success_ms
+                    """,
+                arguments: [owner, until.epochMilliseconds, name, owner, now.epochMilliseconds]
+            ).map(Self.pollMark(from:))
+        }
+    }
+
+    public func saveHistoryPoll(_ mark: HistoryPollMark, owner: String) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE store_poll_marks SET window_start_ms = ?, window_end_ms = ?, pagination_token = ?,
+                        last_success_ms = ?
+                    WHERE name = ? AND lease_owner = ?
+                    """,
+                arguments: [
+                    mark.windowStart?.epochMilliseconds, mark.windowEnd?.epochMilliseconds, mark.paginationToken,
+                    mark.lastSuccess?.epochMilliseconds, mark.name, owner,
+                ])
+            return db.changesCount == 1
+        }
+    }
+
+    public func historyPolls() async throws -> [HistoryPollMark] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT name, window_start_ms, window_end_ms, pagination_token, last_success_ms
+                    FROM store_poll_marks ORDER BY name
+                    """
+            ).map(Self.pollMark(from:))
+        }
+    }
+
+    static func pollMark(from row: Row) -> HistoryPollMark {
+        HistoryPollMark(
+            name: row["name"], windowStart: (row["window_start_ms"] as Int64?).map(Date.init(epochMilliseconds:)),
+            windowEnd: (row["window_end_ms"] as Int64?).map(Date.init(epochMilliseconds:)),
+            paginationToken: row["pagination_token"],
+            lastSuccess: (row["last_success_ms"] as Int64?).map(Date.init(epochMilliseconds:)))
     }
 
     // MARK: Statements

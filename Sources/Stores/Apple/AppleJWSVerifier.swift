@@ -34,9 +34,9 @@ public struct AppleJWSVerifier: Sendable {
     }
 
     /// Apple's marker on a leaf certificate that signs App Store data.
-    static let appStoreSigningMarker: ASN1ObjectIdentifier = [1, 2, 840, 113_635, 100, 6, 11, 1]
+    package static let appStoreSigningMarker: ASN1ObjectIdentifier = [1, 2, 840, 113_635, 100, 6, 11, 1]
     /// Apple's marker on its Worldwide Developer Relations intermediate CA.
-    static let intermediateMarker: ASN1ObjectIdentifier = [1, 2, 840, 113_635, 100, 6, 2, 1]
+    package static let intermediateMarker: ASN1ObjectIdentifier = [1, 2, 840, 113_635, 100, 6, 2, 1]
 
     private let roots: [Certificate]
 

@@ -15,6 +15,11 @@ public protocol RefundLedger: Sendable {
     /// `duplicate` with the outcome it had.
     func record(_ record: StoreNotificationRecord, events: EventFactory, now: Date) async throws -> RefundRecording
 
+    /// The backstop of the payment lock: refunds still `pending` while a grant of their payment exists (granted by an
+    /// instance of a version before refunds, or by any path that missed the lock) are decided again, each in its own
+    /// transaction under the lock, and carried out as when they arrived — at most `limit` of them; their recordings.
+    func settlePendingRefunds(limit: Int, events: EventFactory, now: Date) async throws -> [RefundRecording]
+
     /// The notifications recorded for a payment (matched or naming it), oldest first.
     func notifications(paymentKey: StorePaymentKey) async throws -> [StoreNotificationRecord]
 
@@ -29,22 +34,14 @@ public protocol RefundLedger: Sendable {
 
     /// The refused records, latest first, at most `limit`.
     func refusals(limit: Int) async throws -> [RefusedNotification]
-}
 
-/// What ``RefundLedger/record(_:events:now:)`` did.
-public struct RefundRecording: Sendable, Hashable {
-    /// The notification's outcome (for a duplicate, the one recorded the first time).
-    public var outcome: NotificationOutcome
-    /// Whether the notification id was recorded already (nothing was written).
-    public var duplicate: Bool
-    public var paymentSeq: String?
-    /// Events written to the outbox, to publish now (the sweeper publishes any a crash leaves behind).
-    public var events: [OutboxEvent]
+    /// Takes (or renews) the lease of the named history position until `until`: the position, or `nil` while another
+    /// owner's lease runs.
+    func claimHistoryPoll(name: String, owner: String, until: Date, now: Date) async throws -> HistoryPollMark?
 
-    public init(outcome: NotificationOutcome, duplicate: Bool, paymentSeq: String? = nil, events: [OutboxEvent] = []) {
-        self.outcome = outcome
-        self.duplicate = duplicate
-        self.paymentSeq = paymentSeq
-        self.events = events
-    }
+    /// Saves the position, only while `owner` holds its lease: `false` when another owner took it over meanwhile.
+    func saveHistoryPoll(_ mark: HistoryPollMark, owner: String) async throws -> Bool
+
+    /// Every history position, by name.
+    func historyPolls() async throws -> [HistoryPollMark]
 }

@@ -1,9 +1,9 @@
 import Foundation
 
 /// Base64url without padding (RFC 4648 §5), as JWS writes its parts.
-enum Base64URL {
+package enum Base64URL {
     /// The bytes of `text`, or `nil` when it is not unpadded base64url.
-    static func decode(_ text: some Collection<UInt8>) -> [UInt8]? {
+    package static func decode(_ text: some Collection<UInt8>) -> [UInt8]? {
         guard text.count % 4 != 1 else { return nil }
         var standard = [UInt8]()
         standard.reserveCapacity(text.count + 3)
@@ -22,7 +22,7 @@ enum Base64URL {
     }
 
     /// `bytes` as unpadded base64url.
-    static func encode(_ bytes: some Collection<UInt8>) -> String {
+    package static func encode(_ bytes: some Collection<UInt8>) -> String {
         var text = Data(bytes).base64EncodedString()
         while text.hasSuffix("=") { text.removeLast() }
         return String(text.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })

@@ -1,0 +1,217 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+import Wire
+
+/// Apple's App Store Server API as far as the worker uses it, over real HTTP: Get Notification History (a window of at
+/// most 180 days, one type, pages of ``Configuration/pageSize`` with a pagination token bound to its query) and Send
+/// Consumption Information (recorded, answered 202). Every call must carry a valid ES256 bearer token of the
+/// configured key (issuer, key id, audience, bundle id, at most an hour long); anything else is answered 401, as Apple
+/// does.
+public final class AppStoreSimulator: Service {
+    public struct Configuration: Sendable {
+        public var host: String
+        /// 0 picks a free port.
+        public var port: Int
+        public var issuerId: String
+        public var keyId: String
+        /// The public half of the studio's key, which signs the bearer tokens.
+        public var publicKey: P256.Signing.PublicKey
+        public var pageSize: Int
+
+        public init(
+            host: String = "127.0.0.1", port: Int = 0, issuerId: String, keyId: String,
+            publicKey: P256.Signing.PublicKey, pageSize: Int = 20
+        ) {
+            self.host = host
+            self.port = port
+            self.issuerId = issuerId
+            self.keyId = keyId
+            self.publicKey = publicKey
+            self.pageSize = pageSize
+        }
+    }
+
+    public let configuration: Configuration
+    public let state: AppStoreSimulatorState
+    private let logger: Logger
+    private let listening = Mutex<(port: Int?, waiters: [CheckedContinuation<Int, Never>])>((nil, []))
+
+    public init(configuration: Configuration, state: AppStoreSimulatorState, logger: Logger) {
+        self.configuration = configuration
+        self.state = state
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        let app = Application(
+            responder: CallbackResponder<BasicRequestContext> { [self] request, _ in
+                try await respond(to: request)
+            },
+            configuration: .init(
+                address: .hostname(configuration.host, port: configuration.port), serverName: nil, reuseAddress: true),
+            onServerRunning: { [self] channel in
+                let port = channel.localAddress?.port ?? configuration.port
+                let waiters = listening.withLock { state in
+                    state.port = port
+                    defer { state.waiters = [] }
+                    return state.waiters
+                }
+                for waiter in waiters { waiter.resume(returning: port) }
+                logger.info("App Store simulator listening", metadata: ["simulator.port": "\(port)"])
+            },
+            logger: logger)
+        try await app.run()
+    }
+
+    /// The port it listens on; waits until it does.
+    public func port() async -> Int {
+        await withCheckedContinuation { continuation in
+            let port = listening.withLock { state -> Int? in
+                if state.port == nil { state.waiters.append(continuation) }
+                return state.port
+            }
+            if let port { continuation.resume(returning: port) }
+        }
+    }
+
+    /// `http://host:port`, once listening.
+    public func baseURL() async -> String { "http://\(configuration.host):\(await port())" }
+
+    // MARK: Answers
+
+    func respond(to request: Request) async throws -> Response {
+        let path = request.uri.path
+        let kind: String
+        if request.method == .post, path == "/inApps/v1/notifications/history" {
+            kind = "history"
+        } else if request.method == .put, path.hasPrefix("/inApps/v2/transactions/consumption/") {
+            kind = "consumption"
+        } else {
+            return Self.error(404, 4_040_000, "not found")
+        }
+        guard authorized(request.headers[.authorization]) else {
+            state.count("unauthorized")
+            return Response(status: .unauthorized)
+        }
+        state.count(kind)
+        if let status = state.nextFailure(kind) {
+            return Self.error(status, 5_000_000, "injected failure")
+        }
+        let body = try await request.body.collect(upTo: 1 << 16)
+        let members = Self.members(Array(body.readableBytesView))
+        if kind == "consumption" {
+            let transactionId = String(path.dropFirst("/inApps/v2/transactions/consumption/".count))
+            guard let members, members["customerConsented"] == "true" else {
+                return Self.error(400, 4_000_129, "customerConsented must be true")
+            }
+            guard let status = members["deliveryStatus"], status.hasPrefix("\"") else {
+                return Self.error(400, 4_000_130, "deliveryStatus is required")
+            }
+            state.record(
+                AppStoreSimulatorState.ConsumptionCall(transactionId: transactionId, body: members, at: Date()))
+            return Response(status: .accepted)
+        }
+        guard let members, let start = members["startDate"].flatMap(Int64.init),
+            let end = members["endDate"].flatMap(Int64.init), let typeText = members["notificationType"],
+            typeText.count > 2
+        else {
+            return Self.error(400, 4_000_006, "startDate, endDate and notificationType are required")
+        }
+        let type = String(typeText.dropFirst().dropLast())
+        let now = Int64(Date().timeIntervalSince1970 * 1_000)
+        guard start < end, start >= now - 180 * 86_400_000 else {
+            return Self.error(400, 4_000_111, "the window must lie within the last 180 days")
+        }
+        let query = "\(start)|\(end)|\(type)"
+        var offset = 0
+        if let token = request.uri.queryParameters["paginationToken"].map(String.init) {
+            guard let parsed = Self.offset(of: token, query: query) else {
+                return Self.error(400, 4_000_112, "invalid pagination token")
+            }
+            offset = parsed
+        }
+        let matching = state.history(
+            type: type, start: Date(timeIntervalSince1970: Double(start) / 1_000),
+            end: Date(timeIntervalSince1970: Double(end) / 1_000))
+        let page = matching.dropFirst(offset).prefix(configuration.pageSize)
+        let next = offset + page.count
+        var text = ""
+        JSONText.appendObject(to: &text) { object in
+            object.raw(
+                "notificationHistory",
+                "["
+                    + page.map { #"{"signedPayload":"\#($0.signedPayload)"}"# }
+                    .joined(separator: ",") + "]")
+            object.bool("hasMore", next < matching.count)
+            object.string("paginationToken", next < matching.count ? Self.token(offset: next, query: query) : nil)
+        }
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// Whether `header` is `Bearer <JWT>` signed by the configured key, for this app, now valid for at most an hour.
+    func authorized(_ header: String?) -> Bool {
+        guard let header, header.hasPrefix("Bearer ") else { return false }
+        let parts = header.dropFirst("Bearer ".count).split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0].utf8),
+            let claimBytes = Base64URL.decode(parts[1].utf8), let signatureBytes = Base64URL.decode(parts[2].utf8),
+            let jwtHeader = Self.members(headerBytes), let claims = Self.members(claimBytes),
+            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes)
+        else { return false }
+        let signed = Array("\(parts[0]).\(parts[1])".utf8)
+        guard configuration.publicKey.isValidSignature(signature, for: signed) else { return false }
+        guard jwtHeader["alg"] == #""ES256""#, jwtHeader["kid"] == "\"\(configuration.keyId)\"",
+            claims["iss"] == "\"\(configuration.issuerId)\"", claims["aud"] == #""appstoreconnect-v1""#,
+            claims["bid"] == "\"\(state.bundleId)\"", let issued = claims["iat"].flatMap(Int64.init),
+            let expires = claims["exp"].flatMap(Int64.init)
+        else { return false }
+        let now = Int64(Date().timeIntervalSince1970)
+        return issued <= now + 60 && expires > now && expires - issued <= 3_600
+    }
+
+    /// A JSON object's members as their JSON text (strings keep their quotes); `nil` when it is not one.
+    static func members(_ bytes: [UInt8]) -> [String: String]? {
+        var members: [String: String] = [:]
+        var reader = JSONReader(bytes, maxDepth: 8)
+        do {
+            try reader.readObject { reader, key throws(JSONReader.Failure) in
+                members[key] = String(decoding: try reader.captureValue(), as: UTF8.self)
+            }
+            try reader.finish()
+        } catch {
+            return nil
+        }
+        return members
+    }
+
+    static func token(offset: Int, query: String) -> String {
+        Base64URL.encode(Array("\(offset)|\(SHA256.hex(query))".utf8))
+    }
+
+    static func offset(of token: String, query: String) -> Int? {
+        guard let bytes = Base64URL.decode(token.utf8) else { return nil }
+        let parts = String(decoding: bytes, as: UTF8.self).split(separator: "|")
+        guard parts.count == 2, parts[1] == SHA256.hex(query) else { return nil }
+        return Int(parts[0])
+    }
+
+    static func error(_ status: Int, _ code: Int64, _ message: String) -> Response {
+        var text = ""
+        JSONText.appendObject(to: &text) { object in
+            object.integer("errorCode", code)
+            object.string("errorMessage", message)
+        }
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        return Response(
+            status: HTTPResponse.Status(code: status), headers: headers,
+            body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+}

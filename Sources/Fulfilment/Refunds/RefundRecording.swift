@@ -1,0 +1,19 @@
+import Foundation
+
+/// What ``RefundLedger/record(_:events:now:)`` did.
+public struct RefundRecording: Sendable, Hashable {
+    /// The notification's outcome (for a duplicate, the one recorded the first time).
+    public var outcome: NotificationOutcome
+    /// Whether the notification id was recorded already (nothing was written).
+    public var duplicate: Bool
+    public var paymentSeq: String?
+    /// Events written to the outbox, to publish now (the sweeper publishes any a crash leaves behind).
+    public var events: [OutboxEvent]
+
+    public init(outcome: NotificationOutcome, duplicate: Bool, paymentSeq: String? = nil, events: [OutboxEvent] = []) {
+        self.outcome = outcome
+        self.duplicate = duplicate
+        self.paymentSeq = paymentSeq
+        self.events = events
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import Fulfilment
+import IAPTestSupport
+import Synchronization
+import Testing
+
+@testable import Engine
+@testable import InMemoryLedger
+
+/// The sweeper with refunds: a topic that refuses its events (a missing item-revoked topic) holds back nothing else,
+/// and a refund left pending beside a grant of its payment (an instance of an older version granted it) is revoked.
+@Suite("The sweeper and refunds", .timeLimit(.minutes(1)))
+struct RefundSweepTests {
+    @Test func aTopicThatRefusesItsEventsHoldsBackNeitherOtherTopicsNorConsume() async throws {
+        let harness = EngineHarness(sweep: .init(grace: .zero))
+        // An older event on a topic that refuses everything, then an unfinished grant.
+        _ = try await harness.ledger.insertRejection(
+            RejectionRecord(
+                key: RejectionKey(paymentSeq: "r0", userId: "u", tokenHash: "h"), reason: "invalid_purchase",
+                eventID: "r0:revoked-elsewhere", rejectedAt: harness.clock.now.addingTimeInterval(-60)),
+            event: OutboxEvent(
+                id: "r0:revoked-elsewhere", paymentSeq: "r0", topic: "iap.item-revoked", key: nil, headers: [],
+                payload: Array("{}".utf8), createdAt: harness.clock.now.addingTimeInterval(-60)))
+        try await harness.unfinishedGrant("s1")
+        harness.publisher.state.withLock { $0.refusedTopics = ["iap.item-revoked"] }
+        harness.clock.advance(by: .seconds(1))
+
+        let result = await harness.services.sweeper.sweepOnce()
+        #expect(result.unpublishable == 1)
+        #expect(result.published == 1, "the item-granted event still goes out")
+        #expect(result.consumed == 1, "and the grant is still consumed")
+        #expect(try await harness.ledger.event(id: "r0:revoked-elsewhere")?.publishedAt == nil)
+    }
+
+    @Test func aRefundPendingBesideAGrantIsRevokedByTheSweeperAfterTheGrantsOwnEvent() async throws {
+        let harness = EngineHarness(sweep: .init(grace: .seconds(30)))
+        let refund = StoreNotification(
+            store: .google, kind: .refund, storeType: "voidedPurchaseNotification", notificationId: "late-1",
+            authenticity: .trustedChannel, paymentId: "GPA.s2", application: "com.studio.game",
+            occurredAt: harness.clock.now)
+        #expect(try await harness.services.refunds.record(refund, channel: .googleRTDN).outcome == .pending)
+        // An instance of a version before refunds grants the payment anyway: no look at pending refunds.
+        try await harness.unfinishedGrant("other")
+        harness.ledger.state.withLock { state in
+            var row = state.grants.removeValue(forKey: BinaryText("other"))!
+            row.record.paymentSeq = "s2"
+            row.record.paymentId = "GPA.s2"
+            state.grants[BinaryText("s2")] = row
+            var event = state.outbox.removeValue(forKey: BinaryText("other:item-granted"))!
+            event.event.id = "s2:item-granted"
+            event.event.paymentSeq = "s2"
+            state.outbox[BinaryText("s2:item-granted")] = event
+        }
+
+        let result = await harness.services.sweeper.sweepOnce()
+        #expect(result.settledRefunds == 1)
+        #expect(try await harness.ledger.revocation(paymentSeq: "s2")?.notificationId == "late-1")
+        #expect(try await harness.ledger.notification(id: "late-1")?.outcome == .revoked)
+        #expect(
+            harness.publisher.records.map(\.topic) == ["iap.item-granted", "iap.item-revoked"],
+            "the grant's own event goes out first, though its grace has not passed")
+        #expect(await harness.services.sweeper.sweepOnce().settledRefunds == 0, "settled once")
+    }
+}
