@@ -406,6 +406,7 @@ let package = Package(
         .testTarget(
             name: "EngineTests",
             dependencies: [
+                "AppStoreSimulator",
                 "Engine",
                 "Fulfilment",
                 "Gamebase",
@@ -467,6 +468,8 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
+                "AppStoreSimulator",
+                "AppStoreHTTP",
                 "App",
                 "Engine",
                 "Fulfilment",

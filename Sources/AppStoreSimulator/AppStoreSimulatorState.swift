@@ -86,6 +86,11 @@ public final class AppStoreSimulatorState: Sendable {
         return notification
     }
 
+    /// Adds a notification signed elsewhere (by another chain: one the worker must refuse).
+    public func add(_ notification: Notification) {
+        storage.withLock { $0.notifications.append(notification) }
+    }
+
     /// Answers the next `count` calls of `kind` (`history` or `consumption`) with HTTP `status`.
     public func fail(_ kind: String, status: Int, count: Int = 1) {
         storage.withLock { $0.failures[kind, default: []] += Array(repeating: status, count: count) }
@@ -107,7 +112,7 @@ public final class AppStoreSimulatorState: Sendable {
     }
 
     /// The notifications of `type` signed in `[start, end)`, oldest first.
-    func history(type: String, start: Date, end: Date) -> [Notification] {
+    public func history(type: String, start: Date, end: Date) -> [Notification] {
         storage.withLock { storage in
             storage.notifications.filter { $0.type == type && $0.signedDate >= start && $0.signedDate < end }
                 .sorted { ($0.signedDate, $0.uuid) < ($1.signedDate, $1.uuid) }

@@ -1,6 +1,10 @@
 import App
+import AppStoreHTTP
+import AppStoreSimulator
+import Crypto
 import Foundation
 import Fulfilment
+import Gamebase
 import GamebaseSimulator
 import IAPTestSupport
 import Kafka
@@ -92,6 +96,102 @@ struct RefundEndToEndTests {
             for message in revoked + failed {
                 #expect(!String(decoding: message.value, as: UTF8.self).contains("play-token"))
             }
+        }
+    }
+
+    /// The App Store's side: the worker's own poller reads the simulator's notification history over HTTP with a real
+    /// ES256 token, revokes the granted purchase once however often it reads the refund again, and a key the App Store
+    /// refuses is counted as a failure that revokes nothing.
+    @Test func theApplePollerRevokesAGrantOnceHoweverOftenItReadsTheRefund() async throws {
+        let payment = SimulatedPayment(
+            PaymentTransaction(
+                paymentSeq: "apple-1", userId: "u-apple", productSeq: 7, currency: "USD",
+                price: Decimal(string: "0.99"),
+                marketId: "AS", accessToken: "tok-apple-1", paymentId: "2000000000000001",
+                productType: GamebaseProductType.consumable, gamebaseProductId: "gems_500",
+                purchaseTime: "2024-05-13T10:20:30+09:00", isTestPurchase: false))
+        let key = P256.Signing.PrivateKey()
+        let chain = try AppleSigningChain(around: Date())
+        let state = AppStoreSimulatorState(chain: chain, bundleId: Self.package)
+        let appStore = AppStoreSimulator(
+            configuration: .init(issuerId: "issuer-1", keyId: "KEY1", publicKey: key.publicKey, pageSize: 2),
+            state: state, logger: System.logger)
+        let served = Task { try await appStore.run() }
+        defer { served.cancel() }
+        let appStoreURL = await appStore.baseURL()
+        try await System.run(.sqlite, payments: [payment]) { system in
+            var settings = system.configuration()
+            settings.refunds.appleBundleId = Self.package
+            settings.refunds.appleRootCertificatesPEM = try chain.rootPEM
+            settings.refunds.appleKey = AppStoreKey(
+                issuerId: "issuer-1", keyId: "KEY1", bundleId: Self.package, privateKey: key)
+            settings.refunds.appleBaseURL = appStoreURL
+            settings.refunds.applePollInterval = .milliseconds(300)
+            let configuration = settings
+            try await system.withWorker(configuration) { parts in
+                #expect(parts.applePoller != nil)
+                try await system.produce([("u-apple", System.message("apple-1", user: "u-apple"))])
+                try await system.eventually("the purchase is granted") {
+                    String(decoding: parts.metrics.exposition(), as: UTF8.self).contains(
+                        #"iap_purchases_total{outcome="granted"} 1"#)
+                }
+                let now = Date()
+                try state.addNotification(
+                    type: "REFUND", transactionId: "2000000000000001", signedDate: now, revocationDate: now,
+                    revocationReason: 1)
+                try await system.eventually("the refund revokes the grant") {
+                    String(decoding: parts.metrics.exposition(), as: UTF8.self).contains(
+                        #"iap_revocations_total{store="apple",reason="refund"} 1"#)
+                }
+                // Read again by the next passes (the window overlaps): a duplicate each time, nothing new.
+                let calls = state.calls["history"] ?? 0
+                try await system.eventually("two more passes") { (state.calls["history"] ?? 0) >= calls + 8 }
+                #expect(
+                    String(decoding: parts.metrics.exposition(), as: UTF8.self).contains(
+                        #"iap_store_notifications_total{store="apple",type="refund",result="duplicate"}"#))
+            }
+            let revoked = try await system.read("iap.item-revoked")
+            #expect(revoked.compactMap(\.eventID) == ["apple-1:item-revoked"])
+            let data = try #require(revoked.first?.json["data"] as? [String: Any])
+            #expect(data["store"] as? String == "apple")
+            #expect(data["source"] as? String == "apple-notification-history")
+            #expect(data["paymentId"] as? String == "2000000000000001")
+            #expect(data["storeReason"] as? String == "revocationReason 1")
+
+        }
+    }
+
+    @Test func aKeyTheAppStoreRefusesIsCountedAndRevokesNothing() async throws {
+        let chain = try AppleSigningChain(around: Date())
+        let state = AppStoreSimulatorState(chain: chain, bundleId: Self.package)
+        let appStore = AppStoreSimulator(
+            configuration: .init(issuerId: "issuer-1", keyId: "KEY1", publicKey: P256.Signing.PrivateKey().publicKey),
+            state: state, logger: System.logger)
+        let served = Task { try await appStore.run() }
+        defer { served.cancel() }
+        let now = Date()
+        try state.addNotification(
+            type: "REFUND", transactionId: "2000000000000002", signedDate: now, revocationDate: now)
+        let appStoreURL = await appStore.baseURL()
+        try await System.run(.sqlite, payments: []) { system in
+            var settings = system.configuration()
+            settings.refunds.appleBundleId = Self.package
+            settings.refunds.appleRootCertificatesPEM = try chain.rootPEM
+            settings.refunds.appleKey = AppStoreKey(
+                issuerId: "issuer-1", keyId: "KEY1", bundleId: Self.package, privateKey: P256.Signing.PrivateKey())
+            settings.refunds.appleBaseURL = appStoreURL
+            settings.refunds.applePollInterval = .milliseconds(300)
+            try await system.withWorker(settings) { parts in
+                try await system.eventually("the App Store refuses the key") {
+                    String(decoding: parts.metrics.exposition(), as: UTF8.self).contains(
+                        #"iap_apple_poll_failures_total{code="unauthorized"}"#)
+                }
+                let text = String(decoding: parts.metrics.exposition(), as: UTF8.self)
+                #expect(text.contains("iap_apple_poll_last_success_timestamp_seconds 0"))
+                #expect(!text.contains("iap_store_notifications_total"))
+            }
+            #expect((state.calls["unauthorized"] ?? 0) > 0)
+            #expect((state.calls["history"] ?? 0) == 0, "nothing answered without a valid token")
         }
     }
 }

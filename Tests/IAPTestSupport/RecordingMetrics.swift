@@ -26,6 +26,8 @@ public final class RecordingMetrics: EngineMetrics {
         public var storeNotifications: [String: Int] = [:]
         /// `store/reason` → count.
         public var revocations: [String: Int] = [:]
+        public var applePollSucceededAt: Double?
+        public var applePollFailures: [String: Int] = [:]
     }
     private let state = Mutex(Values())
 
@@ -65,6 +67,10 @@ public final class RecordingMetrics: EngineMetrics {
     public func countRevocation(store: String, reason: String) {
         state.withLock { $0.revocations["\(store)/\(reason)", default: 0] += 1 }
     }
+    public func setApplePollSucceeded(at secondsSinceEpoch: Double) {
+        state.withLock { $0.applePollSucceededAt = secondsSinceEpoch }
+    }
+    public func countApplePollFailure(_ code: String) { state.withLock { $0.applePollFailures[code, default: 0] += 1 } }
     public func setLedgerRows(_ counts: [String: Int]) { state.withLock { $0.ledgerRows = counts } }
     public func countPruned(table: String, by count: Int) { state.withLock { $0.pruned[table, default: 0] += count } }
     public func setLedgerPruneCaughtUp(_ secondsSinceEpoch: Double) {

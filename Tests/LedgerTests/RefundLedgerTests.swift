@@ -148,6 +148,39 @@ struct RefundLedgerTests {
         }
     }
 
+    /// A history position is held by one owner at a time until its lease runs out; only its holder saves it.
+    @Test(arguments: LedgerBackend.allCases)
+    func aHistoryPositionHasOneHolderAtATime(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            let t0 = Self.now
+            let mark = try #require(
+                try await store.claimHistoryPoll(name: "apple:REFUND", owner: "a", until: t0 + 600, now: t0))
+            #expect(mark == HistoryPollMark(name: "apple:REFUND"))
+            #expect(
+                try await store.claimHistoryPoll(name: "apple:REFUND", owner: "b", until: t0 + 700, now: t0 + 10) == nil
+            )
+            var saved = mark
+            saved.windowStart = t0 - 86_400
+            saved.windowEnd = t0
+            saved.paginationToken = "page-2"
+            #expect(try await store.saveHistoryPoll(saved, owner: "a"))
+            #expect(try await store.saveHistoryPoll(saved, owner: "b") == false, "b holds no lease")
+            // a renews; then its lease runs out and b takes the position over, as a saved it.
+            #expect(
+                try await store.claimHistoryPoll(name: "apple:REFUND", owner: "a", until: t0 + 900, now: t0 + 20) != nil
+            )
+            #expect(
+                try await store.claimHistoryPoll(name: "apple:REFUND", owner: "b", until: t0 + 1_500, now: t0 + 800)
+                    == nil)
+            let taken = try await store.claimHistoryPoll(
+                name: "apple:REFUND", owner: "b", until: t0 + 1_500, now: t0 + 901)
+            #expect(taken?.paginationToken == "page-2")
+            #expect(taken?.windowStart == Date(epochMilliseconds: (t0 - 86_400).epochMilliseconds))
+            #expect(try await store.saveHistoryPoll(saved, owner: "a") == false, "a lost it")
+            #expect(try await store.historyPolls().map(\.name) == ["apple:REFUND"])
+        }
+    }
+
     /// A refund and the grant of its payment at the same moment: whichever commits first, the other sees it — a
     /// revoked grant, or a refunded purchase; never a grant beside a refund still pending.
     @Test(arguments: LedgerBackend.allCases)

@@ -1,3 +1,4 @@
+import AppStoreHTTP
 import Console
 import Engine
 import Foundation
@@ -26,6 +27,8 @@ public enum WorkerApplication {
         public let producer: KafkaProducer
         /// The store-notifications intake, when `kafka.topics.store_notifications` is read.
         public let notificationIntake: NotificationIntake?
+        /// The Apple history poller, when `refunds.apple.issuer_id` is set.
+        public let applePoller: AppleHistoryPoller?
 
         public var engine: PurchaseEngine { services.engine }
         public var processor: PurchaseProcessor { services.processor }
@@ -115,16 +118,26 @@ public enum WorkerApplication {
             health: health,
             reloadSecretKey: secretKeyReloader(configuration: configuration, gamebase: gamebase, logger: logger),
             logger: logger)
+        let reader = try storeNotificationReader(configuration.refunds)
         var intake: NotificationIntake?
         if configuration.readsStoreNotifications {
             let notificationsConsumer = try KafkaConsumer(
                 configuration: configuration.storeNotificationsConsumerConfiguration, logger: logger)
             intake = NotificationIntake(
-                source: KafkaPurchaseSource(consumer: notificationsConsumer),
-                reader: try storeNotificationReader(configuration.refunds),
+                source: KafkaPurchaseSource(consumer: notificationsConsumer), reader: reader,
                 recorder: services.refunds,
                 configuration: NotificationIntake.Configuration(topic: configuration.topics.storeNotifications),
                 metrics: metrics, logger: logger)
+        }
+        var appStore: AppStoreClient?
+        var poller: AppleHistoryPoller?
+        if let key = configuration.refunds.appleKey {
+            let client = AppStoreClient(baseURL: configuration.refunds.appStoreURL, key: key, logger: logger)
+            appStore = client
+            poller = AppleHistoryPoller(
+                api: client, reader: reader, recorder: services.refunds,
+                configuration: AppleHistoryPoller.Configuration(interval: configuration.refunds.applePollInterval),
+                owner: "\(workerName)-\(UUID().uuidString.prefix(8).lowercased())", metrics: metrics, logger: logger)
         }
         let admin = AdminServer(
             host: adminHost, port: configuration.serverPort, metrics: metrics, health: health, logger: logger)
@@ -145,9 +158,11 @@ public enum WorkerApplication {
             group.append(.init(service: OnShutdown { try? await client.shutdown() }))
         }
         group.append(.init(service: OnShutdown { await producer.close() }))
+        if let appStore { group.append(.init(service: OnShutdown { await appStore.shutdown() })) }
         group.append(.init(service: admin))
         if let console { group.append(.init(service: console)) }
         if let intake { group.append(.init(service: intake)) }
+        if let poller { group.append(.init(service: poller)) }
         for service in services.services { group.append(.init(service: service)) }
         let serviceGroup = ServiceGroup(
             configuration: .init(
@@ -157,7 +172,7 @@ public enum WorkerApplication {
             serviceGroup,
             Parts(
                 services: services, admin: admin, console: console, metrics: metrics, consumer: consumer,
-                producer: producer, notificationIntake: intake)
+                producer: producer, notificationIntake: intake, applePoller: poller)
         )
     }
 }

@@ -121,6 +121,17 @@ public struct ConfigurationKey: Sendable, Hashable {
         ConfigurationKey(
             "refunds.apple.environment", default: "production", "production or sandbox: the other one is refused"),
         ConfigurationKey(
+            "refunds.apple.issuer_id", default: nil,
+            "The In-App Purchase key's issuer id: set, the worker polls Apple's notification history with that key"),
+        ConfigurationKey("refunds.apple.key_id", default: nil, "The In-App Purchase key's id"),
+        ConfigurationKey(
+            "refunds.apple.private_key_file", default: nil, "The In-App Purchase key (.p8 file, a P-256 private key)"),
+        ConfigurationKey(
+            "refunds.apple.base_url", default: "Apple's host for the environment",
+            "The App Store Server API (https://api.storekit.itunes.apple.com, or -sandbox)"),
+        ConfigurationKey(
+            "refunds.apple.interval_ms", default: "300000", "Between readings of Apple's notification history"),
+        ConfigurationKey(
             "refunds.apple.root_certificates_file", default: nil,
             "Tests only: PEM roots trusted instead of the built-in Apple Root CA - G3"),
         ConfigurationKey("server.port", default: "8080", "HTTP port of /metrics, /healthz and /readyz"),

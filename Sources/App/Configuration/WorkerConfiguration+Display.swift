@@ -1,3 +1,4 @@
+import AppStoreHTTP
 import Console
 import Engine
 import Foundation
@@ -56,6 +57,11 @@ extension WorkerConfiguration {
             ("refunds.google.package_name", refunds.googlePackageName ?? "(none)"),
             ("refunds.apple.bundle_id", refunds.appleBundleId ?? "(none)"),
             ("refunds.apple.environment", refunds.appleEnvironment),
+            ("refunds.apple.issuer_id", refunds.appleKey?.issuerId ?? "(none: no history poller)"),
+            ("refunds.apple.key_id", refunds.appleKey?.keyId ?? "(none)"),
+            ("refunds.apple.private_key_file", refunds.applePrivateKeyFile ?? "(none)"),
+            ("refunds.apple.base_url", refunds.appleKey == nil ? "(none)" : refunds.appStoreURL),
+            ("refunds.apple.interval_ms", String(Self.milliseconds(refunds.applePollInterval))),
             ("refunds.apple.root_certificates_file", refunds.appleRootCertificatesFile ?? "(built in)"),
             ("server.port", String(serverPort)),
             ("console.port", String(console.port)), ("console.address", console.address),

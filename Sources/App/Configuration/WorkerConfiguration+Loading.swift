@@ -1,7 +1,9 @@
+import AppStoreHTTP
 import Configuration
 import Console
 import Engine
 import Foundation
+import Fulfilment
 import Gamebase
 import GamebaseHTTP
 import Kafka
@@ -193,6 +195,40 @@ extension WorkerConfiguration {
             }
             refunds.appleRootCertificatesFile = file
             refunds.appleRootCertificatesPEM = pem
+        }
+        if let issuer = try values.optionalString("refunds.apple.issuer_id") {
+            guard let bundle = refunds.appleBundleId else {
+                throw ConfigurationError(key: "refunds.apple.issuer_id", problem: "set refunds.apple.bundle_id too")
+            }
+            let keyId = try values.required("refunds.apple.key_id")
+            let file = try values.required("refunds.apple.private_key_file")
+            guard let data = FileManager.default.contents(atPath: file), data.count <= 16_384,
+                let pem = String(data: data, encoding: .utf8)
+            else {
+                throw ConfigurationError(
+                    key: "refunds.apple.private_key_file", problem: "cannot read \(file) as a .p8 key file")
+            }
+            do {
+                refunds.appleKey = try AppStoreKey(issuerId: issuer, keyId: keyId, bundleId: bundle, pem: pem)
+            } catch {
+                throw ConfigurationError(key: "refunds.apple.private_key_file", problem: "\(file): \(error.message)")
+            }
+            refunds.applePrivateKeyFile = file
+            if let url = try values.optionalString("refunds.apple.base_url") {
+                guard url.hasPrefix("https://") || url.hasPrefix("http://"), URLComponents(string: url)?.host != nil
+                else {
+                    throw ConfigurationError(
+                        key: "refunds.apple.base_url", problem: "must be an http(s) URL with a host")
+                }
+                refunds.appleBaseURL = url
+            }
+            refunds.applePollInterval = .milliseconds(
+                try values.int("refunds.apple.interval_ms", default: 300_000, in: 1_000...86_400_000))
+        } else {
+            for key in ["refunds.apple.key_id", "refunds.apple.private_key_file", "refunds.apple.base_url"]
+            where try values.optionalString(key) != nil {
+                throw ConfigurationError(key: key, problem: "set refunds.apple.issuer_id too, or remove this key")
+            }
         }
         if refunds.appleBundleId == nil, refunds.appleRootCertificatesFile != nil {
             throw ConfigurationError(

@@ -1,3 +1,4 @@
+import AppStoreHTTP
 import Console
 import Engine
 import Foundation
@@ -20,7 +21,7 @@ public struct WorkerConfiguration: Sendable {
     }
 
     /// `refunds.*`: which stores' refunds the worker takes in.
-    public struct Refunds: Sendable, Hashable {
+    public struct Refunds: Sendable {
         /// `refunds.google.package_name`; `nil`: Google notifications are refused.
         public var googlePackageName: String?
         /// `refunds.apple.bundle_id`; `nil`: Apple notifications are refused.
@@ -31,11 +32,23 @@ public struct WorkerConfiguration: Sendable {
         public var appleRootCertificatesFile: String?
         /// That file's text, read and checked when the configuration is loaded.
         public var appleRootCertificatesPEM: String?
+        /// `refunds.apple.issuer_id`, `key_id`, `private_key_file` (read and checked at load): the key the history
+        /// poller signs with; `nil` when no poller runs.
+        public var appleKey: AppStoreKey?
+        public var applePrivateKeyFile: String?
+        /// `refunds.apple.base_url`: Apple's host for the environment unless set.
+        public var appleBaseURL: String?
+        public var applePollInterval: Duration = .seconds(300)
 
         public init() {}
 
         /// Whether any store's refunds are taken in.
         public var isEnabled: Bool { googlePackageName != nil || appleBundleId != nil }
+
+        /// The App Store Server API's base URL: the configured one, else Apple's host for the environment.
+        public var appStoreURL: String {
+            appleBaseURL ?? (appleEnvironment == "sandbox" ? AppStoreClient.sandboxURL : AppStoreClient.productionURL)
+        }
     }
 
     public var bootstrapServers = "localhost:9092"

@@ -35,6 +35,8 @@ public final class WorkerMetrics: EngineMetrics {
         public static let ledgerPruneCaughtUp = "iap_ledger_prune_caught_up_timestamp_seconds"
         public static let storeNotifications = "iap_store_notifications_total"
         public static let revocations = "iap_revocations_total"
+        public static let applePollSucceeded = "iap_apple_poll_last_success_timestamp_seconds"
+        public static let applePollFailures = "iap_apple_poll_failures_total"
     }
 
     /// The version `iap_build_info` reports.
@@ -91,6 +93,8 @@ public final class WorkerMetrics: EngineMetrics {
     /// `iap_store_notifications_total` and `iap_revocations_total`, made at their first count (their label values are
     /// few, but most never occur), keyed by their label values.
     private let refundCounters = Mutex<[[String]: Counter]>([:])
+    /// When the Apple history poller last read every type; 0 until it has (or when it is off).
+    private let applePollSucceeded: Gauge
 
     /// Outcomes of `iap_reconciled_total`.
     public static let reconcileOutcomes = [
@@ -174,6 +178,9 @@ public final class WorkerMetrics: EngineMetrics {
                 Name.ledgerPruneCaughtUp,
                 "When this instance last finished a pruning pass with nothing left due (its start until then; 0: pruning off)"
             ))
+        applePollSucceeded = registry.makeGauge(
+            descriptor: Self.describe(
+                Name.applePollSucceeded, "When the Apple history poller last read every type (0: not yet, or off)"))
     }
 
     private struct ReasonTally {
@@ -248,6 +255,17 @@ public final class WorkerMetrics: EngineMetrics {
     public func countRevocation(store: String, reason: String) {
         refundCounter(Name.revocations, "Grants revoked by a store refund", [("store", store), ("reason", reason)])
             .increment()
+    }
+
+    public func setApplePollSucceeded(at secondsSinceEpoch: Double) {
+        applePollSucceeded.set(secondsSinceEpoch)
+    }
+
+    public func countApplePollFailure(_ code: String) {
+        refundCounter(
+            Name.applePollFailures, "Failed readings of Apple's notification history, by error code",
+            [("code", code)]
+        ).increment()
     }
 
     private func refundCounter(_ name: String, _ help: String, _ labels: [(String, String)]) -> Counter {

@@ -45,6 +45,10 @@ public protocol EngineMetrics: Sendable {
     func countStoreNotification(store: String, type: String, result: String)
     /// A grant revoked (`iap_revocations_total{store,reason}`).
     func countRevocation(store: String, reason: String)
+    /// A pass of the Apple history poller read every type (`iap_apple_poll_last_success_timestamp_seconds`).
+    func setApplePollSucceeded(at secondsSinceEpoch: Double)
+    /// A type's reading failed (`iap_apple_poll_failures_total{code}`: an ``AppStoreError`` code, or `ledger`).
+    func countApplePollFailure(_ code: String)
 
     /// When pruning last caught up, seconds since the epoch; 0 while pruning is off
     /// (`iap_ledger_prune_caught_up_timestamp_seconds`).

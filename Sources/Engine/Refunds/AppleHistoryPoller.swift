@@ -1,0 +1,204 @@
+import Foundation
+import Fulfilment
+import Logging
+import ServiceLifecycle
+import Wire
+
+/// Reads Apple's Get Notification History for the refund types and consumption requests, on an interval, and takes in
+/// each notification as the intake does (verified first; believed ones recorded and carried out, refused ones kept and
+/// counted). Where each type's reading stands is kept in the ledger (``HistoryPollMark``): a restart or another
+/// instance resumes from it, mid-window from its page; on PostgreSQL one instance at a time holds it (a lease).
+///
+/// A window starts an overlap before the previous one ended (notifications are recorded once by their UUID, so reading
+/// one again changes nothing) and never before what the history keeps; the first one reaches back as far as it does.
+public final class AppleHistoryPoller: Service {
+    public struct Configuration: Sendable, Hashable {
+        /// Between passes (`refunds.apple.interval_ms`).
+        public var interval: Duration
+        /// How long a pass may hold a type's position before another instance may take it.
+        public var lease: Duration
+        /// Apple's notification types read, each its own position.
+        public var types: [String]
+        /// How far back a first window reaches: Apple's history keeps 180 days; a day less leaves a window cut short a day
+        /// to be read on from its page.
+        public var historyReach: Duration
+        /// How far each window reaches back over the previous one.
+        public var overlap: Duration
+        /// Pages read per type and pass at most; the rest waits for the next pass.
+        public var maxPages: Int
+
+        public init(
+            interval: Duration = .seconds(300), lease: Duration = .seconds(600),
+            types: [String] = ["REFUND", "REFUND_REVERSED", "REFUND_DECLINED", "CONSUMPTION_REQUEST"],
+            historyReach: Duration = .seconds(179 * 86_400), overlap: Duration = .seconds(3_600), maxPages: Int = 100
+        ) {
+            self.interval = interval
+            self.lease = lease
+            self.types = types
+            self.historyReach = historyReach
+            self.overlap = overlap
+            self.maxPages = maxPages
+        }
+    }
+
+    /// What one pass did.
+    public struct Pass: Sendable, Hashable {
+        public var pages = 0
+        public var notifications = 0
+        public var refused = 0
+        /// Types another instance was reading.
+        public var heldElsewhere = 0
+        /// Types whose reading failed (the App Store Server API or the ledger); they are read again next pass.
+        public var failed = 0
+    }
+
+    let api: any AppStoreServerAPI
+    let reader: any StoreNotificationReading
+    let recorder: RefundRecorder
+    let configuration: Configuration
+    /// This instance's name in the leases.
+    let owner: String
+    let metrics: any EngineMetrics
+    let clock: any WorkerClock
+    let logger: Logger
+
+    public init(
+        api: any AppStoreServerAPI, reader: any StoreNotificationReading, recorder: RefundRecorder,
+        configuration: Configuration, owner: String, metrics: any EngineMetrics, clock: any WorkerClock = .system,
+        logger: Logger
+    ) {
+        self.api = api
+        self.reader = reader
+        self.recorder = recorder
+        self.configuration = configuration
+        self.owner = owner
+        self.metrics = metrics
+        self.clock = clock
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                _ = await self.pollOnce()
+                do { try await self.clock.sleep(for: self.configuration.interval) } catch { return }
+            }
+        }
+    }
+
+    /// One pass over every type; never throws (a failure is logged, counted, and read again next pass).
+    public func pollOnce() async -> Pass {
+        var pass = Pass()
+        for type in configuration.types {
+            do {
+                try await poll(type, into: &pass)
+            } catch is CancellationError {
+                return pass
+            } catch let error as AppStoreError {
+                pass.failed += 1
+                metrics.countApplePollFailure(error.code.description)
+                logger.error(
+                    "reading Apple's notification history failed; read again next pass",
+                    metadata: ["iap.notification_type": "\(type)", "iap.error": "\(error)"])
+            } catch {
+                pass.failed += 1
+                metrics.countApplePollFailure("ledger")
+                logger.error(
+                    "recording Apple's notification history failed; read again next pass",
+                    metadata: ["iap.notification_type": "\(type)", "iap.error": "\(error)"])
+            }
+        }
+        // A pass that read nothing itself (another instance holds every type) says nothing of the history's health.
+        if pass.failed == 0, pass.heldElsewhere < configuration.types.count {
+            metrics.setApplePollSucceeded(at: clock.now.timeIntervalSince1970)
+        }
+        return pass
+    }
+
+    /// Reads `type`'s window from where its position stands, page by page, saving the position after each.
+    func poll(_ type: String, into pass: inout Pass) async throws {
+        let now = clock.now
+        let (refunds, owner, name) = (recorder.refunds, owner, "apple:\(type)")
+        let until = now.addingTimeInterval(configuration.lease.seconds)
+        guard
+            var mark = try await recorder.deadline.run(
+                "claim a history position",
+                {
+                    try await refunds.claimHistoryPoll(name: name, owner: owner, until: until, now: now)
+                })
+        else {
+            pass.heldElsewhere += 1
+            return
+        }
+        let earliest = now.addingTimeInterval(-configuration.historyReach.seconds)
+        // A window cut short is read on from its page while Apple still accepts its start (180 days, less a minute).
+        let accepted = now.addingTimeInterval(-180 * 86_400 + 60)
+        if mark.paginationToken == nil || (mark.windowStart ?? earliest) < accepted || mark.windowEnd == nil {
+            // A new window: from an overlap before the last one ended (or as far back as the history reaches) to now.
+            let from = mark.windowEnd.map { $0.addingTimeInterval(-configuration.overlap.seconds) } ?? earliest
+            mark.windowStart = max(earliest, min(from, now))
+            mark.windowEnd = now
+            mark.paginationToken = nil
+        }
+        for _ in 0..<max(1, configuration.maxPages) {
+            let page = try await api.notificationHistory(
+                NotificationHistoryRequest(
+                    startDate: mark.windowStart ?? earliest, endDate: mark.windowEnd ?? now, notificationType: type,
+                    paginationToken: mark.paginationToken))
+            pass.pages += 1
+            for payload in page.signedPayloads {
+                if try await takeIn(payload) { pass.notifications += 1 } else { pass.refused += 1 }
+            }
+            if page.hasMore {
+                mark.paginationToken = page.paginationToken
+            } else {
+                mark.paginationToken = nil
+                mark.lastSuccess = clock.now
+            }
+            let saved = mark
+            guard
+                try await recorder.deadline.run(
+                    "save a history position",
+                    {
+                        try await refunds.saveHistoryPoll(saved, owner: owner)
+                    })
+            else {
+                logger.warning("another instance took over reading Apple's history", metadata: ["iap.poll": "\(name)"])
+                return
+            }
+            if !page.hasMore { return }
+        }
+    }
+
+    /// Verifies and takes in one notification: `true` when believed (recorded), `false` when refused (kept and
+    /// counted). Throws what the ledger or the publisher threw.
+    func takeIn(_ signedPayload: String) async throws -> Bool {
+        let now = clock.now
+        switch await reader.readAppleSignedPayload(signedPayload, receivedAt: now) {
+        case .success(let notification):
+            let recording = try await recorder.record(notification, channel: .appleNotificationHistory)
+            metrics.countStoreNotification(
+                store: notification.store.rawValue, type: notification.kind.rawValue,
+                result: recording.duplicate ? "duplicate" : recording.outcome.rawValue)
+            if !recording.duplicate, recording.outcome == .revoked {
+                metrics.countRevocation(
+                    store: notification.store.rawValue, reason: RevocationRecord.reason(of: notification))
+            }
+            return true
+        case .failure(let refusal):
+            let (refunds, refused) = (
+                recorder.refunds,
+                RefusedNotification(body: Array(signedPayload.utf8), refusal: refusal, receivedAt: now)
+            )
+            try await recorder.deadline.run("record a refused notification") {
+                try await refunds.recordRefusal(refused)
+            }
+            metrics.countStoreNotification(
+                store: refusal.store?.rawValue ?? "apple", type: "unknown", result: "refused_\(refusal.code)")
+            logger.warning(
+                "notification from Apple's history refused",
+                metadata: ["iap.refusal": "\(refusal.code)", "iap.detail": "\(refusal.detail)"])
+            return false
+        }
+    }
+}

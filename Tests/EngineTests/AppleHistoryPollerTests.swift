@@ -1,0 +1,215 @@
+import AppStoreSimulator
+import Foundation
+import Fulfilment
+import IAPTestSupport
+import InMemoryLedger
+import Logging
+import Stores
+import Synchronization
+import Testing
+
+@testable import Engine
+
+/// The Apple history poller over a scripted App Store (pages of signed notifications, failures on demand), the memory
+/// ledger and a test clock: where each type's reading stands, resuming mid-window, one instance at a time, refusals.
+@Suite("Apple history poller", .timeLimit(.minutes(1)))
+struct AppleHistoryPollerTests {
+    static let bundleId = "com.studio.game"
+
+    /// An App Store answering from the simulator's notifications, a page of `pageSize` at a time (the token is the
+    /// offset), failing the calls it is told to; it keeps every request.
+    final class ScriptedAppStore: AppStoreServerAPI {
+        let state: AppStoreSimulatorState
+        let pageSize: Int
+        let script = Mutex<(requests: [NotificationHistoryRequest], failures: [Int: AppStoreError])>(([], [:]))
+
+        init(state: AppStoreSimulatorState, pageSize: Int = 2) {
+            self.state = state
+            self.pageSize = pageSize
+        }
+
+        var requests: [NotificationHistoryRequest] { script.withLock { $0.requests } }
+        /// Fails the call of that index (0 for the first call ever).
+        func fail(call index: Int, _ error: AppStoreError) { script.withLock { $0.failures[index] = error } }
+
+        func notificationHistory(_ request: NotificationHistoryRequest) async throws(AppStoreError)
+            -> NotificationHistoryPage
+        {
+            let failure = script.withLock { script -> AppStoreError? in
+                script.requests.append(request)
+                return script.failures[script.requests.count - 1]
+            }
+            if let failure { throw failure }
+            let matching = state.history(type: request.notificationType, start: request.startDate, end: request.endDate)
+            let offset = request.paginationToken.flatMap(Int.init) ?? 0
+            let page = matching.dropFirst(offset).prefix(pageSize)
+            let next = offset + page.count
+            return NotificationHistoryPage(
+                signedPayloads: page.map(\.signedPayload), hasMore: next < matching.count,
+                paginationToken: next < matching.count ? String(next) : nil)
+        }
+
+        func sendConsumptionInformation(transactionId: String, _ information: ConsumptionInformation)
+            async throws(AppStoreError)
+        {}
+    }
+
+    struct Rig {
+        let harness = EngineHarness()
+        let chain: AppleSigningChain
+        let appStore: ScriptedAppStore
+        let poller: AppleHistoryPoller
+
+        init() throws {
+            chain = try AppleSigningChain(around: harness.clock.now)
+            appStore = ScriptedAppStore(
+                state: AppStoreSimulatorState(chain: chain, bundleId: AppleHistoryPollerTests.bundleId))
+            poller = Self.poller(owner: "instance-a", harness: harness, chain: chain, appStore: appStore)
+        }
+
+        /// Another instance's poller over the same ledger, App Store and clock.
+        func poller(owner: String) -> AppleHistoryPoller {
+            Self.poller(owner: owner, harness: harness, chain: chain, appStore: appStore)
+        }
+
+        static func poller(
+            owner: String, harness: EngineHarness, chain: AppleSigningChain, appStore: ScriptedAppStore
+        ) -> AppleHistoryPoller {
+            var logger = Logger(label: "poller.test")
+            logger.logLevel = .critical
+            let reader = StoreNotificationReader(
+                googlePackageName: nil,
+                apple: .init(
+                    verifier: chain.verifier, bundleId: AppleHistoryPollerTests.bundleId, environment: .production))
+            return AppleHistoryPoller(
+                api: appStore, reader: reader, recorder: harness.services.refunds,
+                configuration: .init(types: ["REFUND", "REFUND_REVERSED"]), owner: owner, metrics: harness.metrics,
+                clock: harness.clock, logger: logger)
+        }
+
+        var clock: TestClock { harness.clock }
+        var ledger: MemoryLedger { harness.ledger }
+
+        /// A grant of an App Store payment.
+        func grant(_ seq: String, transactionId: String) async throws {
+            let grant = GrantRecord(
+                paymentSeq: seq, userId: "player-\(seq)", gamebaseProductId: "gems", purchaseToken: "tok-\(seq)",
+                marketId: "AS", price: "0.99", currency: "USD", paymentId: transactionId, grantedAt: clock.now,
+                eventPublishedAt: clock.now)
+            _ = try await ledger.insertGrant(
+                grant,
+                event: EventFactory(groupID: "g", itemGrantedTopic: "iap.item-granted", consumeFailedTopic: "f")
+                    .itemGranted(grant))
+        }
+
+        func refund(_ transactionId: String, hoursAgo: Double, uuid: String? = nil) throws {
+            let at = clock.now.addingTimeInterval(-hoursAgo * 3_600)
+            try appStore.state.addNotification(
+                type: "REFUND", transactionId: transactionId, signedDate: at, revocationDate: at, revocationReason: 0,
+                uuid: uuid ?? UUID().uuidString.lowercased())
+        }
+    }
+
+    @Test func theFirstPassReadsTheWholeHistoryAndTheNextFromWhereItEnded() async throws {
+        let rig = try Rig()
+        try await rig.grant("700", transactionId: "2000000000000700")
+        for i in 0..<5 { try rig.refund("20000000000009\(i)0", hoursAgo: Double(100 + i)) }  // payments never granted
+        try rig.refund("2000000000000700", hoursAgo: 24 * 150)
+
+        let first = await rig.poller.pollOnce()
+        #expect(first.notifications == 6 && first.refused == 0 && first.failed == 0)
+        #expect(first.pages == 3 + 1, "REFUND: six notifications in pages of two, plus one empty REFUND_REVERSED page")
+        let window = try #require(rig.appStore.requests.first)
+        #expect(window.startDate == rig.clock.now.addingTimeInterval(-179 * 86_400))
+        #expect(window.endDate == rig.clock.now)
+        #expect(try await rig.ledger.revocation(paymentSeq: "700")?.store == .apple)
+        #expect(rig.harness.publisher.records(on: "iap.item-revoked").count == 1)
+        #expect(rig.harness.metrics.values.applePollSucceededAt == rig.clock.now.timeIntervalSince1970)
+        let marks = try await rig.ledger.historyPolls()
+        #expect(marks.map(\.name) == ["apple:REFUND", "apple:REFUND_REVERSED"])
+        #expect(marks.allSatisfy { $0.paginationToken == nil && $0.windowEnd == rig.clock.now })
+
+        rig.clock.advance(by: .seconds(300))
+        let second = await rig.poller.pollOnce()
+        let next = try #require(rig.appStore.requests.dropFirst(5).first)
+        #expect(next.startDate == rig.clock.now.addingTimeInterval(-300 - 3_600), "an hour's overlap")
+        #expect(second.notifications == 0)
+        #expect(rig.harness.publisher.records(on: "iap.item-revoked").count == 1, "nothing new")
+    }
+
+    @Test func aFailureMidWindowIsResumedFromItsPageNextPass() async throws {
+        let rig = try Rig()
+        try await rig.grant("710", transactionId: "2000000000000710")
+        for i in 0..<4 { try rig.refund("20000000000008\(i)0", hoursAgo: Double(10 + i)) }
+        try rig.refund("2000000000000710", hoursAgo: 1)  // the fifth: on the third page
+        // Calls: REFUND page 1, REFUND page 2 (fails), REFUND_REVERSED page 1; next pass: REFUND page 2, page 3, ...
+        rig.appStore.fail(call: 1, AppStoreError(.rateLimited, httpStatus: 429, "not yet"))
+        let first = await rig.poller.pollOnce()
+        #expect(first.failed == 1 && first.notifications == 2)
+        #expect(rig.harness.metrics.values.applePollFailures == ["rate_limited": 1])
+        #expect(rig.harness.metrics.values.applePollSucceededAt == nil, "not every type was read")
+        let mark = try #require(try await rig.ledger.historyPolls().first { $0.name == "apple:REFUND" })
+        #expect(mark.paginationToken == "2", "the position keeps the page it got to")
+
+        rig.clock.advance(by: .seconds(300))
+        let second = await rig.poller.pollOnce()
+        #expect(second.failed == 0 && second.notifications == 3)
+        let resumed = rig.appStore.requests[3]
+        #expect(resumed.paginationToken == "2")
+        #expect(resumed.startDate == rig.appStore.requests[0].startDate, "the same window")
+        #expect(try await rig.ledger.revocation(paymentSeq: "710") != nil)
+    }
+
+    @Test func oneInstanceReadsATypeAtATime() async throws {
+        let rig = try Rig()
+        try rig.refund("2000000000000720", hoursAgo: 2)
+        let other = rig.poller(owner: "instance-b")
+        #expect(await rig.poller.pollOnce().notifications == 1)
+        let held = await other.pollOnce()
+        #expect(held.heldElsewhere == 2 && held.pages == 0)
+        // Instance a stops; once its lease has run out, b reads on from a's position.
+        rig.clock.advance(by: .seconds(601))
+        try rig.refund("2000000000000721", hoursAgo: 0.1)
+        let taken = await other.pollOnce()
+        #expect(taken.heldElsewhere == 0 && taken.notifications == 1)
+        #expect(rig.appStore.requests.last?.startDate == rig.clock.now.addingTimeInterval(-601 - 3_600))
+        #expect(await rig.poller.pollOnce().heldElsewhere == 2, "now b holds them")
+    }
+
+    @Test func notificationsNotSignedByTheTrustedRootOrForAnotherAppAreRefusedAndRevokeNothing() async throws {
+        let rig = try Rig()
+        try await rig.grant("730", transactionId: "2000000000000730")
+        let forger = AppStoreSimulatorState(
+            chain: try AppleSigningChain(around: rig.clock.now, name: "Forger"), bundleId: Self.bundleId)
+        let at = rig.clock.now.addingTimeInterval(-3_600)
+        rig.appStore.state.add(
+            try forger.addNotification(
+                type: "REFUND", transactionId: "2000000000000730", signedDate: at, revocationDate: at))
+        try rig.appStore.state.addNotification(
+            type: "REFUND", transactionId: "2000000000000730", signedDate: at, revocationDate: at,
+            bundleId: "com.other.game")
+        try rig.appStore.state.addNotification(
+            type: "REFUND", transactionId: "2000000000000730", signedDate: at, revocationDate: at,
+            environment: "Sandbox")
+        let pass = await rig.poller.pollOnce()
+        #expect(pass.refused == 3 && pass.notifications == 0)
+        #expect(try await rig.ledger.revocation(paymentSeq: "730") == nil)
+        #expect(rig.harness.publisher.records(on: "iap.item-revoked").isEmpty)
+        let codes = try await rig.ledger.refusals(limit: 10).map(\.code).sorted()
+        #expect(codes == ["other_application", "other_environment", "unverified"])
+        #expect(rig.harness.metrics.values.storeNotifications["apple/unknown/refused_unverified"] == 1)
+    }
+
+    @Test func aRefusedKeyIsCountedAndTheLastSuccessStaysWhereItWas() async throws {
+        let rig = try Rig()
+        _ = await rig.poller.pollOnce()
+        let succeeded = rig.harness.metrics.values.applePollSucceededAt
+        rig.clock.advance(by: .seconds(300))
+        rig.appStore.fail(call: 2, AppStoreError(.unauthorized, httpStatus: 401, "revoked key"))
+        rig.appStore.fail(call: 3, AppStoreError(.unauthorized, httpStatus: 401, "revoked key"))
+        let pass = await rig.poller.pollOnce()
+        #expect(pass.failed == 2)
+        #expect(rig.harness.metrics.values.applePollFailures == ["unauthorized": 2])
+        #expect(rig.harness.metrics.values.applePollSucceededAt == succeeded)
+    }
+}
