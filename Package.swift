@@ -427,6 +427,7 @@ let package = Package(
         .testTarget(
             name: "AppTests",
             dependencies: [
+                "AppStoreHTTP",
                 "Stores",
                 "App",
                 "Console",
@@ -439,6 +440,7 @@ let package = Package(
                 "Ledger",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings
         ),

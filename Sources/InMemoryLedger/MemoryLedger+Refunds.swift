@@ -134,6 +134,69 @@ extension MemoryLedger {
         state.withLock { state in state.pollMarks.sorted { $0.key < $1.key }.map(\.value.mark) }
     }
 
+    public func claimConsumptionRequests(now: Date, until: Date, limit: Int) async throws -> [ConsumptionRequest] {
+        let (nowMs, untilMs) = (now.epochMilliseconds, until.epochMilliseconds)
+        return state.withLock { state in
+            let due = state.notifications.values.map(\.record).filter { record in
+                guard record.notification.kind == .consumptionRequest, record.notification.store == .apple,
+                    record.notification.paymentId != nil
+                else { return false }
+                guard let answer = state.consumptionAnswers[BinaryText(record.notification.notificationId)] else {
+                    return true
+                }
+                return answer.answer.state == .pending && (answer.answer.nextAttemptAt?.epochMilliseconds ?? 0) <= nowMs
+            }
+            .sorted {
+                ($0.notification.occurredAt, BinaryText($0.notification.notificationId))
+                    < ($1.notification.occurredAt, BinaryText($1.notification.notificationId))
+            }
+            return limited(due, max(0, limit)).map { record in
+                let key = BinaryText(record.notification.notificationId)
+                let deadline = Date(
+                    epochMilliseconds: record.notification.occurredAt.epochMilliseconds + 43_200_000)
+                var row =
+                    state.consumptionAnswers[key]
+                    ?? ConsumptionRow(
+                        answer: ConsumptionAnswer(
+                            notificationId: record.notification.notificationId,
+                            transactionId: record.notification.paymentId ?? "", state: .pending, attempts: 0),
+                        deadline: deadline)
+                row.answer.nextAttemptAt = Date(epochMilliseconds: untilMs)
+                state.consumptionAnswers[key] = row
+                return ConsumptionRequest(
+                    notificationId: row.answer.notificationId, transactionId: row.answer.transactionId,
+                    deadline: row.deadline, attempts: row.answer.attempts)
+            }
+        }
+    }
+
+    public func recordConsumptionAnswer(_ answer: ConsumptionAnswer) async throws {
+        state.withLock { state in
+            let key = BinaryText(answer.notificationId)
+            guard var row = state.consumptionAnswers[key] else { return }
+            var stored = answer
+            stored.transactionId = row.answer.transactionId
+            stored.answeredAt = answer.answeredAt?.storedInMilliseconds
+            stored.nextAttemptAt = answer.nextAttemptAt?.storedInMilliseconds
+            row.answer = stored
+            state.consumptionAnswers[key] = row
+        }
+    }
+
+    public func consumptionAnswer(notificationId: String) async throws -> ConsumptionAnswer? {
+        state.withLock { $0.consumptionAnswers[BinaryText(notificationId)]?.answer }
+    }
+
+    public func grant(paymentKey: StorePaymentKey) async throws -> GrantRecord? {
+        state.withLock { $0.refundContext(paymentKey).grant }
+    }
+
+    /// A `consumption_answers` row.
+    struct ConsumptionRow {
+        var answer: ConsumptionAnswer
+        let deadline: Date
+    }
+
     /// A `store_poll_marks` row: the position and its lease.
     struct PollRow {
         var mark: HistoryPollMark

@@ -21,6 +21,8 @@ extension MemoryLedger {
         var revocations: [BinaryText: RevocationRecord] = [:]
         /// `refused_notifications`, by body hash.
         var refusals: [BinaryText: (record: RefusedNotification, row: Int64)] = [:]
+        /// `consumption_answers`, by notification id.
+        var consumptionAnswers: [BinaryText: MemoryLedger.ConsumptionRow] = [:]
         /// `store_poll_marks`, by name.
         var pollMarks: [BinaryText: MemoryLedger.PollRow] = [:]
         private var lastRow: Int64 = 0

@@ -200,6 +200,21 @@ package enum LedgerSchema {
             )
             """,
             "CREATE INDEX refused_notifications_last ON refused_notifications (last_received_at_ms)",
+            "CREATE INDEX store_notifications_consumption ON store_notifications (occurred_at_ms) WHERE kind = 'consumption_request'",
+            // The answers to App Store consumption requests: one row per request, each attempt's outcome.
+            """
+            CREATE TABLE consumption_answers (
+                notification_id TEXT PRIMARY KEY,
+                transaction_id TEXT NOT NULL,
+                deadline_ms BIGINT NOT NULL,
+                state TEXT NOT NULL,
+                delivery_status TEXT,
+                attempts INTEGER NOT NULL,
+                last_error TEXT,
+                answered_at_ms BIGINT,
+                next_attempt_ms BIGINT
+            )
+            """,
             // Where each notification-history poller stands, and which instance polls (a lease).
             """
             CREATE TABLE store_poll_marks (

@@ -1,4 +1,7 @@
 import App
+import AppStoreHTTP
+import Crypto
+import Engine
 import Foundation
 import Kafka
 import Stores
@@ -93,5 +96,52 @@ import Testing
         ])
         #expect(problem?.contains("not a certificate") == true, "\(problem ?? "accepted")")
         #expect(problem?.contains("AAAA") == false, "the file's content is never quoted")
+    }
+
+    @Test func thePollerAndItsAnswersNeedTheirKeysTogether() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-key-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let keyFile = folder.appendingPathComponent("AuthKey.p8").path
+        try P256.Signing.PrivateKey().pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        let apple = [
+            "REFUNDS_APPLE_BUNDLE_ID": "com.studio.game", "REFUNDS_APPLE_ISSUER_ID": "issuer-1",
+            "REFUNDS_APPLE_KEY_ID": "KEY1", "REFUNDS_APPLE_PRIVATE_KEY_FILE": keyFile,
+        ]
+        let poller = try await Self.load(apple.merging(["REFUNDS_APPLE_ENVIRONMENT": "sandbox"]) { $1 })
+        #expect(poller.refunds.appleKey?.keyId == "KEY1")
+        #expect(poller.refunds.appStoreURL == "https://api.storekit-sandbox.itunes.apple.com")
+        #expect(poller.refunds.consumptionAnswers == nil)
+        let shown = poller.displayed.map { "\($0.key)=\($0.value)" }.joined(separator: "\n")
+        #expect(!shown.contains("BEGIN"), "the key itself is never shown")
+
+        let answers = try await Self.load(
+            apple.merging([
+                "REFUNDS_APPLE_CONSUMPTION_INFO": "true", "REFUNDS_APPLE_CUSTOMER_CONSENTED": "true",
+                "REFUNDS_APPLE_REFUND_PREFERENCE": "decline",
+            ]) { $1 })
+        #expect(answers.refunds.consumptionAnswers?.refundPreference == "DECLINE")
+
+        let garbage = folder.appendingPathComponent("garbage.p8").path
+        try "-----BEGIN PRIVATE KEY-----\nc2VjcmV0\n-----END PRIVATE KEY-----\n".write(
+            toFile: garbage, atomically: true, encoding: .utf8)
+        let cases: [([String: String], String)] = [
+            (["REFUNDS_APPLE_CONSUMPTION_INFO": "true"], "refunds.apple.consumption_info"),
+            (apple.merging(["REFUNDS_APPLE_CONSUMPTION_INFO": "true"]) { $1 }, "refunds.apple.customer_consented"),
+            (
+                apple.merging([
+                    "REFUNDS_APPLE_CONSUMPTION_INFO": "true", "REFUNDS_APPLE_CUSTOMER_CONSENTED": "true",
+                    "REFUNDS_APPLE_REFUND_PREFERENCE": "MAYBE",
+                ]) { $1 }, "refunds.apple.refund_preference"
+            ),
+            (apple.merging(["REFUNDS_APPLE_PRIVATE_KEY_FILE": garbage]) { $1 }, "refunds.apple.private_key_file"),
+            (apple.filter { $0.key != "REFUNDS_APPLE_KEY_ID" }, "refunds.apple.key_id"),
+            (apple.filter { $0.key != "REFUNDS_APPLE_BUNDLE_ID" }, "refunds.apple.issuer_id"),
+            (["REFUNDS_APPLE_KEY_ID": "KEY1"], "refunds.apple.key_id"),
+        ]
+        for (environment, key) in cases {
+            let problem = await Self.problem(environment)
+            #expect(problem?.contains("configuration key \(key)") == true, "\(environment): \(problem ?? "accepted")")
+            #expect(problem?.contains("c2VjcmV0") != true, "a key file's content is never quoted")
+        }
     }
 }

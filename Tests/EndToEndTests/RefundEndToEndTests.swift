@@ -2,6 +2,7 @@ import App
 import AppStoreHTTP
 import AppStoreSimulator
 import Crypto
+import Engine
 import Foundation
 import Fulfilment
 import Gamebase
@@ -127,6 +128,8 @@ struct RefundEndToEndTests {
                 issuerId: "issuer-1", keyId: "KEY1", bundleId: Self.package, privateKey: key)
             settings.refunds.appleBaseURL = appStoreURL
             settings.refunds.applePollInterval = .milliseconds(300)
+            settings.refunds.consumptionAnswers = .init(
+                customerConsented: true, refundPreference: "DECLINE", interval: .milliseconds(300))
             let configuration = settings
             try await system.withWorker(configuration) { parts in
                 #expect(parts.applePoller != nil)
@@ -135,6 +138,16 @@ struct RefundEndToEndTests {
                     String(decoding: parts.metrics.exposition(), as: UTF8.self).contains(
                         #"iap_purchases_total{outcome="granted"} 1"#)
                 }
+                // The player asks Apple for a refund: Apple asks for consumption information first, then refunds.
+                try state.addNotification(type: "CONSUMPTION_REQUEST", transactionId: "2000000000000001")
+                try await system.eventually("the consumption request is answered from the ledger") {
+                    !state.consumptions.isEmpty
+                }
+                let answer = try #require(state.consumptions.first)
+                #expect(answer.transactionId == "2000000000000001")
+                #expect(answer.body["deliveryStatus"] == #""DELIVERED""#)
+                #expect(answer.body["customerConsented"] == "true")
+                #expect(answer.body["refundPreference"] == #""DECLINE""#)
                 let now = Date()
                 try state.addNotification(
                     type: "REFUND", transactionId: "2000000000000001", signedDate: now, revocationDate: now,
@@ -150,6 +163,7 @@ struct RefundEndToEndTests {
                     String(decoding: parts.metrics.exposition(), as: UTF8.self).contains(
                         #"iap_store_notifications_total{store="apple",type="refund",result="duplicate"}"#))
             }
+            #expect(state.consumptions.count == 1, "answered once")
             let revoked = try await system.read("iap.item-revoked")
             #expect(revoked.compactMap(\.eventID) == ["apple-1:item-revoked"])
             let data = try #require(revoked.first?.json["data"] as? [String: Any])

@@ -49,9 +49,19 @@ struct AppleHistoryPollerTests {
                 paginationToken: next < matching.count ? String(next) : nil)
         }
 
+        /// The consumption answers received, and failures to answer the next ones with.
+        let consumption = Mutex<(sent: [(String, ConsumptionInformation)], failures: [AppStoreError])>(([], []))
+
         func sendConsumptionInformation(transactionId: String, _ information: ConsumptionInformation)
             async throws(AppStoreError)
-        {}
+        {
+            let failure = consumption.withLock { state -> AppStoreError? in
+                if !state.failures.isEmpty { return state.failures.removeFirst() }
+                state.sent.append((transactionId, information))
+                return nil
+            }
+            if let failure { throw failure }
+        }
     }
 
     struct Rig {

@@ -64,6 +64,18 @@ struct NotificationIntakeTests {
         func settlePendingRefunds(limit: Int, events: EventFactory, now: Date) async throws -> [RefundRecording] {
             try await base.settlePendingRefunds(limit: limit, events: events, now: now)
         }
+        func claimConsumptionRequests(now: Date, until: Date, limit: Int) async throws -> [ConsumptionRequest] {
+            try await base.claimConsumptionRequests(now: now, until: until, limit: limit)
+        }
+        func recordConsumptionAnswer(_ answer: ConsumptionAnswer) async throws {
+            try await base.recordConsumptionAnswer(answer)
+        }
+        func consumptionAnswer(notificationId: String) async throws -> ConsumptionAnswer? {
+            try await base.consumptionAnswer(notificationId: notificationId)
+        }
+        func grant(paymentKey: StorePaymentKey) async throws -> GrantRecord? {
+            try await base.grant(paymentKey: paymentKey)
+        }
     }
 
     struct Rig {

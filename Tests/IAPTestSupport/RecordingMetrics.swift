@@ -28,6 +28,8 @@ public final class RecordingMetrics: EngineMetrics {
         public var revocations: [String: Int] = [:]
         public var applePollSucceededAt: Double?
         public var applePollFailures: [String: Int] = [:]
+        public var consumptionAnswers: [String: Int] = [:]
+        public var consumptionDeadline: Double?
     }
     private let state = Mutex(Values())
 
@@ -71,6 +73,10 @@ public final class RecordingMetrics: EngineMetrics {
         state.withLock { $0.applePollSucceededAt = secondsSinceEpoch }
     }
     public func countApplePollFailure(_ code: String) { state.withLock { $0.applePollFailures[code, default: 0] += 1 } }
+    public func countConsumptionAnswer(_ result: String) {
+        state.withLock { $0.consumptionAnswers[result, default: 0] += 1 }
+    }
+    public func setConsumptionDeadline(secondsLeft: Double) { state.withLock { $0.consumptionDeadline = secondsLeft } }
     public func setLedgerRows(_ counts: [String: Int]) { state.withLock { $0.ledgerRows = counts } }
     public func countPruned(table: String, by count: Int) { state.withLock { $0.pruned[table, default: 0] += count } }
     public func setLedgerPruneCaughtUp(_ secondsSinceEpoch: Double) {

@@ -181,6 +181,44 @@ struct RefundLedgerTests {
         }
     }
 
+    /// A consumption request is claimed by one caller at a time, again once its next attempt is due, never once
+    /// answered; its deadline is 12 hours after Apple asked.
+    @Test(arguments: LedgerBackend.allCases)
+    func aConsumptionRequestIsClaimedOnceAtATimeUntilAnswered(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            var ask = Self.notification("ask", paymentId: "2000000000000001", kind: .consumptionRequest, store: .apple)
+            ask.notification.storeType = "CONSUMPTION_REQUEST"
+            _ = try await store.record(ask, events: Self.events, now: Self.now)
+            // A Google notification of the same kind would not be Apple's to answer; none exists, but a refund is not one.
+            _ = try await store.record(
+                Self.notification("refund", paymentId: "2000000000000001", store: .apple), events: Self.events,
+                now: Self.now)
+            let t0 = Self.now
+            let claimed = try await store.claimConsumptionRequests(now: t0, until: t0 + 120, limit: 10)
+            #expect(claimed.map(\.notificationId) == ["ask"])
+            #expect(claimed.first?.transactionId == "2000000000000001")
+            #expect(claimed.first?.deadline == Date(epochMilliseconds: 1_763_990_000_456 + 43_200_000))
+            #expect(try await store.claimConsumptionRequests(now: t0 + 1, until: t0 + 121, limit: 10).isEmpty)
+
+            try await store.recordConsumptionAnswer(
+                ConsumptionAnswer(
+                    notificationId: "ask", transactionId: "2000000000000001", state: .pending,
+                    deliveryStatus: "DELIVERED", attempts: 1, lastError: "HTTP 503", nextAttemptAt: t0 + 60))
+            #expect(try await store.claimConsumptionRequests(now: t0 + 30, until: t0 + 150, limit: 10).isEmpty)
+            let again = try await store.claimConsumptionRequests(now: t0 + 61, until: t0 + 181, limit: 10)
+            #expect(again.map(\.attempts) == [1])
+            try await store.recordConsumptionAnswer(
+                ConsumptionAnswer(
+                    notificationId: "ask", transactionId: "2000000000000001", state: .answered,
+                    deliveryStatus: "DELIVERED", attempts: 2, answeredAt: t0 + 62))
+            #expect(try await store.claimConsumptionRequests(now: t0 + 3_600, until: t0 + 3_720, limit: 10).isEmpty)
+            let answer = try #require(try await store.consumptionAnswer(notificationId: "ask"))
+            #expect(answer.state == .answered && answer.attempts == 2 && answer.deliveryStatus == "DELIVERED")
+            #expect(answer.answeredAt == Date(epochMilliseconds: (t0 + 62).epochMilliseconds))
+            #expect(try await store.consumptionAnswer(notificationId: "refund") == nil)
+        }
+    }
+
     /// A refund and the grant of its payment at the same moment: whichever commits first, the other sees it — a
     /// revoked grant, or a refunded purchase; never a grant beside a refund still pending.
     @Test(arguments: LedgerBackend.allCases)

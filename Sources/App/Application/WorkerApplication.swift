@@ -131,6 +131,7 @@ public enum WorkerApplication {
         }
         var appStore: AppStoreClient?
         var poller: AppleHistoryPoller?
+        var answerer: ConsumptionAnswerer?
         if let key = configuration.refunds.appleKey {
             let client = AppStoreClient(baseURL: configuration.refunds.appStoreURL, key: key, logger: logger)
             appStore = client
@@ -138,6 +139,11 @@ public enum WorkerApplication {
                 api: client, reader: reader, recorder: services.refunds,
                 configuration: AppleHistoryPoller.Configuration(interval: configuration.refunds.applePollInterval),
                 owner: "\(workerName)-\(UUID().uuidString.prefix(8).lowercased())", metrics: metrics, logger: logger)
+            if let answers = configuration.refunds.consumptionAnswers {
+                answerer = ConsumptionAnswerer(
+                    api: client, refunds: ledger.refunds, deadline: services.refunds.deadline, configuration: answers,
+                    metrics: metrics, logger: logger)
+            }
         }
         let admin = AdminServer(
             host: adminHost, port: configuration.serverPort, metrics: metrics, health: health, logger: logger)
@@ -163,6 +169,7 @@ public enum WorkerApplication {
         if let console { group.append(.init(service: console)) }
         if let intake { group.append(.init(service: intake)) }
         if let poller { group.append(.init(service: poller)) }
+        if let answerer { group.append(.init(service: answerer)) }
         for service in services.services { group.append(.init(service: service)) }
         let serviceGroup = ServiceGroup(
             configuration: .init(

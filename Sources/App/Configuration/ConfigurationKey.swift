@@ -132,6 +132,18 @@ public struct ConfigurationKey: Sendable, Hashable {
         ConfigurationKey(
             "refunds.apple.interval_ms", default: "300000", "Between readings of Apple's notification history"),
         ConfigurationKey(
+            "refunds.apple.consumption_info", default: "false",
+            "Answer Apple's CONSUMPTION_REQUESTs from the ledger (needs the poller and customer_consented)"),
+        ConfigurationKey(
+            "refunds.apple.customer_consented", default: "false",
+            "The studio's statement that its terms obtain the player's consent to share consumption data"),
+        ConfigurationKey(
+            "refunds.apple.sample_content_provided", default: "false",
+            "Whether the app gives a free sample or trial of the content before purchase"),
+        ConfigurationKey(
+            "refunds.apple.refund_preference", default: nil,
+            "GRANT_FULL, GRANT_PRORATED or DECLINE: the studio's preference sent with each answer (unset: none)"),
+        ConfigurationKey(
             "refunds.apple.root_certificates_file", default: nil,
             "Tests only: PEM roots trusted instead of the built-in Apple Root CA - G3"),
         ConfigurationKey("server.port", default: "8080", "HTTP port of /metrics, /healthz and /readyz"),

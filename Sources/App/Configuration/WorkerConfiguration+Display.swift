@@ -62,6 +62,13 @@ extension WorkerConfiguration {
             ("refunds.apple.private_key_file", refunds.applePrivateKeyFile ?? "(none)"),
             ("refunds.apple.base_url", refunds.appleKey == nil ? "(none)" : refunds.appStoreURL),
             ("refunds.apple.interval_ms", String(Self.milliseconds(refunds.applePollInterval))),
+            ("refunds.apple.consumption_info", String(refunds.consumptionAnswers != nil)),
+            ("refunds.apple.customer_consented", String(refunds.consumptionAnswers?.customerConsented ?? false)),
+            (
+                "refunds.apple.sample_content_provided",
+                String(refunds.consumptionAnswers?.sampleContentProvided ?? false)
+            ),
+            ("refunds.apple.refund_preference", refunds.consumptionAnswers?.refundPreference ?? "(none)"),
             ("refunds.apple.root_certificates_file", refunds.appleRootCertificatesFile ?? "(built in)"),
             ("server.port", String(serverPort)),
             ("console.port", String(console.port)), ("console.address", console.address),

@@ -224,8 +224,30 @@ extension WorkerConfiguration {
             }
             refunds.applePollInterval = .milliseconds(
                 try values.int("refunds.apple.interval_ms", default: 300_000, in: 1_000...86_400_000))
+            if try values.bool("refunds.apple.consumption_info", default: false) {
+                guard try values.bool("refunds.apple.customer_consented", default: false) else {
+                    throw ConfigurationError(
+                        key: "refunds.apple.customer_consented",
+                        problem:
+                            "Apple refuses consumption information without the player's consent: set it to true (your terms obtain that consent) or turn refunds.apple.consumption_info off"
+                    )
+                }
+                let preference = try values.optionalString("refunds.apple.refund_preference")?.uppercased()
+                if let preference, !["GRANT_FULL", "GRANT_PRORATED", "DECLINE"].contains(preference) {
+                    throw ConfigurationError(
+                        key: "refunds.apple.refund_preference", problem: "must be GRANT_FULL, GRANT_PRORATED or DECLINE"
+                    )
+                }
+                refunds.consumptionAnswers = ConsumptionAnswerer.Configuration(
+                    customerConsented: true,
+                    sampleContentProvided: try values.bool("refunds.apple.sample_content_provided", default: false),
+                    refundPreference: preference)
+            }
         } else {
-            for key in ["refunds.apple.key_id", "refunds.apple.private_key_file", "refunds.apple.base_url"]
+            for key in [
+                "refunds.apple.key_id", "refunds.apple.private_key_file", "refunds.apple.base_url",
+                "refunds.apple.consumption_info",
+            ]
             where try values.optionalString(key) != nil {
                 throw ConfigurationError(key: key, problem: "set refunds.apple.issuer_id too, or remove this key")
             }

@@ -37,6 +37,8 @@ public final class WorkerMetrics: EngineMetrics {
         public static let revocations = "iap_revocations_total"
         public static let applePollSucceeded = "iap_apple_poll_last_success_timestamp_seconds"
         public static let applePollFailures = "iap_apple_poll_failures_total"
+        public static let consumptionAnswers = "iap_consumption_answers_total"
+        public static let consumptionDeadline = "iap_consumption_request_deadline_seconds"
     }
 
     /// The version `iap_build_info` reports.
@@ -95,6 +97,8 @@ public final class WorkerMetrics: EngineMetrics {
     private let refundCounters = Mutex<[[String]: Counter]>([:])
     /// When the Apple history poller last read every type; 0 until it has (or when it is off).
     private let applePollSucceeded: Gauge
+    /// Seconds before the nearest deadline of a consumption request left unanswered (1e9: none).
+    private let consumptionDeadline: Gauge
 
     /// Outcomes of `iap_reconciled_total`.
     public static let reconcileOutcomes = [
@@ -181,6 +185,11 @@ public final class WorkerMetrics: EngineMetrics {
         applePollSucceeded = registry.makeGauge(
             descriptor: Self.describe(
                 Name.applePollSucceeded, "When the Apple history poller last read every type (0: not yet, or off)"))
+        consumptionDeadline = registry.makeGauge(
+            descriptor: Self.describe(
+                Name.consumptionDeadline,
+                "Seconds before the nearest deadline of an App Store consumption request left unanswered (1e9: none)"))
+        consumptionDeadline.set(ConsumptionAnswerer.nothingPending)
     }
 
     private struct ReasonTally {
@@ -266,6 +275,17 @@ public final class WorkerMetrics: EngineMetrics {
             Name.applePollFailures, "Failed readings of Apple's notification history, by error code",
             [("code", code)]
         ).increment()
+    }
+
+    public func countConsumptionAnswer(_ result: String) {
+        refundCounter(
+            Name.consumptionAnswers, "Attempts at answering App Store consumption requests, by result",
+            [("result", result)]
+        ).increment()
+    }
+
+    public func setConsumptionDeadline(secondsLeft: Double) {
+        consumptionDeadline.set(secondsLeft)
     }
 
     private func refundCounter(_ name: String, _ help: String, _ labels: [(String, String)]) -> Counter {

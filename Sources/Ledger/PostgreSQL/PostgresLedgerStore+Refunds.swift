@@ -244,6 +244,81 @@ extension PostgresLedgerStore {
         }
     }
 
+    public func claimConsumptionRequests(now: Date, until: Date, limit: Int) async throws -> [ConsumptionRequest] {
+        let (nowMs, untilMs) = (now.epochMilliseconds, until.epochMilliseconds)
+        return try await wrap {
+            var requests: [ConsumptionRequest] = []
+            for try await (id, transaction, deadline, attempts) in try await client.query(
+                """
+                WITH due AS (
+                    SELECT n.notification_id, n.payment_id, n.occurred_at_ms FROM store_notifications n
+                    LEFT JOIN consumption_answers a ON a.notification_id = n.notification_id
+                    WHERE n.kind = 'consumption_request' AND n.store = 'apple' AND n.payment_id IS NOT NULL
+                      AND (a.notification_id IS NULL OR (a.state = 'pending' AND a.next_attempt_ms <= \(nowMs)))
+                    ORDER BY n.occurred_at_ms, n.notification_id LIMIT \(Int64(max(0, limit)))
+                )
+                INSERT INTO consumption_answers (notification_id, transaction_id, deadline_ms, state, attempts,
+                    next_attempt_ms)
+                SELECT notification_id, payment_id, occurred_at_ms + 43200000, 'pending', 0, \(untilMs) FROM due
+                ON CONFLICT (notification_id) DO UPDATE SET next_attempt_ms = excluded.next_attempt_ms
+                WHERE consumption_answers.state = 'pending' AND consumption_answers.next_attempt_ms <= \(nowMs)
+                RETURNING notification_id, transaction_id, deadline_ms, attempts
+                """, logger: logger
+            ).decode((String, String, Int64, Int32).self) {
+                requests.append(
+                    ConsumptionRequest(
+                        notificationId: id, transactionId: transaction, deadline: Date(epochMilliseconds: deadline),
+                        attempts: Int(attempts)))
+            }
+            return requests.sorted { $0.deadline < $1.deadline }
+        }
+    }
+
+    public func recordConsumptionAnswer(_ answer: ConsumptionAnswer) async throws {
+        let a = answer
+        try await wrap {
+            try await client.query(
+                """
+                UPDATE consumption_answers SET state = \(a.state.rawValue), delivery_status = \(a.deliveryStatus),
+                    attempts = \(Int32(clamping: a.attempts)), last_error = \(a.lastError),
+                    answered_at_ms = \(a.answeredAt?.epochMilliseconds), next_attempt_ms = \(a.nextAttemptAt?.epochMilliseconds)
+                WHERE notification_id = \(a.notificationId)
+                """, logger: logger)
+        }
+    }
+
+    public func consumptionAnswer(notificationId: String) async throws -> ConsumptionAnswer? {
+        try await wrap {
+            for try await row in try await client.query(
+                """
+                SELECT notification_id, transaction_id, state, delivery_status, attempts, last_error, answered_at_ms,
+                    next_attempt_ms
+                FROM consumption_answers WHERE notification_id = \(notificationId)
+                """, logger: logger)
+            {
+                let r = row.makeRandomAccess()
+                return ConsumptionAnswer(
+                    notificationId: try r["notification_id"].decode(String.self),
+                    transactionId: try r["transaction_id"].decode(String.self),
+                    state: ConsumptionAnswer.State(rawValue: try r["state"].decode(String.self)) ?? .pending,
+                    deliveryStatus: try r["delivery_status"].decode(String?.self),
+                    attempts: Int(try r["attempts"].decode(Int32.self)),
+                    lastError: try r["last_error"].decode(String?.self),
+                    answeredAt: try r["answered_at_ms"].decode(Int64?.self).map(Date.init(epochMilliseconds:)),
+                    nextAttemptAt: try r["next_attempt_ms"].decode(Int64?.self).map(Date.init(epochMilliseconds:)))
+            }
+            return nil
+        }
+    }
+
+    public func grant(paymentKey: StorePaymentKey) async throws -> GrantRecord? {
+        try await wrap {
+            try await client.withConnection { connection in
+                try await Self.refundContext(paymentKey, connection, logger).grant
+            }
+        }
+    }
+
     static func pollMark(from row: PostgresRow) throws -> HistoryPollMark {
         let r = row.makeRandomAccess()
         return HistoryPollMark(

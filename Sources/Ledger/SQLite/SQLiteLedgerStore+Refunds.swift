@@ -173,6 +173,75 @@ extension SQLiteLedgerStore {
         }
     }
 
+    public func claimConsumptionRequests(now: Date, until: Date, limit: Int) async throws -> [ConsumptionRequest] {
+        try await write { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    WITH due AS (
+                        SELECT n.notification_id, n.payment_id, n.occurred_at_ms FROM store_notifications n
+                        LEFT JOIN consumption_answers a ON a.notification_id = n.notification_id
+                        WHERE n.kind = 'consumption_request' AND n.store = 'apple' AND n.payment_id IS NOT NULL
+                          AND (a.notification_id IS NULL OR (a.state = 'pending' AND a.next_attempt_ms <= ?))
+                        ORDER BY n.occurred_at_ms, n.notification_id LIMIT ?
+                    )
+                    INSERT INTO consumption_answers (notification_id, transaction_id, deadline_ms, state, attempts,
+                        next_attempt_ms)
+                    SELECT notification_id, payment_id, occurred_at_ms + 43200000, 'pending', 0, ? FROM due WHERE true
+                    ON CONFLICT (notification_id) DO UPDATE SET next_attempt_ms = excluded.next_attempt_ms
+                    WHERE consumption_answers.state = 'pending' AND consumption_answers.next_attempt_ms <= ?
+                    RETURNING notification_id, transaction_id, deadline_ms, attempts
+                    """,
+                arguments: [now.epochMilliseconds, max(0, limit), until.epochMilliseconds, now.epochMilliseconds]
+            ).map {
+                ConsumptionRequest(
+                    notificationId: $0["notification_id"], transactionId: $0["transaction_id"],
+                    deadline: Date(epochMilliseconds: $0["deadline_ms"]), attempts: $0["attempts"])
+            }
+        }
+    }
+
+    public func recordConsumptionAnswer(_ answer: ConsumptionAnswer) async throws {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE consumption_answers SET state = ?, delivery_status = ?, attempts = ?, last_error = ?,
+                        answered_at_ms = ?, next_attempt_ms = ?
+                    WHERE notification_id = ?
+                    """,
+                arguments: [
+                    answer.state.rawValue, answer.deliveryStatus, answer.attempts, answer.lastError,
+                    answer.answeredAt?.epochMilliseconds, answer.nextAttemptAt?.epochMilliseconds,
+                    answer.notificationId,
+                ])
+        }
+    }
+
+    public func consumptionAnswer(notificationId: String) async throws -> ConsumptionAnswer? {
+        try await read { db in
+            try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT notification_id, transaction_id, state, delivery_status, attempts, last_error,
+                        answered_at_ms, next_attempt_ms
+                    FROM consumption_answers WHERE notification_id = ?
+                    """,
+                arguments: [notificationId]
+            ).map { row in
+                ConsumptionAnswer(
+                    notificationId: row["notification_id"], transactionId: row["transaction_id"],
+                    state: ConsumptionAnswer.State(rawValue: row["state"]) ?? .pending,
+                    deliveryStatus: row["delivery_status"], attempts: row["attempts"], lastError: row["last_error"],
+                    answeredAt: (row["answered_at_ms"] as Int64?).map(Date.init(epochMilliseconds:)),
+                    nextAttemptAt: (row["next_attempt_ms"] as Int64?).map(Date.init(epochMilliseconds:)))
+            }
+        }
+    }
+
+    public func grant(paymentKey: StorePaymentKey) async throws -> GrantRecord? {
+        try await read { db in try Self.refundContext(paymentKey, db).grant }
+    }
+
     static func pollMark(from row: Row) -> HistoryPollMark {
         HistoryPollMark(
             name: row["name"], windowStart: (row["window_start_ms"] as Int64?).map(Date.init(epochMilliseconds:)),

@@ -44,4 +44,17 @@ public protocol RefundLedger: Sendable {
 
     /// Every history position, by name.
     func historyPolls() async throws -> [HistoryPollMark]
+
+    /// Claims App Store consumption requests to answer, until `until`: those with no answer yet, and pending ones whose
+    /// next attempt is due (one instance answers each at a time) — at most `limit`, oldest first.
+    func claimConsumptionRequests(now: Date, until: Date, limit: Int) async throws -> [ConsumptionRequest]
+
+    /// Records what an attempt at answering did (the row's state, delivery status, attempts, error, times).
+    func recordConsumptionAnswer(_ answer: ConsumptionAnswer) async throws
+
+    /// The answer of a consumption request, if one was tried.
+    func consumptionAnswer(notificationId: String) async throws -> ConsumptionAnswer?
+
+    /// The grant of a store payment, if any: the delivery evidence a consumption answer gives.
+    func grant(paymentKey: StorePaymentKey) async throws -> GrantRecord?
 }

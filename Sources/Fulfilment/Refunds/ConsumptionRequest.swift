@@ -1,0 +1,21 @@
+import Foundation
+
+/// An App Store `CONSUMPTION_REQUEST` to answer, as claimed from the ledger: the transaction Apple asks about, when
+/// the answer is due (12 hours after Apple asked), and how many answers were tried.
+public struct ConsumptionRequest: Sendable, Hashable {
+    public var notificationId: String
+    /// Apple's `transactionId`: the grant's store payment id (store code `AS`).
+    public var transactionId: String
+    public var deadline: Date
+    public var attempts: Int
+
+    public init(notificationId: String, transactionId: String, deadline: Date, attempts: Int) {
+        self.notificationId = notificationId
+        self.transactionId = transactionId
+        self.deadline = deadline
+        self.attempts = attempts
+    }
+
+    /// Apple's deadline for an answer, after it asks.
+    public static let answerWindow: TimeInterval = 12 * 3_600
+}
