@@ -93,6 +93,7 @@ struct FindPage: Sendable {
         case .paymentId: "store payment id"
         case .userId: "userId"
         case .eventId: "event id"
+        case .notificationId: "store notification id"
         }
     }
 

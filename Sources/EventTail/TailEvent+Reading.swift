@@ -29,6 +29,15 @@ extension TailEvent {
             paymentSeq = data["paymentSeq"]
             userId = data["userId"]
             reason = data["reason"]
+        case .itemRevoked, .refundReversed:
+            let data = Self.eventData(
+                message.value, fields: ["userId", "paymentSeq", "gamebaseProductId", "reason", "source"])
+            if Self.eventType(message.value) == EventFactory.refundReversedType { self.kind = .refundReversed }
+            paymentSeq = data["paymentSeq"]
+            userId = data["userId"]
+            product = data["gamebaseProductId"]
+            reason = data["reason"]
+            grantSource = data["source"]
         case .deadLetter:
             switch PurchaseMessage.parse(message.value, maxBytes: Self.largestReadValue) {
             case .success(let purchase):
@@ -55,6 +64,21 @@ extension TailEvent {
 
     /// Nesting deeper than this is not read (an event is three levels deep).
     static let maxDepth = 16
+
+    /// The CloudEvent's top-level `type`, when it is a string.
+    static func eventType(_ value: [UInt8]) -> String? {
+        guard String(validating: value, as: UTF8.self) != nil else { return nil }
+        var type: String?
+        var reader = JSONReader(value, maxDepth: maxDepth)
+        do {
+            try reader.readObject { reader, key throws(JSONReader.Failure) in
+                if key == "type" { type = try reader.readStringOrSkip() } else { try reader.skipValue() }
+            }
+        } catch {
+            return nil
+        }
+        return type
+    }
 
     /// The string members named in `fields` of the CloudEvent's `data` object; empty when the value is not valid UTF-8,
     /// not JSON, not an object, or has no `data` object. A member given twice counts once, the last; a member that is

@@ -10,6 +10,10 @@ public struct TailEvent: Sendable, Hashable {
         case itemGranted = "item-granted"
         case consumeFailed = "consume-failed"
         case deadLetter = "dead-letter"
+        /// A revocation (`gamebase.iap.item.revoked.v1`) on the item-revoked topic.
+        case itemRevoked = "item-revoked"
+        /// A refund undone (`gamebase.iap.refund.reversed.v1`), on the same topic.
+        case refundReversed = "refund-reversed"
     }
 
     /// Where a dead-lettered message was read from (its `iap-original-*` headers).
@@ -34,11 +38,12 @@ public struct TailEvent: Sendable, Hashable {
     public var timestampMilliseconds: Int64?
     public var paymentSeq: String?
     public var userId: String?
-    /// item-granted: `data.gamebaseProductId`.
+    /// item-granted, item-revoked, refund-reversed: `data.gamebaseProductId`.
     public var product: String?
-    /// consume-failed: `data.reason`; dead-letter: the `iap-reason` header.
+    /// consume-failed, item-revoked, refund-reversed: `data.reason`; dead-letter: the `iap-reason` header.
     public var reason: String?
-    /// item-granted: `data.source` (`message` or `reconciliation`).
+    /// item-granted: `data.source` (`message` or `reconciliation`); item-revoked, refund-reversed: `data.source` (how
+    /// the store's notification came).
     public var grantSource: String?
     /// dead-letter: where the original message was read.
     public var origin: Origin?
@@ -68,27 +73,33 @@ public struct TailEvent: Sendable, Hashable {
     }
 }
 
-/// The worker's three output topics by kind (`kafka.topics.item_granted`, `consume_failed`, `dead_letter`).
+/// The worker's output topics by kind (`kafka.topics.item_granted`, `consume_failed`, `dead_letter`, `item_revoked`).
 public struct TailTopics: Sendable, Hashable {
     public var itemGranted: String
     public var consumeFailed: String
     public var deadLetter: String
+    public var itemRevoked: String
 
-    public init(itemGranted: String, consumeFailed: String, deadLetter: String) {
+    public init(
+        itemGranted: String, consumeFailed: String, deadLetter: String, itemRevoked: String = "iap.item-revoked"
+    ) {
         self.itemGranted = itemGranted
         self.consumeFailed = consumeFailed
         self.deadLetter = deadLetter
+        self.itemRevoked = itemRevoked
     }
 
-    /// The kind of a record of `topic`, `nil` for another topic.
+    /// The kind of a record of `topic`, `nil` for another topic (a record of the item-revoked topic is an item-revoked
+    /// one until its type says it is a reversal).
     public func kind(of topic: String) -> TailEvent.Kind? {
         switch topic {
         case itemGranted: .itemGranted
         case consumeFailed: .consumeFailed
         case deadLetter: .deadLetter
+        case itemRevoked: .itemRevoked
         default: nil
         }
     }
 
-    public var all: [String] { [itemGranted, consumeFailed, deadLetter] }
+    public var all: [String] { [itemGranted, consumeFailed, deadLetter, itemRevoked] }
 }

@@ -27,6 +27,10 @@ public enum TailLine {
         case .deadLetter:
             line += " reason=" + field(event.reason)
             line += " source=" + field(event.source)
+        case .itemRevoked, .refundReversed:
+            line += " product=" + field(event.product)
+            line += " reason=" + field(event.reason)
+            line += " source=" + field(event.source)
         }
         return line
     }

@@ -4,4 +4,6 @@ public enum IdentifierKind: String, Sendable, Hashable, CaseIterable, Codable {
     case paymentId = "payment_id"
     case userId = "user_id"
     case eventId = "event_id"
+    /// A store notification's id (Apple's notificationUUID; Google's, derived from what it says).
+    case notificationId = "notification_id"
 }

@@ -9,11 +9,14 @@ import Fulfilment
 /// payment id and userId under which the ledger holds anything. A caller that knows says so.
 public struct PurchaseFinder: Sendable {
     public let reader: any HistoryLedger
+    /// The stores' notifications, revocations and consumption answers, told in the purchases' timelines.
+    public let refunds: (any RefundLedger)?
     /// The reconciler's grace, to say when a sighting will be taken.
     public var reconcileGrace: Duration?
 
-    public init(reader: any HistoryLedger, reconcileGrace: Duration? = nil) {
+    public init(reader: any HistoryLedger, refunds: (any RefundLedger)? = nil, reconcileGrace: Duration? = nil) {
         self.reader = reader
+        self.refunds = refunds
         self.reconcileGrace = reconcileGrace
     }
 
@@ -31,7 +34,7 @@ public struct PurchaseFinder: Sendable {
         let limit = max(1, min(limit, 1_000))
         if let kind { return try await find(id, kind, before: before, limit: limit) }
         if EventIdentifier(id) != nil { return try await find(id, .eventId, before: before, limit: limit) }
-        for kind in [IdentifierKind.paymentSeq, .paymentId, .userId] {
+        for kind in [IdentifierKind.paymentSeq, .paymentId, .userId, .notificationId] {
             let result = try await find(id, kind, before: before, limit: limit)
             if !result.purchases.isEmpty { return result }
         }
@@ -43,9 +46,23 @@ public struct PurchaseFinder: Sendable {
         case .paymentSeq:
             return FindResult(id: id, kind: kind, purchases: try await timelines([id]))
         case .paymentId:
+            let purchases = try await timelines(
+                try await reader.paymentSeqs(paymentId: id, limit: Self.paymentIdLimit))
+            if !purchases.isEmpty { return FindResult(id: id, kind: kind, purchases: purchases) }
+            // A refund of a payment the ledger never saw is kept, and found by the store's payment id.
+            return FindResult(id: id, kind: kind, purchases: try await refundsAlone(paymentId: id))
+        case .notificationId:
+            guard let refunds, let record = try await refunds.notification(id: id), let key = record.paymentKey else {
+                return FindResult(id: id, kind: kind, purchases: [])
+            }
+            if let seq = record.paymentSeq {
+                return FindResult(id: id, kind: kind, purchases: try await timelines([seq]))
+            }
+            let seqs = try await reader.paymentSeqs(paymentId: key.paymentId, limit: Self.paymentIdLimit)
+            let purchases = try await timelines(seqs)
             return FindResult(
                 id: id, kind: kind,
-                purchases: try await timelines(try await reader.paymentSeqs(paymentId: id, limit: Self.paymentIdLimit)))
+                purchases: purchases.isEmpty ? try await refundsAlone(paymentId: key.paymentId) : purchases)
         case .userId:
             let page = try await reader.purchases(userId: id, before: before, limit: limit)
             let purchases = try await timelines(page.map(\.paymentSeq))
@@ -80,6 +97,54 @@ public struct PurchaseFinder: Sendable {
     }
 
     func timelines(_ paymentSeqs: [String]) async throws -> [PurchaseTimeline] {
-        try await histories(paymentSeqs).map { PurchaseTimeline($0, reconcileGrace: reconcileGrace) }
+        var timelines: [PurchaseTimeline] = []
+        for history in try await histories(paymentSeqs) {
+            let timeline = PurchaseTimeline(history, reconcileGrace: reconcileGrace)
+            timelines.append(timeline.adding(try await refunds(of: timeline, history: history)))
+        }
+        return timelines
+    }
+
+    /// What the ledger holds of the refunds of a purchase's payment (by its store code and store payment id).
+    ///
+    /// A ledger that cannot say (one a version before refunds left, not migrated yet) has none: the purchase's own story
+    /// is still told.
+    func refunds(of timeline: PurchaseTimeline, history: PurchaseHistory) async throws -> PurchaseTimeline.Refunds {
+        do {
+            return try await readRefunds(of: timeline, history: history)
+        } catch {
+            return PurchaseTimeline.Refunds()
+        }
+    }
+
+    func readRefunds(of timeline: PurchaseTimeline, history: PurchaseHistory) async throws -> PurchaseTimeline.Refunds {
+        guard let refunds else { return PurchaseTimeline.Refunds() }
+        let market =
+            history.grant?.marketId ?? history.rejections.lazy.compactMap(\.record.verdict?.marketId).first
+        var found = PurchaseTimeline.Refunds()
+        if let market, let paymentId = timeline.paymentId {
+            found.notifications = try await refunds.notifications(
+                paymentKey: StorePaymentKey(marketId: market, paymentId: paymentId))
+        }
+        if let seq = timeline.paymentSeq { found.revocation = try await refunds.revocation(paymentSeq: seq) }
+        for record in found.notifications where record.notification.kind == .consumptionRequest {
+            if let answer = try await refunds.consumptionAnswer(notificationId: record.notification.notificationId) {
+                found.answers.append(answer)
+            }
+        }
+        return found
+    }
+
+    /// The refunds of a store payment id the ledger has no purchase of, under either store.
+    func refundsAlone(paymentId: String) async throws -> [PurchaseTimeline] {
+        guard let refunds else { return [] }
+        var timelines: [PurchaseTimeline] = []
+        for store in Store.allCases {
+            let notifications = try await refunds.notifications(
+                paymentKey: StorePaymentKey(marketId: store.marketId, paymentId: paymentId))
+            guard !notifications.isEmpty else { continue }
+            timelines.append(PurchaseTimeline(paymentId: paymentId, refunds: .init(notifications: notifications)))
+        }
+        return timelines
     }
 }

@@ -8,6 +8,8 @@ public struct TimelineEntry: Sendable, Hashable, Codable {
     /// `reconciliation` (List Consumables), `reprocess`.
     public enum Origin: String, Sendable, Hashable, Codable {
         case kafka, gamebase, ledger, reconciliation, reprocess
+        /// A store's notification (a refund, its reversal, Apple's consumption request) and the answers to it.
+        case store
     }
 
     /// What kind of line it is (the JSON schema lists them).
@@ -15,6 +17,8 @@ public struct TimelineEntry: Sendable, Hashable, Codable {
         case message, verdict, grant, event, consume, rejection
         case deadLetter = "dead_letter"
         case reprocessed, sighting
+        case refund, revocation
+        case consumptionAnswer = "consumption_answer"
     }
 
     public var time: Date

@@ -17,12 +17,14 @@ struct EventsCommand: AsyncParsableCommand {
 
     struct Tail: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Follows item-granted, consume-failed and dead-letter records live, one line each.",
+            abstract: "Follows item-granted, consume-failed, dead-letter and item-revoked records live, one line each.",
             discussion: """
-                Reads kafka.topics.item_granted, kafka.topics.consume_failed and kafka.topics.dead_letter of the \
+                Reads kafka.topics.item_granted, kafka.topics.consume_failed, kafka.topics.dead_letter and \
+                kafka.topics.item_revoked of the \
                 configuration (--config, $IAP_WORKER_CONFIG and the environment, as for run). Each line shows the \
                 record's time (UTC), the type, paymentSeq, userId, and the product and source (item-granted), the \
-                reason (consume-failed), or the reason and original topic[partition]@offset (dead-letter); "-" where \
+                reason (consume-failed), the reason and original topic[partition]@offset (dead-letter), or the \
+                product, reason and notification source (item-revoked, refund-reversed); "-" where \
                 the record does not say. Purchase tokens, record values and other headers are never shown; control \
                 and format characters in a field are escaped (\\u{1B}), and so are spaces and backslashes.
 
@@ -44,7 +46,9 @@ struct EventsCommand: AsyncParsableCommand {
         var configFile: String?
         @Option(
             name: .customLong("type"),
-            help: "Only these types: item-granted, consume-failed, dead-letter (repeatable, or a comma list).")
+            help:
+                "Only these types: item-granted, consume-failed, dead-letter, item-revoked, refund-reversed (repeatable, or a comma list)."
+        )
         var types: [String] = []
         @Option(help: "Only events of this userId (exact).")
         var user: String?
@@ -98,7 +102,7 @@ struct EventsCommand: AsyncParsableCommand {
                 }
             let topics = TailTopics(
                 itemGranted: configuration.topics.itemGranted, consumeFailed: configuration.topics.consumeFailed,
-                deadLetter: configuration.topics.deadLetter)
+                deadLetter: configuration.topics.deadLetter, itemRevoked: configuration.topics.itemRevoked)
             let consumer = try KafkaConsumer(
                 configuration: configuration.readerConfiguration(purpose: "events-tail"), logger: logger)
             let follower = EventFollower(topics: topics, start: start)

@@ -17,12 +17,14 @@ struct FindCommand: AsyncParsableCommand {
             Takes a paymentSeq, a store payment id (Gamebase's paymentId: a Google order id GPA.…, an Apple \
             transaction id), a userId, or an event id (<paymentSeq>:item-granted, <paymentSeq>:consume-failed:…, \
             <topic>/<partition>/<offset>:consume-failed), and decides which it is: an event id by its shape, otherwise \
-            the first of paymentSeq, payment id and userId under which the ledger holds anything (--payment-seq, \
-            --payment-id, --user or --event-id say it). Prints each matching purchase as one timeline, oldest first, \
+            the first of paymentSeq, payment id, userId and store notification id under which the ledger holds \
+            anything (--payment-seq, --payment-id, --user, --event-id or --notification-id say it). Prints each matching purchase as one timeline, oldest first, \
             every line with its time (UTC) and where it came from: the message (topic, partition, offset, timestamp, \
             claimed userId, token hash — never the token) and the duplicates after it, Gamebase's verdict, the grant, \
             every Consume attempt, the events, each rejected claim, dead letters and what reprocess made of them, \
-            reconciliation sightings. A userId lists the user's purchases newest first, --limit at a time; the last \
+            reconciliation sightings, and the stores' refunds: each notification, the revocation and its reversal, \
+            the answers to Apple's consumption requests; a refund of a payment the ledger never saw is found by its \
+            store payment id. A userId lists the user's purchases newest first, --limit at a time; the last \
             line gives the --before of the next page: the last purchase's first appearance and paymentSeq \
             (<RFC 3339 time>/<paymentSeq>), so purchases of the same millisecond are never skipped; a time alone \
             lists those first seen before it. --gamebase asks Gamebase now (read-only: Get Payment \
@@ -40,6 +42,10 @@ struct FindCommand: AsyncParsableCommand {
     @Option(name: .customLong("payment-id"), help: "A store payment id (repeatable).") var paymentIds: [String] = []
     @Option(name: .customLong("payment-seq"), help: "A paymentSeq (repeatable).") var paymentSeqs: [String] = []
     @Option(name: .customLong("event-id"), help: "A CloudEvent id (repeatable).") var eventIds: [String] = []
+    @Option(
+        name: .customLong("notification-id"),
+        help: "A store notification id: Apple's notificationUUID, or the id a Google notification was recorded under.")
+    var notificationIds: [String] = []
     @Option(help: "For a userId: purchases per page, newest first (1…1000).") var limit = 20
     @Option(
         help: ArgumentHelp(
@@ -54,6 +60,7 @@ struct FindCommand: AsyncParsableCommand {
     var queries: [(String, IdentifierKind?)] {
         ids.map { ($0, nil) } + paymentSeqs.map { ($0, .paymentSeq) } + paymentIds.map { ($0, .paymentId) }
             + users.map { ($0, .userId) } + eventIds.map { ($0, .eventId) }
+            + notificationIds.map { ($0, .notificationId) }
     }
 
     func validate() throws {
@@ -87,7 +94,7 @@ struct FindCommand: AsyncParsableCommand {
             ) {
                 store -> [FindResult] in
                 let reader = store.roles.history
-                let finder = PurchaseFinder(reader: reader, reconcileGrace: grace)
+                let finder = PurchaseFinder(reader: reader, refunds: store.roles.refunds, reconcileGrace: grace)
                 var results: [FindResult] = []
                 for (id, kind) in queries {
                     var result = try await finder.find(id, as: kind, before: before, limit: limit)

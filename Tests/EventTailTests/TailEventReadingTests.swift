@@ -45,6 +45,27 @@ import Testing
         #expect(event.source == "message")
     }
 
+    @Test func revocationsAndReversalsShowProductReasonAndSourceToldApartByTheirType() throws {
+        let revoked = #"""
+            {"specversion":"1.0","id":"p1:item-revoked","type":"gamebase.iap.item.revoked.v1","subject":"p1",\#
+            "data":{"userId":"u1","paymentSeq":"p1","gamebaseProductId":"gems_500","store":"google",\#
+            "reason":"partial_refund","revokedAt":"2026-01-01T00:00:00.000Z","notificationId":"n","source":"google-rtdn"}}
+            """#
+        let event = try #require(TailEvent(Self.record(Self.topics.itemRevoked, revoked), topics: Self.topics))
+        #expect(event.kind == .itemRevoked)
+        #expect(
+            TailLine.text(event)
+                == "2026-01-02T00:04:05.678Z item-revoked   paymentSeq=p1 userId=u1 product=gems_500 reason=partial_refund source=google-rtdn"
+        )
+        let reversed = revoked.replacingOccurrences(of: "item.revoked.v1", with: "refund.reversed.v1")
+        let reversal = try #require(TailEvent(Self.record(Self.topics.itemRevoked, reversed), topics: Self.topics))
+        #expect(reversal.kind == .refundReversed)
+        #expect(TailLine.text(reversal).contains(" refund-reversed paymentSeq=p1 "))
+        // A record that says nothing readable is still an item-revoked line, with the rest unknown.
+        let damaged = try #require(TailEvent(Self.record(Self.topics.itemRevoked, [0xFF, 0x00]), topics: Self.topics))
+        #expect(damaged.kind == .itemRevoked && damaged.paymentSeq == nil)
+    }
+
     @Test func consumeFailedShowsTheReason() throws {
         let value =
             #"{"id":"x","data":{"userId":"thief","paymentSeq":"p1","reason":"user_mismatch","retryable":false,"attempts":1,"detail":"d"}}"#

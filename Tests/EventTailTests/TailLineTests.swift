@@ -98,7 +98,9 @@ import Testing
     @Test func typesAreRepeatableOrCommaLists() throws {
         #expect(try TailFilter.kinds([]) == [])
         #expect(try TailFilter.kinds(["item-granted"]) == [.itemGranted])
-        #expect(try TailFilter.kinds(["consume-failed,dead-letter", "item-granted"]) == Set(TailEvent.Kind.allCases))
+        #expect(
+            try TailFilter.kinds(["consume-failed,dead-letter", "item-granted", "item-revoked,refund-reversed"])
+                == Set(TailEvent.Kind.allCases))
         #expect(throws: TailArgumentError.self) { try TailFilter.kinds(["granted"]) }
         #expect(throws: TailArgumentError.self) { try TailFilter.kinds(["item-granted,"]) }
     }

@@ -1,0 +1,111 @@
+import Foundation
+import Fulfilment
+import Wire
+
+/// A purchase's refund lines: each store notification about its payment, its revocation (and reversal), and each
+/// answer to Apple's consumption requests, in the purchase's timeline (origin `store`).
+extension PurchaseTimeline {
+    /// What the ledger holds of a payment's refunds.
+    public struct Refunds: Sendable, Hashable {
+        public var notifications: [StoreNotificationRecord]
+        public var revocation: RevocationRecord?
+        public var answers: [ConsumptionAnswer]
+
+        public init(
+            notifications: [StoreNotificationRecord] = [], revocation: RevocationRecord? = nil,
+            answers: [ConsumptionAnswer] = []
+        ) {
+            self.notifications = notifications
+            self.revocation = revocation
+            self.answers = answers
+        }
+
+        public var isEmpty: Bool { notifications.isEmpty && revocation == nil && answers.isEmpty }
+    }
+
+    /// This timeline with `refunds`' lines merged in time order, and its status saying a revocation.
+    public func adding(_ refunds: Refunds) -> PurchaseTimeline {
+        guard !refunds.isEmpty else { return self }
+        var timeline = self
+        var lines = entries
+        for record in refunds.notifications { lines.append(Self.notificationLine(record)) }
+        if let revocation = refunds.revocation {
+            var fields = [
+                "notification_id": revocation.notificationId, "store": revocation.store.rawValue,
+                "reason": revocation.reason, "revoked_at": RFC3339.string(revocation.revokedAt),
+            ]
+            if let quantity = revocation.quantity { fields["quantity"] = String(quantity) }
+            lines.append(
+                TimelineEntry(
+                    time: revocation.recordedAt, origin: .ledger, kind: .revocation,
+                    summary:
+                        "revoked: the \(revocation.store.rawValue) refund of \(RFC3339.string(revocation.revokedAt)) "
+                        + "(\(revocation.reason)); item-revoked event written", fields: fields))
+            if let reversedBy = revocation.reversedBy, let at = revocation.reversedAt {
+                lines.append(
+                    TimelineEntry(
+                        time: at, origin: .store, kind: .revocation,
+                        summary: "refund reversed by the store; refund-reversed event written",
+                        fields: ["notification_id": reversedBy]))
+            }
+            timeline.status += revocation.reversedBy == nil ? "; revoked (refunded)" : "; revoked, then reversed"
+        } else if refunds.notifications.contains(where: { $0.outcome == .pending }) {
+            timeline.status += "; refunded before any grant (pending refund)"
+        }
+        for answer in refunds.answers { lines.append(Self.answerLine(answer)) }
+        timeline.entries = lines.enumerated().sorted { a, b in
+            a.element.time != b.element.time ? a.element.time < b.element.time : a.offset < b.offset
+        }.map(\.element)
+        return timeline
+    }
+
+    /// A timeline of refunds alone: a payment the ledger knows nothing else of.
+    public init(paymentId: String, refunds: Refunds) {
+        self.init(
+            paymentSeq: nil, userId: nil, paymentId: paymentId, status: "no purchase in the ledger", entries: [])
+        self = adding(refunds)
+        if refunds.notifications.contains(where: { $0.outcome == .pending }) {
+            status = "refunded by the store; no purchase in the ledger (pending refund)"
+        }
+    }
+
+    static func notificationLine(_ record: StoreNotificationRecord) -> TimelineEntry {
+        let n = record.notification
+        var fields = [
+            "notification_id": n.notificationId, "store": n.store.rawValue, "store_type": n.storeType,
+            "kind": n.kind.rawValue, "outcome": record.outcome.rawValue, "channel": record.channel.rawValue,
+            "received_at": RFC3339.string(record.receivedAt),
+        ]
+        if let reason = n.reason { fields["store_reason"] = reason }
+        if let hash = n.purchaseTokenHash { fields["token_hash"] = Self.shortHash(hash) }
+        let what: String
+        switch n.kind {
+        case .refund: what = "refund"
+        case .refundReversed: what = "refund reversed"
+        case .refundDeclined: what = "refund declined"
+        case .consumptionRequest: what = "consumption request (a refund asked of Apple)"
+        case .other: what = "notification \(n.storeType)"
+        }
+        return TimelineEntry(
+            time: n.occurredAt, origin: .store, kind: .refund,
+            summary: "\(n.store.rawValue) \(what), \(record.outcome.rawValue)", fields: fields)
+    }
+
+    static func answerLine(_ answer: ConsumptionAnswer) -> TimelineEntry {
+        var fields = [
+            "notification_id": answer.notificationId, "state": answer.state.rawValue,
+            "attempts": String(answer.attempts),
+        ]
+        if let status = answer.deliveryStatus { fields["delivery_status"] = status }
+        if let error = answer.lastError { fields["last_error"] = error }
+        let summary: String
+        switch answer.state {
+        case .answered: summary = "consumption request answered: \(answer.deliveryStatus ?? "-")"
+        case .pending: summary = "consumption request not answered yet (\(answer.attempts) attempts)"
+        case .gaveUp: summary = "consumption request given up: \(answer.lastError ?? "-")"
+        }
+        return TimelineEntry(
+            time: answer.answeredAt ?? answer.nextAttemptAt ?? Date(timeIntervalSince1970: 0), origin: .store,
+            kind: .consumptionAnswer, summary: summary, fields: fields)
+    }
+}

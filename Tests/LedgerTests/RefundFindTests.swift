@@ -1,0 +1,46 @@
+import Foundation
+import Fulfilment
+import IAPTestSupport
+import Lookup
+import Testing
+
+/// `find` tells a purchase's refunds in its timeline, finds a refund by its notification id, and a refund of a payment
+/// the ledger never saw by its store payment id.
+@Suite("find and refunds on SQLite, PostgreSQL and memory", .timeLimit(.minutes(2)))
+struct RefundFindTests {
+    typealias R = RefundLedgerTests
+
+    @Test(arguments: LedgerBackend.allCases)
+    func aRefundIsInItsPurchasesTimelineAndFoundByItsIds(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            _ = try await store.insertGrant(
+                LedgerStoreTests.grant("f1", at: R.earlier),
+                event: LedgerStoreTests.event("f1:item-granted", seq: "f1", at: R.earlier))
+            _ = try await store.record(R.notification("n-f1", paymentId: "GPA.f1"), events: R.events, now: R.now)
+            _ = try await store.record(R.notification("n-never", paymentId: "GPA.never"), events: R.events, now: R.now)
+            let finder = PurchaseFinder(reader: store, refunds: store)
+
+            let byGrant = try await finder.find("f1")
+            let timeline = try #require(byGrant.purchases.first)
+            #expect(timeline.status == "granted, Consume pending (0 failed attempts); revoked (refunded)")
+            #expect(timeline.entries.contains { $0.kind == .refund && $0.fields["notification_id"] == "n-f1" })
+            #expect(timeline.entries.contains { $0.kind == .revocation && $0.origin == .ledger })
+            #expect(timeline.entries.contains { $0.fields.values.contains("f1:item-revoked") })
+
+            let byNotification = try await finder.find("n-f1")
+            #expect(byNotification.kind == .notificationId)
+            #expect(byNotification.purchases.map(\.paymentSeq) == ["f1"])
+
+            let never = try await finder.find("GPA.never")
+            #expect(never.kind == .paymentId)
+            #expect(never.purchases.count == 1)
+            #expect(never.purchases.first?.paymentSeq == nil)
+            #expect(
+                never.purchases.first?.status == "refunded by the store; no purchase in the ledger (pending refund)")
+            #expect(try await finder.find("n-never").purchases.first?.paymentId == "GPA.never")
+            // The token is never shown, only its short hash.
+            let text = FindTextRenderer.render(byGrant)
+            #expect(!text.contains("tok-f1"))
+        }
+    }
+}
