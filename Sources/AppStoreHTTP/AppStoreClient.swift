@@ -31,8 +31,12 @@ public final class AppStoreClient: AppStoreServerAPI {
     public init(baseURL: String, key: AppStoreKey, timeout: Duration = .seconds(30), logger: Logger) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.token = AppStoreToken(key: key)
-        self.timeout = .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000)
-        self.client = HTTPClient(eventLoopGroupProvider: .singleton)
+        let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+        self.timeout = .nanoseconds(max(1, nanoseconds))
+        // The call's deadline covers only the wait for the answer's head: a read timeout bounds a body that stalls.
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout = HTTPClient.Configuration.Timeout(connect: .seconds(10), read: self.timeout)
+        self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         self.logger = logger
     }
 

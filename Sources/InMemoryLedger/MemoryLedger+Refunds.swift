@@ -139,18 +139,20 @@ extension MemoryLedger {
         return state.withLock { state in
             let due = state.notifications.values.map(\.record).filter { record in
                 guard record.notification.kind == .consumptionRequest, record.notification.store == .apple,
-                    record.notification.paymentId != nil
+                    record.notification.paymentId != nil,
+                    record.notification.occurredAt.epochMilliseconds + 43_200_000 > nowMs
                 else { return false }
                 guard let answer = state.consumptionAnswers[BinaryText(record.notification.notificationId)] else {
                     return true
                 }
-                return answer.answer.state == .pending && (answer.answer.nextAttemptAt?.epochMilliseconds ?? 0) <= nowMs
+                guard answer.answer.state == .pending, let next = answer.answer.nextAttemptAt else { return false }
+                return next.epochMilliseconds <= nowMs
             }
             .sorted {
                 ($0.notification.occurredAt, BinaryText($0.notification.notificationId))
                     < ($1.notification.occurredAt, BinaryText($1.notification.notificationId))
             }
-            return limited(due, max(0, limit)).map { record in
+            return limited(due, max(0, limit)).map { record -> ConsumptionRequest in
                 let key = BinaryText(record.notification.notificationId)
                 let deadline = Date(
                     epochMilliseconds: record.notification.occurredAt.epochMilliseconds + 43_200_000)
@@ -165,21 +167,42 @@ extension MemoryLedger {
                 state.consumptionAnswers[key] = row
                 return ConsumptionRequest(
                     notificationId: row.answer.notificationId, transactionId: row.answer.transactionId,
-                    deadline: row.deadline, attempts: row.answer.attempts)
+                    deadline: row.deadline, attempts: row.answer.attempts,
+                    claimedUntil: Date(epochMilliseconds: untilMs))
             }
         }
     }
 
-    public func recordConsumptionAnswer(_ answer: ConsumptionAnswer) async throws {
+    public func recordConsumptionAnswer(_ answer: ConsumptionAnswer, claim request: ConsumptionRequest) async throws
+        -> Bool
+    {
         state.withLock { state in
             let key = BinaryText(answer.notificationId)
-            guard var row = state.consumptionAnswers[key] else { return }
+            guard var row = state.consumptionAnswers[key], row.answer.state == .pending,
+                row.answer.nextAttemptAt?.epochMilliseconds == request.claimedUntil.epochMilliseconds
+            else { return false }
             var stored = answer
             stored.transactionId = row.answer.transactionId
             stored.answeredAt = answer.answeredAt?.storedInMilliseconds
             stored.nextAttemptAt = answer.nextAttemptAt?.storedInMilliseconds
             row.answer = stored
             state.consumptionAnswers[key] = row
+            return true
+        }
+    }
+
+    public func nearestConsumptionDeadline(now: Date) async throws -> Date? {
+        let nowMs = now.epochMilliseconds
+        return state.withLock { state in
+            state.notifications.values.map(\.record).filter { record in
+                guard record.notification.kind == .consumptionRequest, record.notification.store == .apple,
+                    record.notification.paymentId != nil,
+                    record.notification.occurredAt.epochMilliseconds + 43_200_000 > nowMs
+                else { return false }
+                let answer = state.consumptionAnswers[BinaryText(record.notification.notificationId)]
+                return answer == nil || answer?.answer.state == .pending
+            }
+            .map { Date(epochMilliseconds: $0.notification.occurredAt.epochMilliseconds + 43_200_000) }.min()
         }
     }
 

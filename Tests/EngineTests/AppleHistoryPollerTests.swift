@@ -142,7 +142,7 @@ struct AppleHistoryPollerTests {
         rig.clock.advance(by: .seconds(300))
         let second = await rig.poller.pollOnce()
         let next = try #require(rig.appStore.requests.dropFirst(5).first)
-        #expect(next.startDate == rig.clock.now.addingTimeInterval(-300 - 3_600), "an hour's overlap")
+        #expect(next.startDate == rig.clock.now.addingTimeInterval(-300 - 21_600), "six hours' overlap")
         #expect(second.notifications == 0)
         #expect(rig.harness.publisher.records(on: "iap.item-revoked").count == 1, "nothing new")
     }
@@ -170,6 +170,35 @@ struct AppleHistoryPollerTests {
         #expect(try await rig.ledger.revocation(paymentSeq: "710") != nil)
     }
 
+    @Test func aWindowCutShortLongerThanTheHistoryAllowsIsReadAgainFromItsStartNeverSkipped() async throws {
+        let rig = try Rig()
+        try await rig.grant("740", transactionId: "2000000000000101")
+        for hours in [105, 104, 103, 102, 101, 100] { try rig.refund("2000000000000\(hours)", hoursAgo: Double(hours)) }
+        // The first window's second page fails, and nothing works for two days.
+        rig.appStore.fail(call: 1, AppStoreError(.unavailable, httpStatus: 503, "down"))
+        #expect(await rig.poller.pollOnce().failed == 1)
+        rig.clock.advance(by: .seconds(2 * 86_400))
+        let pass = await rig.poller.pollOnce()
+        #expect(pass.failed == 0)
+        let restart = try #require(rig.appStore.requests.dropFirst(3).first)
+        #expect(restart.paginationToken == nil)
+        #expect(restart.startDate == rig.clock.now.addingTimeInterval(-179 * 86_400), "from as far back as it reaches")
+        #expect(try await rig.ledger.revocation(paymentSeq: "740") != nil, "the refund of the unread page")
+    }
+
+    @Test func aPaginationTokenAppleNoLongerTakesMakesTheWindowReadAgainFromItsFirstPage() async throws {
+        let rig = try Rig()
+        try await rig.grant("750", transactionId: "2000000000000150")
+        for i in 0..<4 { try rig.refund("20000000000007\(i)0", hoursAgo: Double(10 + i)) }
+        try rig.refund("2000000000000150", hoursAgo: 1)
+        rig.appStore.fail(call: 1, AppStoreError(.invalidRequest, httpStatus: 400, appleErrorCode: 4_000_006, "token"))
+        let pass = await rig.poller.pollOnce()
+        #expect(pass.failed == 0)
+        #expect(rig.appStore.requests[2].paginationToken == nil, "the first page again")
+        #expect(try await rig.ledger.revocation(paymentSeq: "750") != nil)
+        #expect(rig.harness.publisher.records(on: "iap.item-revoked").count == 1)
+    }
+
     @Test func oneInstanceReadsATypeAtATime() async throws {
         let rig = try Rig()
         try rig.refund("2000000000000720", hoursAgo: 2)
@@ -181,8 +210,9 @@ struct AppleHistoryPollerTests {
         rig.clock.advance(by: .seconds(601))
         try rig.refund("2000000000000721", hoursAgo: 0.1)
         let taken = await other.pollOnce()
-        #expect(taken.heldElsewhere == 0 && taken.notifications == 1)
-        #expect(rig.appStore.requests.last?.startDate == rig.clock.now.addingTimeInterval(-601 - 3_600))
+        #expect(taken.heldElsewhere == 0 && taken.notifications == 2, "the new one, and the old one again (overlap)")
+        #expect(rig.appStore.requests.last?.startDate == rig.clock.now.addingTimeInterval(-601 - 21_600))
+        #expect(rig.harness.publisher.records.isEmpty, "nothing revoked twice (nothing granted here at all)")
         #expect(await rig.poller.pollOnce().heldElsewhere == 2, "now b holds them")
     }
 

@@ -96,12 +96,14 @@ struct ConsumptionAnswererTests {
         #expect(abs(left - 3_600) < 1, "an hour left of the twelve")
         rig.harness.clock.advance(by: .seconds(30))
         #expect(await rig.answerer.answerOnce() == ConsumptionAnswerer.Pass(), "not due before its backoff")
+        let later = try #require(rig.harness.metrics.values.consumptionDeadline)
+        #expect(abs(later - 3_570) < 1, "a pass with nothing due still reports the deadline waiting")
         rig.harness.clock.advance(by: .seconds(31))
         #expect(await rig.answerer.answerOnce().answered == 1)
         #expect(try await rig.harness.ledger.consumptionAnswer(notificationId: "ask-3")?.attempts == 2)
     }
 
-    @Test func aRequestPastItsDeadlineOrRefusedAsItIsIsGivenUp() async throws {
+    @Test func aRequestPastItsDeadlineIsLeftAndOneRefusedAsItIsIsGivenUp() async throws {
         let rig = try Rig()
         try await rig.request("late", transactionId: "2000000000000904", minutesAgo: 12 * 60 + 1)
         try await rig.request("refused", transactionId: "2000000000000905")
@@ -109,13 +111,24 @@ struct ConsumptionAnswererTests {
             $0.failures = [AppStoreError(.invalidRequest, httpStatus: 400, appleErrorCode: 4_000_129, "refused")]
         }
         let pass = await rig.answerer.answerOnce()
-        #expect(pass.gaveUp == 2)
+        #expect(pass.gaveUp == 1)
         #expect(rig.sent.isEmpty, "nothing sent past the deadline")
-        #expect(try await rig.harness.ledger.consumptionAnswer(notificationId: "late")?.state == .gaveUp)
+        #expect(try await rig.harness.ledger.consumptionAnswer(notificationId: "late") == nil, "never claimed")
         #expect(try await rig.harness.ledger.consumptionAnswer(notificationId: "refused")?.state == .gaveUp)
-        #expect(rig.harness.metrics.values.consumptionAnswers == ["gave_up": 2])
+        #expect(rig.harness.metrics.values.consumptionAnswers == ["gave_up": 1])
         rig.harness.clock.advance(by: .seconds(3_600))
         #expect(await rig.answerer.answerOnce() == ConsumptionAnswerer.Pass())
+    }
+
+    @Test func aFailureAMinuteBeforeTheDeadlineIsTriedOnceMoreBeforeIt() async throws {
+        let rig = try Rig()
+        try await rig.request("last-minute", transactionId: "2000000000000907", minutesAgo: 12 * 60 - 1)
+        rig.appStore.consumption.withLock { $0.failures = [AppStoreError(.unavailable, httpStatus: 503, "down")] }
+        #expect(await rig.answerer.answerOnce().retried == 1)
+        let pending = try #require(try await rig.harness.ledger.consumptionAnswer(notificationId: "last-minute"))
+        #expect(pending.nextAttemptAt == rig.harness.clock.now.addingTimeInterval(15))
+        rig.harness.clock.advance(by: .seconds(15))
+        #expect(await rig.answerer.answerOnce().answered == 1)
     }
 
     @Test func oneInstanceAnswersARequest() async throws {

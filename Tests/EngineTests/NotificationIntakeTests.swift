@@ -67,8 +67,13 @@ struct NotificationIntakeTests {
         func claimConsumptionRequests(now: Date, until: Date, limit: Int) async throws -> [ConsumptionRequest] {
             try await base.claimConsumptionRequests(now: now, until: until, limit: limit)
         }
-        func recordConsumptionAnswer(_ answer: ConsumptionAnswer) async throws {
-            try await base.recordConsumptionAnswer(answer)
+        func recordConsumptionAnswer(_ answer: ConsumptionAnswer, claim request: ConsumptionRequest) async throws
+            -> Bool
+        {
+            try await base.recordConsumptionAnswer(answer, claim: request)
+        }
+        func nearestConsumptionDeadline(now: Date) async throws -> Date? {
+            try await base.nearestConsumptionDeadline(now: now)
         }
         func consumptionAnswer(notificationId: String) async throws -> ConsumptionAnswer? {
             try await base.consumptionAnswer(notificationId: notificationId)

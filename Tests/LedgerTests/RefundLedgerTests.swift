@@ -189,32 +189,47 @@ struct RefundLedgerTests {
             var ask = Self.notification("ask", paymentId: "2000000000000001", kind: .consumptionRequest, store: .apple)
             ask.notification.storeType = "CONSUMPTION_REQUEST"
             _ = try await store.record(ask, events: Self.events, now: Self.now)
-            // A Google notification of the same kind would not be Apple's to answer; none exists, but a refund is not one.
+            // A refund of the same transaction is no request.
             _ = try await store.record(
                 Self.notification("refund", paymentId: "2000000000000001", store: .apple), events: Self.events,
                 now: Self.now)
             let t0 = Self.now
+            let deadline = Date(epochMilliseconds: 1_763_990_000_456 + 43_200_000)
+            #expect(try await store.nearestConsumptionDeadline(now: t0) == deadline)
             let claimed = try await store.claimConsumptionRequests(now: t0, until: t0 + 120, limit: 10)
             #expect(claimed.map(\.notificationId) == ["ask"])
             #expect(claimed.first?.transactionId == "2000000000000001")
-            #expect(claimed.first?.deadline == Date(epochMilliseconds: 1_763_990_000_456 + 43_200_000))
+            #expect(claimed.first?.deadline == deadline)
             #expect(try await store.claimConsumptionRequests(now: t0 + 1, until: t0 + 121, limit: 10).isEmpty)
+            let claim = try #require(claimed.first)
 
-            try await store.recordConsumptionAnswer(
-                ConsumptionAnswer(
-                    notificationId: "ask", transactionId: "2000000000000001", state: .pending,
-                    deliveryStatus: "DELIVERED", attempts: 1, lastError: "HTTP 503", nextAttemptAt: t0 + 60))
+            let retry = ConsumptionAnswer(
+                notificationId: "ask", transactionId: "2000000000000001", state: .pending, deliveryStatus: "DELIVERED",
+                attempts: 1, lastError: "HTTP 503", nextAttemptAt: t0 + 60)
+            #expect(try await store.recordConsumptionAnswer(retry, claim: claim))
             #expect(try await store.claimConsumptionRequests(now: t0 + 30, until: t0 + 150, limit: 10).isEmpty)
-            let again = try await store.claimConsumptionRequests(now: t0 + 61, until: t0 + 181, limit: 10)
-            #expect(again.map(\.attempts) == [1])
-            try await store.recordConsumptionAnswer(
-                ConsumptionAnswer(
-                    notificationId: "ask", transactionId: "2000000000000001", state: .answered,
-                    deliveryStatus: "DELIVERED", attempts: 2, answeredAt: t0 + 62))
+            // The claim lapsed and was taken again: an answer under the old claim is not recorded.
+            let again = try #require(
+                try await store.claimConsumptionRequests(now: t0 + 61, until: t0 + 181, limit: 10).first)
+            #expect(again.attempts == 1)
+            var late = retry
+            late.state = .gaveUp
+            #expect(try await store.recordConsumptionAnswer(late, claim: claim) == false)
+            let answered = ConsumptionAnswer(
+                notificationId: "ask", transactionId: "2000000000000001", state: .answered, deliveryStatus: "DELIVERED",
+                attempts: 2, answeredAt: t0 + 62)
+            #expect(try await store.recordConsumptionAnswer(answered, claim: again))
+            #expect(try await store.recordConsumptionAnswer(late, claim: again) == false, "an answer is final")
             #expect(try await store.claimConsumptionRequests(now: t0 + 3_600, until: t0 + 3_720, limit: 10).isEmpty)
+            #expect(try await store.nearestConsumptionDeadline(now: t0 + 3_600) == nil)
             let answer = try #require(try await store.consumptionAnswer(notificationId: "ask"))
             #expect(answer.state == .answered && answer.attempts == 2 && answer.deliveryStatus == "DELIVERED")
             #expect(answer.answeredAt == Date(epochMilliseconds: (t0 + 62).epochMilliseconds))
+            // A request past its deadline is never claimed.
+            var old = Self.notification("old", paymentId: "2000000000000002", kind: .consumptionRequest, store: .apple)
+            old.notification.occurredAt = t0 - 43_201
+            _ = try await store.record(old, events: Self.events, now: Self.now)
+            #expect(try await store.claimConsumptionRequests(now: t0, until: t0 + 120, limit: 10).isEmpty)
             #expect(try await store.consumptionAnswer(notificationId: "refund") == nil)
         }
     }

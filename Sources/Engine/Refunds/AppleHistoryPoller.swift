@@ -22,7 +22,8 @@ public final class AppleHistoryPoller: Service {
         /// How far back a first window reaches: Apple's history keeps 180 days; a day less leaves a window cut short a day
         /// to be read on from its page.
         public var historyReach: Duration
-        /// How far each window reaches back over the previous one.
+        /// How far each window reaches back over the previous one: a notification that appears in the history late, or
+        /// instances whose clocks disagree, are still read (reading one again changes nothing).
         public var overlap: Duration
         /// Pages read per type and pass at most; the rest waits for the next pass.
         public var maxPages: Int
@@ -30,7 +31,8 @@ public final class AppleHistoryPoller: Service {
         public init(
             interval: Duration = .seconds(300), lease: Duration = .seconds(600),
             types: [String] = ["REFUND", "REFUND_REVERSED", "REFUND_DECLINED", "CONSUMPTION_REQUEST"],
-            historyReach: Duration = .seconds(179 * 86_400), overlap: Duration = .seconds(3_600), maxPages: Int = 100
+            historyReach: Duration = .seconds(179 * 86_400), overlap: Duration = .seconds(6 * 3_600),
+            maxPages: Int = 100
         ) {
             self.interval = interval
             self.lease = lease
@@ -131,20 +133,43 @@ public final class AppleHistoryPoller: Service {
             return
         }
         let earliest = now.addingTimeInterval(-configuration.historyReach.seconds)
-        // A window cut short is read on from its page while Apple still accepts its start (180 days, less a minute).
-        let accepted = now.addingTimeInterval(-180 * 86_400 + 60)
-        if mark.paginationToken == nil || (mark.windowStart ?? earliest) < accepted || mark.windowEnd == nil {
-            // A new window: from an overlap before the last one ended (or as far back as the history reaches) to now.
-            let from = mark.windowEnd.map { $0.addingTimeInterval(-configuration.overlap.seconds) } ?? earliest
+        // A window cut short is read on from its page while Apple still accepts its start (180 days, less an hour for
+        // clocks that disagree).
+        let accepted = now.addingTimeInterval(-180 * 86_400 + 3_600)
+        if let start = mark.windowStart, mark.paginationToken != nil, mark.windowEnd != nil, start >= accepted {
+            // Resumed as it stood.
+        } else {
+            // A new window: from an overlap before the last one ended — or, for one cut short whose start Apple no
+            // longer accepts, from that start as far as the history still reaches (its unread pages are read again,
+            // never skipped) — to now.
+            let from: Date
+            if mark.paginationToken != nil, let start = mark.windowStart {
+                from = start
+            } else {
+                from = mark.windowEnd.map { $0.addingTimeInterval(-configuration.overlap.seconds) } ?? earliest
+            }
             mark.windowStart = max(earliest, min(from, now))
             mark.windowEnd = now
             mark.paginationToken = nil
         }
         for _ in 0..<max(1, configuration.maxPages) {
-            let page = try await api.notificationHistory(
-                NotificationHistoryRequest(
-                    startDate: mark.windowStart ?? earliest, endDate: mark.windowEnd ?? now, notificationType: type,
-                    paginationToken: mark.paginationToken))
+            let request = NotificationHistoryRequest(
+                startDate: mark.windowStart ?? earliest, endDate: mark.windowEnd ?? now, notificationType: type,
+                paginationToken: mark.paginationToken)
+            let page: NotificationHistoryPage
+            switch await fetch(request) {
+            case .success(let fetched):
+                page = fetched
+            case .failure(let error):
+                guard error.code == .invalidRequest, mark.paginationToken != nil else { throw error }
+                // A pagination token Apple no longer takes (expired): the window is read again from its first page
+                // (what was read already is recorded once by its UUID).
+                logger.warning(
+                    "Apple refused a pagination token; reading the window again from its start",
+                    metadata: ["iap.poll": "\(name)", "iap.error": "\(error)"])
+                mark.paginationToken = nil
+                continue
+            }
             pass.pages += 1
             for payload in page.signedPayloads {
                 if try await takeIn(payload) { pass.notifications += 1 } else { pass.refused += 1 }
@@ -167,6 +192,14 @@ public final class AppleHistoryPoller: Service {
                 return
             }
             if !page.hasMore { return }
+        }
+    }
+
+    func fetch(_ request: NotificationHistoryRequest) async -> Result<NotificationHistoryPage, AppStoreError> {
+        do {
+            return .success(try await api.notificationHistory(request))
+        } catch {
+            return .failure(error)
         }
     }
 

@@ -86,32 +86,45 @@ public final class ConsumptionAnswerer: Service {
         let (refunds, until, limit) = (
             refunds, now.addingTimeInterval(configuration.lease.seconds), configuration.batchSize
         )
-        var nearest = Self.nothingPending
+        // Each answer may take an App Store call's whole timeout: none is begun that could outlast the claim.
+        let lastStart = until.addingTimeInterval(-Self.callBudget)
         do {
             let claimed = try await deadline.run("claim consumption requests") {
                 try await refunds.claimConsumptionRequests(now: now, until: until, limit: limit)
             }
             for request in claimed {
+                guard clock.now < lastStart else { break }  // the rest is claimed again once the claim lapses
                 let answer = await answer(request)
-                try await deadline.run("record a consumption answer") {
-                    try await refunds.recordConsumptionAnswer(answer)
+                let recorded = try await deadline.run("record a consumption answer") {
+                    try await refunds.recordConsumptionAnswer(answer, claim: request)
+                }
+                guard recorded else {
+                    logger.warning(
+                        "a consumption answer's claim lapsed before it was recorded",
+                        metadata: ["iap.notification_id": "\(request.notificationId)"])
+                    continue
                 }
                 switch answer.state {
                 case .answered: pass.answered += 1
                 case .gaveUp: pass.gaveUp += 1
-                case .pending:
-                    pass.retried += 1
-                    nearest = min(nearest, request.deadline.timeIntervalSince(clock.now))
+                case .pending: pass.retried += 1
                 }
                 metrics.countConsumptionAnswer(answer.state == .pending ? "retried" : answer.state.rawValue)
             }
+            let nearest = try await deadline.run("nearest consumption deadline") {
+                try await refunds.nearestConsumptionDeadline(now: now)
+            }
+            metrics.setConsumptionDeadline(
+                secondsLeft: nearest.map { max(0, $0.timeIntervalSince(clock.now)) } ?? Self.nothingPending)
         } catch {
             logger.error(
                 "answering consumption requests failed; tried again next pass", metadata: ["iap.error": "\(error)"])
         }
-        metrics.setConsumptionDeadline(secondsLeft: nearest)
         return pass
     }
+
+    /// The longest one answer may take (the App Store call's timeout and a connection), kept clear of a claim's end.
+    static let callBudget: TimeInterval = 45
 
     /// One attempt at answering `request`: what the ledger should record of it.
     func answer(_ request: ConsumptionRequest) async -> ConsumptionAnswer {
@@ -161,9 +174,10 @@ public final class ConsumptionAnswerer: Service {
             let wait = min(
                 configuration.maxBackoff.seconds,
                 configuration.initialBackoff.seconds * pow(2, Double(min(answer.attempts - 1, 20))))
-            let next = clock.now.addingTimeInterval(wait)
+            // The last attempt is made shortly before the deadline rather than not at all.
+            let next = min(clock.now.addingTimeInterval(wait), request.deadline.addingTimeInterval(-Self.callBudget))
             // Apple refusing the answer as it is (not the key, which an operator may fix) will refuse it again.
-            if error.code == .invalidRequest || next >= request.deadline {
+            if error.code == .invalidRequest || next <= clock.now {
                 answer.state = .gaveUp
                 logger.error(
                     "a consumption request was given up",

@@ -50,8 +50,8 @@ public protocol EngineMetrics: Sendable {
     /// An attempt at answering a consumption request (`iap_consumption_answers_total{result}`: answered, retried,
     /// gave_up).
     func countConsumptionAnswer(_ result: String)
-    /// Seconds left before the nearest deadline of a consumption request this instance could not answer yet in its last
-    /// pass (`iap_consumption_request_deadline_seconds`; ``ConsumptionAnswerer/nothingPending`` when none waits).
+    /// Seconds left before the nearest deadline of a consumption request not answered yet, read from the ledger after
+    /// each pass (`iap_consumption_request_deadline_seconds`; ``ConsumptionAnswerer/nothingPending`` when none waits).
     func setConsumptionDeadline(secondsLeft: Double)
     /// A type's reading failed (`iap_apple_poll_failures_total{code}`: an ``AppStoreError`` code, or `ledger`).
     func countApplePollFailure(_ code: String)

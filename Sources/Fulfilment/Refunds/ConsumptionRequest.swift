@@ -8,12 +8,15 @@ public struct ConsumptionRequest: Sendable, Hashable {
     public var transactionId: String
     public var deadline: Date
     public var attempts: Int
+    /// Until when the claim is the claimer's: its answer is recorded only while the claim stands.
+    public var claimedUntil: Date
 
-    public init(notificationId: String, transactionId: String, deadline: Date, attempts: Int) {
+    public init(notificationId: String, transactionId: String, deadline: Date, attempts: Int, claimedUntil: Date) {
         self.notificationId = notificationId
         self.transactionId = transactionId
         self.deadline = deadline
         self.attempts = attempts
+        self.claimedUntil = claimedUntil
     }
 
     /// Apple's deadline for an answer, after it asks.

@@ -254,6 +254,7 @@ extension PostgresLedgerStore {
                     SELECT n.notification_id, n.payment_id, n.occurred_at_ms FROM store_notifications n
                     LEFT JOIN consumption_answers a ON a.notification_id = n.notification_id
                     WHERE n.kind = 'consumption_request' AND n.store = 'apple' AND n.payment_id IS NOT NULL
+                      AND n.occurred_at_ms + 43200000 > \(nowMs)
                       AND (a.notification_id IS NULL OR (a.state = 'pending' AND a.next_attempt_ms <= \(nowMs)))
                     ORDER BY n.occurred_at_ms, n.notification_id LIMIT \(Int64(max(0, limit)))
                 )
@@ -268,22 +269,49 @@ extension PostgresLedgerStore {
                 requests.append(
                     ConsumptionRequest(
                         notificationId: id, transactionId: transaction, deadline: Date(epochMilliseconds: deadline),
-                        attempts: Int(attempts)))
+                        attempts: Int(attempts), claimedUntil: Date(epochMilliseconds: untilMs)))
             }
             return requests.sorted { $0.deadline < $1.deadline }
         }
     }
 
-    public func recordConsumptionAnswer(_ answer: ConsumptionAnswer) async throws {
+    public func recordConsumptionAnswer(_ answer: ConsumptionAnswer, claim request: ConsumptionRequest) async throws
+        -> Bool
+    {
         let a = answer
-        try await wrap {
-            try await client.query(
+        return try await wrap {
+            var recorded = false
+            for try await _ in try await client.query(
                 """
                 UPDATE consumption_answers SET state = \(a.state.rawValue), delivery_status = \(a.deliveryStatus),
                     attempts = \(Int32(clamping: a.attempts)), last_error = \(a.lastError),
                     answered_at_ms = \(a.answeredAt?.epochMilliseconds), next_attempt_ms = \(a.nextAttemptAt?.epochMilliseconds)
-                WHERE notification_id = \(a.notificationId)
+                WHERE notification_id = \(a.notificationId) AND state = 'pending'
+                  AND next_attempt_ms = \(request.claimedUntil.epochMilliseconds)
+                RETURNING 1
                 """, logger: logger)
+            {
+                recorded = true
+            }
+            return recorded
+        }
+    }
+
+    public func nearestConsumptionDeadline(now: Date) async throws -> Date? {
+        try await wrap {
+            var nearest: Int64?
+            for try await value in try await client.query(
+                """
+                SELECT min(n.occurred_at_ms) + 43200000 FROM store_notifications n
+                LEFT JOIN consumption_answers a ON a.notification_id = n.notification_id
+                WHERE n.kind = 'consumption_request' AND n.store = 'apple' AND n.payment_id IS NOT NULL
+                  AND n.occurred_at_ms + 43200000 > \(now.epochMilliseconds)
+                  AND (a.notification_id IS NULL OR a.state = 'pending')
+                """, logger: logger
+            ).decode(Int64?.self) {
+                nearest = value
+            }
+            return nearest.map(Date.init(epochMilliseconds:))
         }
     }
 

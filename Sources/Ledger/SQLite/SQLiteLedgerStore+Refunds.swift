@@ -182,6 +182,7 @@ extension SQLiteLedgerStore {
                         SELECT n.notification_id, n.payment_id, n.occurred_at_ms FROM store_notifications n
                         LEFT JOIN consumption_answers a ON a.notification_id = n.notification_id
                         WHERE n.kind = 'consumption_request' AND n.store = 'apple' AND n.payment_id IS NOT NULL
+                          AND n.occurred_at_ms + 43200000 > ?
                           AND (a.notification_id IS NULL OR (a.state = 'pending' AND a.next_attempt_ms <= ?))
                         ORDER BY n.occurred_at_ms, n.notification_id LIMIT ?
                     )
@@ -192,28 +193,50 @@ extension SQLiteLedgerStore {
                     WHERE consumption_answers.state = 'pending' AND consumption_answers.next_attempt_ms <= ?
                     RETURNING notification_id, transaction_id, deadline_ms, attempts
                     """,
-                arguments: [now.epochMilliseconds, max(0, limit), until.epochMilliseconds, now.epochMilliseconds]
+                arguments: [
+                    now.epochMilliseconds, now.epochMilliseconds, max(0, limit), until.epochMilliseconds,
+                    now.epochMilliseconds,
+                ]
             ).map {
                 ConsumptionRequest(
                     notificationId: $0["notification_id"], transactionId: $0["transaction_id"],
-                    deadline: Date(epochMilliseconds: $0["deadline_ms"]), attempts: $0["attempts"])
-            }
+                    deadline: Date(epochMilliseconds: $0["deadline_ms"]), attempts: $0["attempts"],
+                    claimedUntil: Date(epochMilliseconds: until.epochMilliseconds))
+            }.sorted { $0.deadline < $1.deadline }
         }
     }
 
-    public func recordConsumptionAnswer(_ answer: ConsumptionAnswer) async throws {
+    public func recordConsumptionAnswer(_ answer: ConsumptionAnswer, claim request: ConsumptionRequest) async throws
+        -> Bool
+    {
         try await write { db in
             try db.execute(
                 sql: """
                     UPDATE consumption_answers SET state = ?, delivery_status = ?, attempts = ?, last_error = ?,
                         answered_at_ms = ?, next_attempt_ms = ?
-                    WHERE notification_id = ?
+                    WHERE notification_id = ? AND state = 'pending' AND next_attempt_ms = ?
                     """,
                 arguments: [
                     answer.state.rawValue, answer.deliveryStatus, answer.attempts, answer.lastError,
                     answer.answeredAt?.epochMilliseconds, answer.nextAttemptAt?.epochMilliseconds,
-                    answer.notificationId,
+                    answer.notificationId, request.claimedUntil.epochMilliseconds,
                 ])
+            return db.changesCount == 1
+        }
+    }
+
+    public func nearestConsumptionDeadline(now: Date) async throws -> Date? {
+        try await read { db in
+            try Int64.fetchOne(
+                db,
+                sql: """
+                    SELECT min(n.occurred_at_ms) + 43200000 FROM store_notifications n
+                    LEFT JOIN consumption_answers a ON a.notification_id = n.notification_id
+                    WHERE n.kind = 'consumption_request' AND n.store = 'apple' AND n.payment_id IS NOT NULL
+                      AND n.occurred_at_ms + 43200000 > ? AND (a.notification_id IS NULL OR a.state = 'pending')
+                    """,
+                arguments: [now.epochMilliseconds]
+            ).map(Date.init(epochMilliseconds:))
         }
     }
 

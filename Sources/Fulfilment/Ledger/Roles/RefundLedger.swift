@@ -45,12 +45,17 @@ public protocol RefundLedger: Sendable {
     /// Every history position, by name.
     func historyPolls() async throws -> [HistoryPollMark]
 
-    /// Claims App Store consumption requests to answer, until `until`: those with no answer yet, and pending ones whose
-    /// next attempt is due (one instance answers each at a time) — at most `limit`, oldest first.
+    /// Claims App Store consumption requests to answer, until `until`: those not past their deadline with no answer
+    /// yet, and pending ones whose next attempt is due (one instance answers each at a time) — at most `limit`, the
+    /// nearest deadline first.
     func claimConsumptionRequests(now: Date, until: Date, limit: Int) async throws -> [ConsumptionRequest]
 
-    /// Records what an attempt at answering did (the row's state, delivery status, attempts, error, times).
-    func recordConsumptionAnswer(_ answer: ConsumptionAnswer) async throws
+    /// Records what an attempt at answering did (the row's state, delivery status, attempts, error, times), only while
+    /// `request`'s claim stands: `false` when it lapsed and another claimer may have answered meanwhile.
+    func recordConsumptionAnswer(_ answer: ConsumptionAnswer, claim request: ConsumptionRequest) async throws -> Bool
+
+    /// The nearest deadline of a consumption request not answered yet (and not given up), if any.
+    func nearestConsumptionDeadline(now: Date) async throws -> Date?
 
     /// The answer of a consumption request, if one was tried.
     func consumptionAnswer(notificationId: String) async throws -> ConsumptionAnswer?
