@@ -53,9 +53,7 @@ extension PurchaseTimeline {
             timeline.status += "; refunded before any grant (pending refund)"
         }
         for answer in refunds.answers { lines.append(Self.answerLine(answer)) }
-        timeline.entries = lines.enumerated().sorted { a, b in
-            a.element.time != b.element.time ? a.element.time < b.element.time : a.offset < b.offset
-        }.map(\.element)
+        timeline.entries = Self.ordered(lines)
         return timeline
     }
 

@@ -97,14 +97,19 @@ extension PurchaseTimeline {
         for deadLetter in history.deadLetters {
             lines += Self.deadLetterLines(deadLetter).filter { $0.kind == .reprocessed }
         }
-        let ordered = lines.enumerated().sorted { a, b in
-            a.element.time != b.element.time ? a.element.time < b.element.time : a.offset < b.offset
-        }.map(\.element)
+        let ordered = Self.ordered(lines)
         self.init(
             paymentSeq: history.paymentSeq, userId: history.userId,
             paymentId: grant?.paymentId ?? history.rejections.lazy.compactMap(\.record.verdict?.paymentId).first,
             status: Self.status(history), entries: ordered)
         self.history = history
+    }
+
+    /// Lines in time order; lines of one moment keep the order they were given in.
+    static func ordered(_ lines: [TimelineEntry]) -> [TimelineEntry] {
+        lines.enumerated().sorted { a, b in
+            a.element.time != b.element.time ? a.element.time < b.element.time : a.offset < b.offset
+        }.map(\.element)
     }
 
     static func status(_ history: PurchaseHistory) -> String {

@@ -35,20 +35,14 @@ public struct StoreNotificationReader: StoreNotificationReading {
             return .failure(NotificationRefusal(store: nil, code: "malformed", detail: "the record is over 65 KiB"))
         }
         if Self.isAppleBody(bytes) {
-            guard let apple else {
-                return .failure(
-                    NotificationRefusal(
-                        store: .apple, code: "not_configured",
-                        detail: "an Apple notification, and refunds.apple is not set"))
-            }
+            let signed: String
             do {
-                let signed = try AppleNotification.signedPayload(ofBody: bytes)
-                let notification = try await AppleNotification.read(
-                    signedPayload: signed, verifier: apple.verifier, bundleId: apple.bundleId,
-                    environment: apple.environment, receivedAt: receivedAt)
-                return .success(ReadNotification(notification: notification, channel: .appleNotification))
+                signed = try AppleNotification.signedPayload(ofBody: bytes)
             } catch {
                 return .failure(Self.refusal(error))
+            }
+            return await readAppleSignedPayload(signed, receivedAt: receivedAt).map {
+                ReadNotification(notification: $0, channel: .appleNotification)
             }
         }
         guard let packageName = googlePackageName else {

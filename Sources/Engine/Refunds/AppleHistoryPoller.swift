@@ -80,12 +80,7 @@ public final class AppleHistoryPoller: Service {
     }
 
     public func run() async throws {
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                _ = await self.pollOnce()
-                do { try await self.clock.sleep(for: self.configuration.interval) } catch { return }
-            }
-        }
+        await runPeriodically(every: configuration.interval, on: clock) { _ = await self.pollOnce() }
     }
 
     /// One pass over every type; never throws (a failure is logged, counted, and read again next pass).

@@ -71,12 +71,7 @@ public final class ConsumptionAnswerer: Service {
     }
 
     public func run() async throws {
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                _ = await self.answerOnce()
-                do { try await self.clock.sleep(for: self.configuration.interval) } catch { return }
-            }
-        }
+        await runPeriodically(every: configuration.interval, on: clock) { _ = await self.answerOnce() }
     }
 
     /// One pass over the requests due; never throws (a failing ledger is logged and the pass tried next time).

@@ -42,12 +42,7 @@ public struct Sweeper: Service {
     var refunds: RefundRecorder? = nil
 
     public func run() async throws {
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                _ = await sweepOnce()
-                do { try await clock.sleep(for: configuration.interval) } catch { return }
-            }
-        }
+        await runPeriodically(every: configuration.interval, on: clock) { _ = await self.sweepOnce() }
     }
 
     public struct Result: Sendable, Hashable {
