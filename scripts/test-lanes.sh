@@ -37,7 +37,7 @@ all | current)
     # Balanced by the suites' serial times (docs/architecture.md has the figures); the kill and fault suites in
     # different lanes.
     lanes=(
-        "one=$fast_a|${e2e}(ProcessTests/LastingFaults/|MixedVersionProcessTests|SchemaTests|ReadmeCommandTableTests|FindCommandLineTests|RefundEndToEndTests)"
+        "one=$fast_a|${e2e}(ProcessTests/LastingFaults/|MixedVersionProcessTests|SchemaTests|ReadmeCommandTableTests|FindCommandLineTests|RefundEndToEndTests|RefundProcessTests)"
         "two=$fast_b|${e2e}(ProcessTests/[a-z]|ProcessTests/(Reconciliation|EventsTail)/|RetentionProcessTests|DemoTests)"
         "three=^KafkaTests\.|${e2e}(WorkerEndToEndTests|ProcessTests/HostileRecords/|CloudEventsInteropTests|ConsoleBrowserTests|ReconcilePassTests|LedgerStartupProcessTests|TestPostgresScriptTests|FindStoryTests|BenchCommandTests|BrokerProtocolProcessTests|DeadLetterRecordReadTests)"
     )

@@ -35,7 +35,7 @@ struct ProcessTests {
             let kafka = try await KafkaUnderTest.start(
                 topics: [
                     ("purchase.completed", 6), ("iap.item-granted", 1), ("iap.consume-failed", 1),
-                    ("purchase.completed.dlq", 1),
+                    ("purchase.completed.dlq", 1), ("store.notifications", 2), ("iap.item-revoked", 1),
                 ], kind: kind, folder: folder)
             let simulator = try ChildProcess(
                 "gamebase-sim",
