@@ -76,8 +76,11 @@ extension PostgresLedgerStore {
             Self.writeEvent(e, to: &object)
         }
         return try await wrap {
+            // The leading comment names the statement where pg_stat_activity shows only its first 1 kB (an operator's
+            // view, and the batch-crash test's probe).
             let inserted = try await client.query(
                 """
+                -- iap-worker: grant batch (INSERT INTO grants)
                 WITH input AS (
                     SELECT * FROM jsonb_to_recordset(\(rows)::jsonb) AS t(
                         payment_seq text, user_id text, gamebase_product_id text, purchase_token text, product_seq bigint,
