@@ -4,11 +4,11 @@
 # one by one under load). Prints the executable's path; a build of the same revision is reused.
 #
 # IAP_WORKER_PREVIOUS_REV names the revision (default below: the last commit whose schema ends at
-# 004_retention). When a migration is added, set the default to the last commit before it.
+# 005_reconcile_scan_xid, before 006_refunds). When a migration is added, set the default to the last commit before it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 swift=${SWIFT:-swift}
-rev=${IAP_WORKER_PREVIOUS_REV:-b3eb644b51a13c6161ab4915a512dc8d1f1dbf5d}
+rev=${IAP_WORKER_PREVIOUS_REV:-c265a66846e8e30627eb4efbad1968b712f4a03b}
 out="$root/.build-previous"
 commit=$(git -C "$root" rev-parse --verify "$rev^{commit}")
 if [[ -x "$out/bin/iap-worker" && "$(cat "$out/bin/commit" 2>/dev/null)" == "$commit" ]]; then
