@@ -110,8 +110,7 @@ public final class AppStoreClient: AppStoreServerAPI {
             let response = try await client.execute(request, timeout: timeout, logger: logger)
             var buffer = try await response.body.collect(upTo: limit)
             return (Int(response.status.code), buffer.readBytes(length: buffer.readableBytes) ?? [])
-        } catch let error as NIOTooManyBytesError {
-            _ = error
+        } catch is NIOTooManyBytesError {
             throw AppStoreError(.invalidResponse, "the answer is over \(limit) bytes")
         } catch {
             throw AppStoreError(.unavailable, "the App Store Server API did not answer: \(type(of: error))")

@@ -126,7 +126,10 @@ public struct PurchaseFinder: Sendable {
             found.notifications = try await refunds.notifications(
                 paymentKey: StorePaymentKey(marketId: market, paymentId: paymentId))
         }
-        if let seq = timeline.paymentSeq { found.revocation = try await refunds.revocation(paymentSeq: seq) }
+        // Only a grant can have been revoked: a rejected purchase's timeline asks nothing more.
+        if history.grant != nil, let seq = timeline.paymentSeq {
+            found.revocation = try await refunds.revocation(paymentSeq: seq)
+        }
         for record in found.notifications where record.notification.kind == .consumptionRequest {
             if let answer = try await refunds.consumptionAnswer(notificationId: record.notification.notificationId) {
                 found.answers.append(answer)

@@ -199,6 +199,26 @@ struct AppleHistoryPollerTests {
         #expect(rig.harness.publisher.records(on: "iap.item-revoked").count == 1)
     }
 
+    @Test func anExpiredTokenIsRecoveredFromEvenWithOnePageAPass() async throws {
+        let rig = try Rig()
+        var logger = Logger(label: "poller.test")
+        logger.logLevel = .critical
+        let onePage = AppleHistoryPoller(
+            api: rig.appStore,
+            reader: StoreNotificationReader(
+                googlePackageName: nil,
+                apple: .init(verifier: rig.chain.verifier, bundleId: Self.bundleId, environment: .production)),
+            recorder: rig.harness.services.refunds, configuration: .init(types: ["REFUND"], maxPages: 1),
+            owner: "instance-a", metrics: rig.harness.metrics, clock: rig.harness.clock, logger: logger)
+        for i in 0..<3 { try rig.refund("20000000000006\(i)0", hoursAgo: Double(10 + i)) }
+        #expect(await onePage.pollOnce().pages == 1)  // page 1 of 2: the position keeps the token
+        rig.appStore.fail(call: 1, AppStoreError(.invalidRequest, httpStatus: 400, "token expired"))
+        rig.clock.advance(by: .seconds(300))
+        let pass = await onePage.pollOnce()
+        #expect(pass.failed == 0 && pass.pages == 1, "the window's first page read again within the pass")
+        #expect(rig.appStore.requests[2].paginationToken == nil)
+    }
+
     @Test func oneInstanceReadsATypeAtATime() async throws {
         let rig = try Rig()
         try rig.refund("2000000000000720", hoursAgo: 2)

@@ -147,7 +147,9 @@ public final class AppleHistoryPoller: Service {
             mark.windowEnd = now
             mark.paginationToken = nil
         }
-        for _ in 0..<max(1, configuration.maxPages) {
+        // A page read counts; a window restarted for an expired token does not (it may be the only page allowed).
+        var pages = 0
+        while pages < max(1, configuration.maxPages) {
             let request = NotificationHistoryRequest(
                 startDate: mark.windowStart ?? earliest, endDate: mark.windowEnd ?? now, notificationType: type,
                 paginationToken: mark.paginationToken)
@@ -166,6 +168,7 @@ public final class AppleHistoryPoller: Service {
                 continue
             }
             pass.pages += 1
+            pages += 1
             for payload in page.signedPayloads {
                 if try await takeIn(payload) { pass.notifications += 1 } else { pass.refused += 1 }
             }
@@ -201,32 +204,16 @@ public final class AppleHistoryPoller: Service {
     /// Verifies and takes in one notification: `true` when believed (recorded), `false` when refused (kept and
     /// counted). Throws what the ledger or the publisher threw.
     func takeIn(_ signedPayload: String) async throws -> Bool {
-        let now = clock.now
-        switch await reader.readAppleSignedPayload(signedPayload, receivedAt: now) {
-        case .success(let notification):
-            let recording = try await recorder.record(notification, channel: .appleNotificationHistory)
-            metrics.countStoreNotification(
-                store: notification.store.rawValue, type: notification.kind.rawValue,
-                result: recording.duplicate ? "duplicate" : recording.outcome.rawValue)
-            if !recording.duplicate, recording.outcome == .revoked {
-                metrics.countRevocation(
-                    store: notification.store.rawValue, reason: RevocationRecord.reason(of: notification))
-            }
-            return true
-        case .failure(let refusal):
-            let (refunds, refused) = (
-                recorder.refunds,
-                RefusedNotification(body: Array(signedPayload.utf8), refusal: refusal, receivedAt: now)
-            )
-            try await recorder.deadline.run("record a refused notification") {
-                try await refunds.recordRefusal(refused)
-            }
-            metrics.countStoreNotification(
-                store: refusal.store?.rawValue ?? "apple", type: "unknown", result: "refused_\(refusal.code)")
-            logger.warning(
-                "notification from Apple's history refused",
-                metadata: ["iap.refusal": "\(refusal.code)", "iap.detail": "\(refusal.detail)"])
-            return false
+        let read = await reader.readAppleSignedPayload(signedPayload, receivedAt: clock.now).map {
+            ReadNotification(notification: $0, channel: .appleNotificationHistory)
         }
+        guard
+            let refusal = try await recorder.takeIn(
+                read, body: Array(signedPayload.utf8), metrics: metrics, unknownStore: "apple")
+        else { return true }
+        logger.warning(
+            "notification from Apple's history refused",
+            metadata: ["iap.refusal": "\(refusal.code)", "iap.detail": "\(refusal.detail)"])
+        return false
     }
 }

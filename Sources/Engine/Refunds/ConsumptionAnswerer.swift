@@ -64,6 +64,9 @@ public final class ConsumptionAnswerer: Service {
         self.api = api
         self.refunds = refunds
         self.deadline = deadline
+        // A claim shorter than one answer's budget would skip every request it claimed, pass after pass.
+        var configuration = configuration
+        configuration.lease = max(configuration.lease, .seconds(Self.callBudget * 2))
         self.configuration = configuration
         self.metrics = metrics
         self.clock = clock

@@ -132,34 +132,14 @@ public final class NotificationIntake: Service {
 
     /// Reads, then records the notification or the refusal. Throws what the ledger or the publisher threw.
     func takeInOnce(_ input: PurchaseInput) async throws {
-        let now = clock.now
-        switch await reader.read(input.value, receivedAt: now) {
-        case .success(let read):
-            let recording = try await recorder.record(read.notification, channel: read.channel)
-            let notification = read.notification
-            metrics.countStoreNotification(
-                store: notification.store.rawValue, type: notification.kind.rawValue,
-                result: recording.duplicate ? "duplicate" : recording.outcome.rawValue)
-            if !recording.duplicate, recording.outcome == .revoked {
-                metrics.countRevocation(
-                    store: notification.store.rawValue, reason: RevocationRecord.reason(of: notification))
-            }
-        case .failure(let refusal):
-            let (refunds, refused) = (
-                recorder.refunds, RefusedNotification(body: input.value, refusal: refusal, receivedAt: now)
-            )
-            try await recorder.deadline.run("record a refused notification") {
-                try await refunds.recordRefusal(refused)
-            }
-            metrics.countStoreNotification(
-                store: refusal.store?.rawValue ?? "unknown", type: "unknown", result: "refused_\(refusal.code)")
-            logger.warning(
-                "store notification refused",
-                metadata: [
-                    "iap.store": "\(refusal.store?.rawValue ?? "unknown")", "iap.refusal": "\(refusal.code)",
-                    "iap.detail": "\(refusal.detail)", "kafka.topic": "\(input.source.topic)",
-                    "kafka.partition": "\(input.source.partition)", "kafka.offset": "\(input.source.offset)",
-                ])
-        }
+        let read = await reader.read(input.value, receivedAt: clock.now)
+        guard let refusal = try await recorder.takeIn(read, body: input.value, metrics: metrics) else { return }
+        logger.warning(
+            "store notification refused",
+            metadata: [
+                "iap.store": "\(refusal.store?.rawValue ?? "unknown")", "iap.refusal": "\(refusal.code)",
+                "iap.detail": "\(refusal.detail)", "kafka.topic": "\(input.source.topic)",
+                "kafka.partition": "\(input.source.partition)", "kafka.offset": "\(input.source.offset)",
+            ])
     }
 }

@@ -1,0 +1,35 @@
+import Foundation
+import Fulfilment
+
+extension RefundRecorder {
+    /// Takes in what a reader made of one body, as the intake and the Apple history poller both do: a believed
+    /// notification recorded and carried out, a refusal kept once per body; either counted in
+    /// `iap_store_notifications_total` (and a revocation in `iap_revocations_total`). Answers the refusal, if any, for
+    /// the caller to log with its own context. Throws what the ledger or the publisher threw.
+    func takeIn(
+        _ read: Result<ReadNotification, NotificationRefusal>, body: [UInt8], metrics: any EngineMetrics,
+        unknownStore: String = "unknown"
+    ) async throws -> NotificationRefusal? {
+        switch read {
+        case .success(let read):
+            let notification = read.notification
+            let recording = try await record(notification, channel: read.channel)
+            metrics.countStoreNotification(
+                store: notification.store.rawValue, type: notification.kind.rawValue,
+                result: recording.duplicate ? "duplicate" : recording.outcome.rawValue)
+            if !recording.duplicate, recording.outcome == .revoked {
+                metrics.countRevocation(
+                    store: notification.store.rawValue, reason: RevocationRecord.reason(of: notification))
+            }
+            return nil
+        case .failure(let refusal):
+            let (refunds, refused) = (
+                refunds, RefusedNotification(body: body, refusal: refusal, receivedAt: clock.now)
+            )
+            try await deadline.run("record a refused notification") { try await refunds.recordRefusal(refused) }
+            metrics.countStoreNotification(
+                store: refusal.store?.rawValue ?? unknownStore, type: "unknown", result: "refused_\(refusal.code)")
+            return refusal
+        }
+    }
+}
