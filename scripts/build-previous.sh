@@ -3,12 +3,12 @@
 # (Tests/EndToEndTests/MixedVersionProcessTests.swift: instances of both versions on one PostgreSQL ledger, rolled
 # one by one under load). Prints the executable's path; a build of the same revision is reused.
 #
-# IAP_WORKER_PREVIOUS_REV names the revision (default below: the last commit whose schema ends at
-# 005_reconcile_scan_xid, before 006_refunds). When a migration is added, set the default to the last commit before it.
+# IAP_WORKER_PREVIOUS_REV names the revision (default below: the last commit whose schema ends at 006_refunds, before
+# 007_refund_reports). When a migration is added, set the default to the last commit before it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 swift=${SWIFT:-swift}
-rev=${IAP_WORKER_PREVIOUS_REV:-c265a66846e8e30627eb4efbad1968b712f4a03b}
+rev=${IAP_WORKER_PREVIOUS_REV:-46b1d498d9d7659a3953152fe9751ee625f2df1c}
 out="$root/.build-previous"
 commit=$(git -C "$root" rev-parse --verify "$rev^{commit}")
 if [[ -x "$out/bin/iap-worker" && "$(cat "$out/bin/commit" 2>/dev/null)" == "$commit" ]]; then

@@ -86,6 +86,7 @@ def main():
     parser.add_argument("--query", action="append", default=[])
     parser.add_argument("--dead-lettered", required=True)
     parser.add_argument("--screenshots", required=True)
+    parser.add_argument("--refunding-user", help="a user the refunds page lists: its link is followed")
     arguments = parser.parse_args()
     os.makedirs(arguments.screenshots, exist_ok=True)
 
@@ -123,6 +124,17 @@ def main():
                  and driver.execute_script("return document.readyState") == "complete")
         report["pages"].append(observe(driver, "dead-lettered timeline"))
         driver.save_screenshot(os.path.join(arguments.screenshots, "console-timeline.png"))
+        if arguments.refunding_user:
+            driver.find_element(By.LINK_TEXT, "Refunds").click()
+            wait_for(driver, lambda: "/refunds" in driver.current_url
+                     and driver.execute_script("return document.readyState") == "complete")
+            report["pages"].append(observe(driver, "refunds"))
+            driver.save_screenshot(os.path.join(arguments.screenshots, "console-refunds.png"))
+            driver.find_element(By.CSS_SELECTOR, "#refund-users").find_element(
+                By.LINK_TEXT, arguments.refunding_user).click()
+            wait_for(driver, lambda: "/user" in driver.current_url
+                     and driver.execute_script("return document.readyState") == "complete")
+            report["pages"].append(observe(driver, "refunding user"))
         report["log"] = [{"level": entry["level"], "message": entry["message"]} for entry in driver.get_log("browser")]
     except Exception as error:  # what the test should show: where the walk stopped and why
         report["error"] = "%s: %s (at %s)" % (type(error).__name__, error, driver.current_url)

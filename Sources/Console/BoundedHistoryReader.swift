@@ -22,7 +22,7 @@ struct BoundedHistoryReader: HistoryLedger {
         gate = ConsoleGate(limit: Self.maxConcurrentReads)
     }
 
-    private func bounded<T: Sendable>(_ what: String, _ read: @escaping @Sendable () async throws -> T) async throws
+    func bounded<T: Sendable>(_ what: String, _ read: @escaping @Sendable () async throws -> T) async throws
         -> T
     {
         guard gate.enter() else { throw ConsoleBusy() }

@@ -42,7 +42,7 @@ struct ConsoleLayout: Sendable {
             <span>iap-worker console · read-only · instance \(HTML.escape(instance)) · all times UTC</span>
             </header>
             <nav>
-            \(navLink("/", "Overview", current)) \(navLink("/search", "Search", current)) \(navLink("/dead-letters", "Dead letters", current))
+            \(navLink("/", "Overview", current)) \(navLink("/search", "Search", current)) \(navLink("/dead-letters", "Dead letters", current)) \(navLink("/refunds", "Refunds", current))
             <form action="/search" method="get" class="searchbox" role="search">
             <input type="search" name="q" placeholder="paymentSeq, store payment id, userId or event id" maxlength="1024" aria-label="id">
             <button type="submit">Find</button>
@@ -99,6 +99,7 @@ enum ConsoleStyle {
         th { font-size: 12px; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; }
         .timeline td:first-child, #letters td:first-child { white-space: nowrap; }
         td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+        tfoot td { font-weight: 650; }
         code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12.5px; \
         overflow-wrap: anywhere; }
         pre { background: #101828; color: #f2f4f7; padding: .6em .8em; border-radius: 4px; overflow-x: auto; }

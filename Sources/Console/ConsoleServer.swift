@@ -12,7 +12,7 @@ import Synchronization
 /// The operator console (`console.*`): a read-only web page on its own listener, served while the worker runs.
 ///
 /// Pages: the overview (`/`), search (`/search?q=`), a purchase's timeline (`/purchase?seq=`), a user's purchases
-/// (`/user?id=`), dead letters (`/dead-letters`); each also as JSON with `Accept: application/json`. Every ledger read
+/// (`/user?id=`), dead letters (`/dead-letters`), refunds (`/refunds`); each also as JSON with `Accept: application/json`. Every ledger read
 /// has a deadline and at most a few run at once; the overview's counts come from the worker's own status.
 ///
 /// A listener that cannot be opened (the port is taken) is logged as an error and the worker goes on without its
@@ -28,16 +28,17 @@ public final class ConsoleServer: Service {
     ///   - gamebase: for "ask Gamebase now" (read-only calls); `nil` hides nothing, the button then says it cannot.
     ///   - reconcileGrace: to say when a sighting will be taken, as `find` does.
     ///   - records: the dead-letter topic, for a record's value when `console.show_payloads` is on.
+    ///   - refunds: the ledger's refunds, for the refunds page and the refunds in the purchases' timelines.
     public init(
         configuration: ConsoleConfiguration, reader: any HistoryLedger, gamebase: (any GamebaseAPI)?,
         status: any WorkerStatusSource, reconcileGrace: Duration? = nil, records: (any DeadLetterRecordSource)? = nil,
-        logger: Logger
+        refunds: (any RefundHistoryLedger)? = nil, logger: Logger
     ) {
         self.configuration = configuration
         let history = OutcomeHistory(start: ConsoleSite.counts(status.workerStatus()))
         site = ConsoleSite(
             configuration: configuration, reader: reader, gamebase: gamebase, status: status,
-            reconcileGrace: reconcileGrace, history: history, records: records)
+            reconcileGrace: reconcileGrace, history: history, records: records, refunds: refunds)
         self.logger = logger
     }
 
@@ -92,6 +93,7 @@ public final class ConsoleServer: Service {
             return Self.response(
                 await site.deadLetters(reason: query.get("reason"), before: query.get("before")), for: request)
         }
+        router.get("/refunds") { request, _ in Self.response(await site.refundsPage(), for: request) }
         router.get("/dead-letters/record") { request, _ in
             let query = request.uri.queryParameters
             // Each read opens a Kafka reader: another site's page must not be able to make a browser ask for them.

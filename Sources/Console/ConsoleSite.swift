@@ -11,6 +11,8 @@ final class ConsoleSite: Sendable {
     let layout: ConsoleLayout
     let finder: PurchaseFinder
     let reader: BoundedHistoryReader
+    /// The ledger's refunds, under the reader's bounds; `nil` when the console is given none (the refunds page says so).
+    let refunds: BoundedRefundReader?
     let comparer: GamebaseComparer?
     let status: any WorkerStatusSource
     let history: OutcomeHistory
@@ -35,13 +37,14 @@ final class ConsoleSite: Sendable {
     init(
         configuration: ConsoleConfiguration, reader: any HistoryLedger, gamebase: (any GamebaseAPI)?,
         status: any WorkerStatusSource, reconcileGrace: Duration?, history: OutcomeHistory,
-        records: (any DeadLetterRecordSource)? = nil
+        records: (any DeadLetterRecordSource)? = nil, refunds: (any RefundHistoryLedger)? = nil
     ) {
         self.configuration = configuration
         let first = status.workerStatus()
         layout = ConsoleLayout(environment: configuration.environment, instance: first.instance, version: first.version)
         self.reader = BoundedHistoryReader(reader, timeout: configuration.ledgerReadTimeout)
-        finder = PurchaseFinder(reader: self.reader, reconcileGrace: reconcileGrace)
+        self.refunds = refunds.map { [reader = self.reader] in BoundedRefundReader(base: $0, bounds: reader) }
+        finder = PurchaseFinder(reader: self.reader, refunds: self.refunds, reconcileGrace: reconcileGrace)
         comparer = gamebase.map { GamebaseComparer(gamebase: $0) }
         self.status = status
         self.history = history
@@ -196,6 +199,42 @@ final class ConsoleSite: Sendable {
         } catch {
             return problem(503, "the ledger could not be read: \(Self.describe(error))")
         }
+    }
+
+    // MARK: Refunds
+
+    /// The refunds page: each of its three reads on its own, so one the ledger does not answer leaves the others shown.
+    func refundsPage(now: Date = Date()) async -> ConsoleReply {
+        guard let refunds else { return problem(404, "this console is given no refunds to read") }
+        let since = now.addingTimeInterval(-Double(RefundsPage.days) * 86_400)
+        var page = RefundsPage(since: since)
+        let watchdog = reader.watchdog
+        do {
+            let counts = try await watchdog.run(Self.pageTimeout, "the refund counts") {
+                try await refunds.refundCounts(since: since)
+            }
+            page.days = RefundsPage.days(counts, now: now)
+        } catch {
+            page.errors["days"] = Self.describe(error)
+        }
+        do {
+            let users = try await watchdog.run(Self.pageTimeout, "the users with refunds") {
+                try await refunds.refundingUsers(since: since, limit: RefundsPage.usersShown)
+            }
+            page.users = RefundsPage.users(users)
+        } catch {
+            page.errors["users"] = Self.describe(error)
+        }
+        do {
+            let latest = try await watchdog.run(Self.pageTimeout, "the latest refunds") {
+                try await refunds.latestRefunds(limit: RefundsPage.latestShown)
+            }
+            page.latest = RefundsPage.refunds(latest)
+        } catch {
+            page.errors["latest"] = Self.describe(error)
+        }
+        return ConsoleReply(
+            status: page.errors.count == 3 ? 503 : 200, html: page.render(layout), json: page.output)
     }
 
     // MARK: A dead-lettered record

@@ -289,3 +289,60 @@ extension RevocationRecord {
         return revocation
     }
 }
+
+// MARK: The console's refunds page
+
+extension MemoryLedger {
+    public func latestRefunds(limit: Int) async throws -> [RefundListing] {
+        state.withLock { state in
+            let refunds = state.notifications.values.map(\.record).filter { $0.notification.kind.isRefund }
+                .sorted {
+                    ($1.receivedAt, BinaryText($1.notification.notificationId))
+                        < ($0.receivedAt, BinaryText($0.notification.notificationId))
+                }
+            return limited(refunds, max(0, limit)).map { record in
+                RefundListing(
+                    record: record, userId: record.paymentSeq.flatMap { state.grants[BinaryText($0)]?.record.userId })
+            }
+        }
+    }
+
+    public func refundCounts(since: Date) async throws -> [RefundDayCount] {
+        state.withLock { state in
+            var counts: [RefundDayCount: Int] = [:]
+            for record in state.notifications.values.map(\.record)
+            where record.notification.kind.isRefund && record.receivedAt >= since.storedInMilliseconds {
+                let key = RefundDayCount(
+                    day: RefundDayCount.day(ofEpochMilliseconds: record.receivedAt.epochMilliseconds),
+                    kind: record.notification.kind, outcome: record.outcome, count: 0)
+                counts[key, default: 0] += 1
+            }
+            return counts.map { key, count in
+                var day = key
+                day.count = count
+                return day
+            }
+        }
+    }
+
+    public func refundingUsers(since: Date, limit: Int) async throws -> [RefundingUser] {
+        state.withLock { state in
+            var users: [BinaryText: RefundingUser] = [:]
+            for revocation in state.revocations.values where revocation.recordedAt >= since.storedInMilliseconds {
+                let key = BinaryText(revocation.userId)
+                var user =
+                    users[key]
+                    ?? RefundingUser(
+                        userId: revocation.userId, revocations: 0, reversed: 0, lastRecordedAt: revocation.recordedAt)
+                user.revocations += 1
+                if revocation.reversedBy != nil { user.reversed += 1 }
+                user.lastRecordedAt = max(user.lastRecordedAt, revocation.recordedAt)
+                users[key] = user
+            }
+            let sorted = users.values.sorted {
+                ($1.revocations, BinaryText($0.userId)) < ($0.revocations, BinaryText($1.userId))
+            }
+            return limited(sorted, max(0, limit))
+        }
+    }
+}

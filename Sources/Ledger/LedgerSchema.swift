@@ -134,6 +134,16 @@ package enum LedgerSchema {
                         LedgerIndex("rejections_scan_xid", on: "rejections (scan_xid) WHERE scan_xid IS NOT NULL"),
                     ]),
             LedgerMigration(name: "006_refunds", sql: refunds(dialect)),
+            // The console's refunds page: the latest refunds and their counts per day without reading every other
+            // notification (Google sends one per purchase), and the users with the most revocations in a window.
+            LedgerMigration(
+                name: "007_refund_reports", sql: [],
+                indexes: [
+                    LedgerIndex(
+                        "store_notifications_refunds_received",
+                        on: "store_notifications (received_at_ms) WHERE \(refundKinds)"),
+                    LedgerIndex("revocations_recorded", on: "revocations (recorded_at_ms)"),
+                ]),
         ]
     }
 
@@ -268,6 +278,14 @@ package enum LedgerSchema {
         purchase_token_hash, application, environment, product_id, store_reason, quantity, occurred_at_ms, \
         received_at_ms, outcome, payment_seq
         """
+    /// The refund kinds (``StoreNotification/Kind/refunds``) as a condition on `store_notifications`: the predicate of
+    /// its partial index `store_notifications_refunds_received` too, so written once.
+    static let refundKinds =
+        "kind IN (\(StoreNotification.Kind.refunds.map { "'\($0.rawValue)'" }.joined(separator: ", ")))"
+    /// The userId of the grant a notification row was matched to, as `grant_user_id` (a select-list subquery, so the
+    /// row's own columns stay unqualified).
+    static let grantUserOfNotification =
+        "(SELECT g.user_id FROM grants g WHERE g.payment_seq = store_notifications.payment_seq) AS grant_user_id"
     static let refusalColumns = """
         body_hash, store, code, detail, body_bytes, first_received_at_ms, last_received_at_ms, refused_count
         """

@@ -45,6 +45,18 @@ struct NotificationRow {
     }
 }
 
+extension NotificationRow {
+    /// A count of the console's refunds page from its row (`day` in days since the epoch); `nil` for a kind or outcome
+    /// this version does not know (a newer version's), which the page leaves out rather than failing.
+    static func dayCount(day: Int64, kind: String, outcome: String, count: Int64) -> RefundDayCount? {
+        guard let kind = StoreNotification.Kind(rawValue: kind), let outcome = NotificationOutcome(rawValue: outcome)
+        else { return nil }
+        return RefundDayCount(
+            day: Date(epochMilliseconds: day * RefundDayCount.dayMilliseconds), kind: kind, outcome: outcome,
+            count: Int(clamping: count))
+    }
+}
+
 extension StoreNotificationRecord {
     /// The record as written: with the plan's outcome and grant.
     func planned(_ plan: RefundPlan) -> StoreNotificationRecord {

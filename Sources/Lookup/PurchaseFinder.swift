@@ -10,11 +10,11 @@ import Fulfilment
 public struct PurchaseFinder: Sendable {
     public let reader: any HistoryLedger
     /// The stores' notifications, revocations and consumption answers, told in the purchases' timelines.
-    public let refunds: (any RefundLedger)?
+    public let refunds: (any RefundHistoryLedger)?
     /// The reconciler's grace, to say when a sighting will be taken.
     public var reconcileGrace: Duration?
 
-    public init(reader: any HistoryLedger, refunds: (any RefundLedger)? = nil, reconcileGrace: Duration? = nil) {
+    public init(reader: any HistoryLedger, refunds: (any RefundHistoryLedger)? = nil, reconcileGrace: Duration? = nil) {
         self.reader = reader
         self.refunds = refunds
         self.reconcileGrace = reconcileGrace
@@ -107,12 +107,13 @@ public struct PurchaseFinder: Sendable {
 
     /// What the ledger holds of the refunds of a purchase's payment (by its store code and store payment id).
     ///
-    /// A ledger that cannot say (one a version before refunds left, not migrated yet) has none: the purchase's own story
-    /// is still told.
+    /// A ledger whose refund tables cannot be queried (one a version before refunds left, not migrated yet) has none:
+    /// the purchase's own story is still told. Any other failure (the ledger down, a read past its deadline) fails the
+    /// find, as it would for the purchase itself: a timeline never silently leaves out a refund it could not read.
     func refunds(of timeline: PurchaseTimeline, history: PurchaseHistory) async throws -> PurchaseTimeline.Refunds {
         do {
             return try await readRefunds(of: timeline, history: history)
-        } catch {
+        } catch let error as LedgerError where error.code == .query {
             return PurchaseTimeline.Refunds()
         }
     }

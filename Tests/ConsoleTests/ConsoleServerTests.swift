@@ -161,6 +161,54 @@ struct ConsoleServerTests {
         }
     }
 
+    @Test func theRefundsPageShowsTheDaysTheUsersAndTheLatestEscapedAndLinked() async throws {
+        try await withConsole { base, client in
+            let page = try await request(client, base + "/refunds")
+            #expect(page.status == 200)
+            let html = page.body
+            #expect(html.contains("aria-current=\"page\">Refunds</a>"))
+            // What the store and the users said is shown as text, never as markup.
+            for markup in ["<i>voided</i>", "<script>gems</script>", "<b>revoked</b>", "<u>never</u>"] {
+                #expect(!html.contains(markup), "\(markup)")
+            }
+            #expect(html.contains("&lt;i&gt;voided&lt;/i&gt;"))
+            // The revoked refund links to its purchase and its user; the pending one to its payment.
+            #expect(html.contains("href=\"/purchase?seq=seq-%3Cb%3E1%3C%2Fb%3E\""))
+            #expect(html.contains("href=\"/user?id=user-%E2%80%AEevil\""))
+            #expect(html.contains("href=\"/search?q=GPA.%3Cu%3Enever%3C%2Fu%3E\""))
+            #expect(html.contains("no grant"))
+            #expect(!html.contains(FakeReader.token))
+
+            let json = try await request(client, base + "/refunds", headers: [("Accept", "application/json")])
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(json.body.utf8)) as? [String: Any])
+            let days = try #require(object["days"] as? [[String: Any]])
+            #expect(days.count == 30)
+            // Today first: its counts; the count older than 30 days is on no day.
+            #expect(days.first?["revoked"] as? Int == 3 && days.first?["pending"] as? Int == 1)
+            #expect(days.first?["total"] as? Int == 4)
+            #expect(days.reduce(0) { $0 + ($1["total"] as? Int ?? 0) } == 4)
+            let users = try #require(object["users"] as? [[String: Any]])
+            #expect(users.first?["userId"] as? String == FakeReader.user && users.first?["reversed"] as? Int == 1)
+            #expect((object["latest"] as? [[String: Any]])?.count == 2)
+
+            // The console's search finds a refund by its notification id, as `find` does.
+            let found = try await request(client, base + "/search?q=n-pending")
+            #expect(found.status == 200)
+            #expect(found.body.contains("GPA.&lt;u&gt;never&lt;/u&gt;"))
+            #expect(found.body.contains("no purchase in the ledger (pending refund)"), "\(found.body)")
+        }
+    }
+
+    @Test func aHungLedgerMakesTheRefundsPageSaySoWithinItsDeadline() async throws {
+        try await withConsole(ledgerTimeout: .seconds(1), refunds: FakeRefunds(hangs: true)) { base, client in
+            let started = ContinuousClock.now
+            let page = try await request(client, base + "/refunds")
+            #expect(page.status == 503)
+            #expect(page.body.contains("The ledger did not say"))
+            #expect(ContinuousClock.now - started < .seconds(8))
+        }
+    }
+
     @Test func everyPageIsAlsoJSONWhenAskedFor() async throws {
         try await withConsole { base, client in
             let overview = try await request(client, base + "/", headers: [("Accept", "application/json")])

@@ -133,10 +133,78 @@ struct SilentGamebase: GamebaseAPI {
     func probe(transactionID: GamebaseTransactionID) async -> GamebaseProbeVerdict { .answers }
 }
 
+/// A ledger's refunds holding one revoked refund of ``FakeReader``'s purchase and one of a payment never seen, with
+/// markup where the store's words go; or one that never answers.
+struct FakeRefunds: RefundHistoryLedger {
+    static let now = Date()
+    var hangs = false
+
+    private func wait() async {
+        if hangs {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().asyncAfter(deadline: .now() + 60) { done.resume() }
+            }
+        }
+    }
+
+    static func record(_ id: String, paymentId: String, outcome: NotificationOutcome, seq: String?)
+        -> StoreNotificationRecord
+    {
+        StoreNotificationRecord(
+            notification: StoreNotification(
+                store: .google, kind: .refund, storeType: "<i>voided</i>", notificationId: id,
+                authenticity: .trustedChannel, paymentId: paymentId, purchaseTokenHash: "hash",
+                productId: "<script>gems</script>", reason: "REFUND_TYPE_FULL_REFUND", occurredAt: now),
+            channel: .googleRTDN, receivedAt: now, outcome: outcome, paymentSeq: seq)
+    }
+
+    static let revoked = record("n-<b>revoked</b>", paymentId: "GPA.1", outcome: .revoked, seq: FakeReader.seq)
+    static let pending = record("n-pending", paymentId: "GPA.<u>never</u>", outcome: .pending, seq: nil)
+
+    func notifications(paymentKey: StorePaymentKey) async throws -> [StoreNotificationRecord] {
+        await wait()
+        return [Self.revoked, Self.pending].filter { $0.notification.paymentId == paymentKey.paymentId }
+    }
+    func notification(id: String) async throws -> StoreNotificationRecord? {
+        await wait()
+        return [Self.revoked, Self.pending].first { $0.notification.notificationId == id }
+    }
+    func revocation(paymentSeq: String) async throws -> RevocationRecord? {
+        await wait()
+        return nil
+    }
+    func consumptionAnswer(notificationId: String) async throws -> ConsumptionAnswer? {
+        await wait()
+        return nil
+    }
+    func latestRefunds(limit: Int) async throws -> [RefundListing] {
+        await wait()
+        return [
+            RefundListing(record: Self.revoked, userId: FakeReader.user),
+            RefundListing(record: Self.pending, userId: nil),
+        ]
+    }
+    func refundCounts(since: Date) async throws -> [RefundDayCount] {
+        await wait()
+        let today = RefundDayCount.day(ofEpochMilliseconds: Self.now.epochMilliseconds)
+        return [
+            RefundDayCount(day: today, kind: .refund, outcome: .revoked, count: 3),
+            RefundDayCount(day: today, kind: .refund, outcome: .pending, count: 1),
+            // Older than the page's 30 days: not shown.
+            RefundDayCount(day: today.addingTimeInterval(-40 * 86_400), kind: .refund, outcome: .revoked, count: 9),
+        ]
+    }
+    func refundingUsers(since: Date, limit: Int) async throws -> [RefundingUser] {
+        await wait()
+        return [RefundingUser(userId: FakeReader.user, revocations: 3, reversed: 1, lastRecordedAt: Self.now)]
+    }
+}
+
 /// A console served on a free loopback port while `body` runs.
 func withConsole<T: Sendable>(
     access: ConsoleAccess = .loopbackOnly, reader: FakeReader = FakeReader(), ledgerTimeout: Duration = .seconds(5),
     gamebase: (any GamebaseAPI)? = nil, gamebaseTimeout: Duration = .seconds(20), records: FakeRecords? = nil,
+    refunds: FakeRefunds? = FakeRefunds(),
     _ body: @Sendable (_ base: String, _ client: HTTPClient) async throws -> T
 ) async throws -> T {
     var configuration = ConsoleConfiguration(port: try freeLoopbackPort(), access: access, environment: "production")
@@ -147,7 +215,7 @@ func withConsole<T: Sendable>(
     logger.logLevel = .critical
     let server = ConsoleServer(
         configuration: configuration, reader: reader, gamebase: gamebase, status: FakeStatus(), records: records,
-        logger: logger)
+        refunds: refunds, logger: logger)
     let group = ServiceGroup(services: [server], logger: logger)
     return try await withThrowingTaskGroup(of: T?.self) { tasks in
         tasks.addTask {

@@ -28,7 +28,8 @@ struct ConsoleBrowserTests {
         ]
     }
 
-    static let tokens = ["tok-g1", "tok-st3", "tok-dl4"]
+    /// The purchases' tokens and the refund's (Google's notification carries the purchase token).
+    static let tokens = ["tok-g1", "tok-st3", "tok-dl4", "play-token-GPA.g1"]
 
     @Test func anOnCallEngineerFindsPurchasesByEveryIdAndADeadLetteredOnesTimelineInChromium() async throws {
         let faults = SimulatorFaults(
@@ -42,6 +43,7 @@ struct ConsoleBrowserTests {
             // Every ask of the sweep below answered, none refused for coming too soon after the last.
             configuration.console.gamebaseAskInterval = .zero
             configuration.reconcile.interval = .zero
+            configuration.refunds.googlePackageName = RefundEndToEndTests.package
             let base = "http://127.0.0.1:\(port)"
             let client = HTTPClient(eventLoopGroupProvider: .singleton)
             do {
@@ -77,9 +79,19 @@ struct ConsoleBrowserTests {
                     && dl4.contains("gamebase_unavailable") && m6.contains("dead_letter")
             }
 
+            // The store takes g1's money back, and refunds a payment this ledger never saw.
+            try await system.produce(
+                [("n", RefundEndToEndTests.voided("GPA.g1")), ("n", RefundEndToEndTests.voided("GPA.unseen"))],
+                to: "store.notifications")
+            try await system.eventually("the refunds are recorded", within: 60) {
+                let refunds = try await Self.get(client, base + "/refunds", json: true)
+                return refunds.contains(#""outcome":"revoked""#) && refunds.contains(#""outcome":"pending""#)
+            }
+
             let shots = Self.root.appendingPathComponent(".build/console-screenshots")
             let (status, output) = try Self.browse(
-                base, queries: ["g1", "GPA.g1", "u1"], deadLettered: "dl4", shots: shots)
+                base, queries: ["g1", "GPA.g1", "u1", "GPA.unseen"], deadLettered: "dl4", refundingUser: "u1",
+                shots: shots)
             #expect(status == 0, "\(output)")
             let report = try #require(
                 try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any], "\(output)")
@@ -104,6 +116,19 @@ struct ConsoleBrowserTests {
             let u1 = try #require(text["search u1"])
             #expect(u1.contains("u1 is a userId: 1 purchase."))
             #expect(u1.contains("purchase g1"))
+            #expect(g1.contains("revoked (refunded)"))
+            let unseen = try #require(text["search GPA.unseen"])
+            #expect(unseen.contains("refunded by the store; no purchase in the ledger (pending refund)"), "\(unseen)")
+            let refunds = try #require(text["refunds"])
+            for words in [
+                "Per day", "Users with the most revoked grants in 30 days", "Latest refund notifications",
+                "voidedPurchaseNotification", "revoked", "pending", "GPA.unseen", "no grant", "u1",
+            ] {
+                #expect(refunds.contains(words), "refunds: \(words)")
+            }
+            let refunder = try #require(text["refunding user"])
+            #expect(refunder.contains("u1 is a userId: 1 purchase."))
+            #expect(refunder.contains("revoked (refunded)"))
             let letters = try #require(text["dead letters"])
             #expect(letters.contains("gamebase_unavailable"))
             #expect(letters.contains("malformed_message"))
@@ -156,7 +181,8 @@ struct ConsoleBrowserTests {
                 "/purchase?seq=st3&gamebase=1", "/purchase?seq=dl4", "/purchase?seq=dl4&gamebase=1", "/user?id=u3",
                 "/user?id=u3&gamebase=1",
                 "/user?id=thief", "/dead-letters", "/dead-letters?reason=gamebase_unavailable",
-                "/search?q=purchase.completed%2F0%2F0%3Aconsume-failed", "/search?q=nothing-here",
+                "/search?q=purchase.completed%2F0%2F0%3Aconsume-failed", "/search?q=nothing-here", "/refunds",
+                "/search?q=GPA.unseen",
             ]
         var checked = 0
         for page in pages {
@@ -212,13 +238,15 @@ struct ConsoleBrowserTests {
     }
 
     /// Runs the browser walk with the python of the project's checks (which installs Selenium on first use).
-    static func browse(_ base: String, queries: [String], deadLettered: String, shots: URL) throws -> (Int32, String) {
+    static func browse(_ base: String, queries: [String], deadLettered: String, refundingUser: String, shots: URL)
+        throws -> (Int32, String)
+    {
         let python = try CloudEventsInteropTests.run(
             "/bin/bash", [root.appendingPathComponent("scripts/check-venv.sh").path], stderr: false
         ).output.trimmingCharacters(in: .whitespacesAndNewlines)
         var arguments = [root.appendingPathComponent("scripts/console-browser-check.py").path, "--url", base]
         for query in queries { arguments += ["--query", query] }
-        arguments += ["--dead-lettered", deadLettered, "--screenshots", shots.path]
+        arguments += ["--dead-lettered", deadLettered, "--refunding-user", refundingUser, "--screenshots", shots.path]
         return try CloudEventsInteropTests.run(python, arguments, stderr: false)
     }
 }

@@ -52,6 +52,11 @@ struct NotificationIntakeTests {
         func revocation(paymentSeq: String) async throws -> RevocationRecord? {
             try await base.revocation(paymentSeq: paymentSeq)
         }
+        func latestRefunds(limit: Int) async throws -> [RefundListing] { try await base.latestRefunds(limit: limit) }
+        func refundCounts(since: Date) async throws -> [RefundDayCount] { try await base.refundCounts(since: since) }
+        func refundingUsers(since: Date, limit: Int) async throws -> [RefundingUser] {
+            try await base.refundingUsers(since: since, limit: limit)
+        }
         func recordRefusal(_ refusal: RefusedNotification) async throws { try await base.recordRefusal(refusal) }
         func refusals(limit: Int) async throws -> [RefusedNotification] { try await base.refusals(limit: limit) }
         func claimHistoryPoll(name: String, owner: String, until: Date, now: Date) async throws -> HistoryPollMark? {

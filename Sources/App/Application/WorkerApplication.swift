@@ -156,7 +156,7 @@ public enum WorkerApplication {
                 reconcileGrace: configuration.reconcile.isEnabled ? configuration.reconcile.grace : nil,
                 records: configuration.console.showPayloads
                     ? KafkaDeadLetterRecords(configuration: configuration, logger: logger) : nil,
-                logger: logger)
+                refunds: ledger.refunds, logger: logger)
         }
 
         var group: [ServiceGroupConfiguration.ServiceConfiguration] = []

@@ -24,6 +24,11 @@ public struct StoreNotification: Sendable, Hashable {
         case consumptionRequest = "consumption_request"
         /// Any other notification (a subscription's, a test notification): counted, nothing else.
         case other
+
+        /// The kinds the console counts as refunds: a refund, its reversal, a declined refund.
+        public static let refunds: [Kind] = [.refund, .refundReversed, .refundDeclined]
+
+        public var isRefund: Bool { Self.refunds.contains(self) }
     }
 
     public var store: Store

@@ -461,3 +461,65 @@ extension PostgresLedgerStore {
         return inserted
     }
 }
+
+// MARK: The console's refunds page
+
+extension PostgresLedgerStore {
+    public func latestRefunds(limit: Int) async throws -> [RefundListing] {
+        try await wrap {
+            var listings: [RefundListing] = []
+            for try await row in try await client.query(
+                """
+                SELECT \(unescaped: LedgerSchema.notificationColumns), \(unescaped: LedgerSchema.grantUserOfNotification)
+                FROM store_notifications WHERE \(unescaped: LedgerSchema.refundKinds)
+                ORDER BY received_at_ms DESC, notification_id COLLATE "C" DESC LIMIT \(Int64(max(0, limit)))
+                """, logger: logger)
+            {
+                listings.append(
+                    RefundListing(
+                        record: try Self.notificationRow(row).record(),
+                        userId: try row.makeRandomAccess()["grant_user_id"].decode(String?.self)))
+            }
+            return listings
+        }
+    }
+
+    public func refundCounts(since: Date) async throws -> [RefundDayCount] {
+        let day = String(RefundDayCount.dayMilliseconds)
+        return try await wrap {
+            var counts: [RefundDayCount] = []
+            for try await (days, kind, outcome, count) in try await client.query(
+                """
+                SELECT received_at_ms / \(unescaped: day), kind, outcome, count(*)
+                FROM store_notifications
+                WHERE \(unescaped: LedgerSchema.refundKinds) AND received_at_ms >= \(since.epochMilliseconds)
+                GROUP BY 1, 2, 3
+                """, logger: logger
+            ).decode((Int64, String, String, Int64).self) {
+                if let count = NotificationRow.dayCount(day: days, kind: kind, outcome: outcome, count: count) {
+                    counts.append(count)
+                }
+            }
+            return counts
+        }
+    }
+
+    public func refundingUsers(since: Date, limit: Int) async throws -> [RefundingUser] {
+        try await wrap {
+            var users: [RefundingUser] = []
+            for try await (userId, count, reversed, last) in try await client.query(
+                """
+                SELECT user_id, count(*) AS n, count(reversed_by), max(recorded_at_ms) FROM revocations
+                WHERE recorded_at_ms >= \(since.epochMilliseconds)
+                GROUP BY user_id ORDER BY n DESC, user_id COLLATE "C" LIMIT \(Int64(max(0, limit)))
+                """, logger: logger
+            ).decode((String, Int64, Int64, Int64).self) {
+                users.append(
+                    RefundingUser(
+                        userId: userId, revocations: Int(count), reversed: Int(reversed),
+                        lastRecordedAt: Date(epochMilliseconds: last)))
+            }
+            return users
+        }
+    }
+}

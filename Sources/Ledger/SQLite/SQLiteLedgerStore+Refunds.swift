@@ -364,3 +364,55 @@ extension SQLiteLedgerStore {
             ])
     }
 }
+
+// MARK: The console's refunds page
+
+extension SQLiteLedgerStore {
+    public func latestRefunds(limit: Int) async throws -> [RefundListing] {
+        try await read { db in
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT \(LedgerSchema.notificationColumns), \(LedgerSchema.grantUserOfNotification)
+                        FROM store_notifications WHERE \(LedgerSchema.refundKinds)
+                        ORDER BY received_at_ms DESC, notification_id DESC LIMIT ?
+                        """),
+                arguments: [max(0, limit)]
+            ).map { RefundListing(record: try Self.notificationRow($0).record(), userId: $0["grant_user_id"]) }
+        }
+    }
+
+    public func refundCounts(since: Date) async throws -> [RefundDayCount] {
+        try await read { db in
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT received_at_ms / \(RefundDayCount.dayMilliseconds) AS day, kind, outcome, count(*) AS n
+                        FROM store_notifications WHERE \(LedgerSchema.refundKinds) AND received_at_ms >= ?
+                        GROUP BY received_at_ms / \(RefundDayCount.dayMilliseconds), kind, outcome
+                        """),
+                arguments: [since.epochMilliseconds]
+            ).compactMap {
+                NotificationRow.dayCount(day: $0["day"], kind: $0["kind"], outcome: $0["outcome"], count: $0["n"])
+            }
+        }
+    }
+
+    public func refundingUsers(since: Date, limit: Int) async throws -> [RefundingUser] {
+        try await read { db in
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT user_id, count(*) AS n, count(reversed_by) AS reversed, max(recorded_at_ms) AS last_ms
+                        FROM revocations WHERE recorded_at_ms >= ?
+                        GROUP BY user_id ORDER BY n DESC, user_id LIMIT ?
+                        """),
+                arguments: [since.epochMilliseconds, max(0, limit)]
+            ).map {
+                RefundingUser(
+                    userId: $0["user_id"], revocations: $0["n"], reversed: $0["reversed"],
+                    lastRecordedAt: Date(epochMilliseconds: $0["last_ms"]))
+            }
+        }
+    }
+}

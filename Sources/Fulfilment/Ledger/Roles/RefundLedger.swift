@@ -9,7 +9,7 @@ import Foundation
 /// other: never a pending refund beside a grant it missed.
 ///
 /// Every method throws ``LedgerError``.
-public protocol RefundLedger: Sendable {
+public protocol RefundLedger: RefundHistoryLedger {
     /// Records `record` (its outcome and paymentSeq are the plan's) and carries out what ``RefundPlan/decide`` decides
     /// from the ledger's state, in one transaction. A notification id recorded already changes nothing and answers
     /// `duplicate` with the outcome it had.
@@ -19,15 +19,6 @@ public protocol RefundLedger: Sendable {
     /// instance of a version before refunds, or by any path that missed the lock) are decided again, each in its own
     /// transaction under the lock, and carried out as when they arrived — at most `limit` of them; their recordings.
     func settlePendingRefunds(limit: Int, events: EventFactory, now: Date) async throws -> [RefundRecording]
-
-    /// The notifications recorded for a payment (matched or naming it), oldest first.
-    func notifications(paymentKey: StorePaymentKey) async throws -> [StoreNotificationRecord]
-
-    /// A notification by its id.
-    func notification(id: String) async throws -> StoreNotificationRecord?
-
-    /// The revocation of a grant, if any.
-    func revocation(paymentSeq: String) async throws -> RevocationRecord?
 
     /// Keeps a refused record: the first of its body inserted, a repeat counted (`count`, `lastReceivedAt`).
     func recordRefusal(_ refusal: RefusedNotification) async throws
@@ -56,9 +47,6 @@ public protocol RefundLedger: Sendable {
 
     /// The nearest deadline of a consumption request not answered yet (and not given up), if any.
     func nearestConsumptionDeadline(now: Date) async throws -> Date?
-
-    /// The answer of a consumption request, if one was tried.
-    func consumptionAnswer(notificationId: String) async throws -> ConsumptionAnswer?
 
     /// The grant of a store payment, if any: the delivery evidence a consumption answer gives.
     func grant(paymentKey: StorePaymentKey) async throws -> GrantRecord?
