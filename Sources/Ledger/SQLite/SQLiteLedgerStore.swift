@@ -8,6 +8,8 @@ import Wire
 /// The embedded ledger: one SQLite file in WAL mode, for one worker instance.
 public final class SQLiteLedgerStore: SQLLedgerStore {
     let pool: DatabasePool
+    /// The database file's path.
+    let path: String
     private let batcher: SQLiteWriteBatcher
     let logger: Logger
     /// Whether ``migrate()`` converts a ledger file made before retention to incremental vacuum (the daemon's start
@@ -19,6 +21,7 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
         path: String, logger: Logger = Logger(label: "iap-worker.ledger"), convertsToIncrementalVacuum: Bool = false
     ) throws(LedgerError) {
         self.logger = logger
+        self.path = path
         self.convertsToIncrementalVacuum = convertsToIncrementalVacuum
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
@@ -49,7 +52,9 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
             }
         }
         do {
-            try migrator.migrate(pool)
+            try SQLiteMigrationLock.holding(forDatabaseAt: path) { try migrator.migrate(pool) }
+        } catch let error as LedgerError {
+            throw error
         } catch {
             throw LedgerError(code: .migration, message: "migrating the SQLite ledger failed: \(Self.describe(error))")
         }
