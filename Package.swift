@@ -23,7 +23,7 @@ let package = Package(
         .executable(name: "iap-dev", targets: ["iap-dev"]),
         // For the fuzz targets, a package of their own in FuzzTesting/ that depends on this one by path (so that a
         // build of this package never links them). Not an API for other packages.
-        .library(name: "IAPFuzzable", targets: ["Wire", "Gamebase", "Fulfilment", "InMemoryLedger"]),
+        .library(name: "IAPFuzzable", targets: ["Wire", "Gamebase", "Fulfilment", "InMemoryLedger", "Stores"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
@@ -309,6 +309,7 @@ let package = Package(
             name: "iap-dev",
             dependencies: [
                 "App",
+                "AppStoreSimulator",
                 "Engine",
                 "Fulfilment",
                 "GamebaseSimulator",
@@ -319,6 +320,7 @@ let package = Package(
                 "Sandbox",
                 "Wire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -472,6 +474,7 @@ let package = Package(
             dependencies: [
                 "AppStoreSimulator",
                 "AppStoreHTTP",
+                "Stores",
                 "App",
                 "Engine",
                 "Fulfilment",

@@ -115,7 +115,7 @@ extension MemoryLedger {
         }
     }
 
-    public func saveHistoryPoll(_ mark: HistoryPollMark, owner: String) async throws -> Bool {
+    public func saveHistoryPoll(_ mark: HistoryPollMark, owner: String, leaseUntil: Date?) async throws -> Bool {
         state.withLock { state in
             let key = BinaryText(mark.name)
             guard var row = state.pollMarks[key], let holder = row.leaseOwner, BinaryText(holder) == BinaryText(owner)
@@ -125,6 +125,8 @@ extension MemoryLedger {
             stored.windowEnd = mark.windowEnd?.storedInMilliseconds
             stored.lastSuccess = mark.lastSuccess?.storedInMilliseconds
             row.mark = stored
+            row.leaseOwner = leaseUntil == nil ? nil : owner
+            row.leaseUntil = leaseUntil?.epochMilliseconds
             state.pollMarks[key] = row
             return true
         }

@@ -23,13 +23,15 @@ struct ProcessTests {
         let purchases: Int
 
         /// dev-kafka and gamebase-sim as processes, seeded with `purchases` valid payments.
+        /// - Parameter payments: Gamebase's payments, `p<i>` of Google's by default.
         static func start(
-            purchases: Int, simulatorArguments: [String], kafka kind: KafkaEndpointKind = .underTest
+            purchases: Int, simulatorArguments: [String], kafka kind: KafkaEndpointKind = .underTest,
+            payments given: [SimulatedPayment]? = nil
         ) async throws -> Cluster {
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "iap-process-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            let payments = (0..<purchases).map { EndToEndSystem.payment("p\($0)", user: "u\($0)") }
+            let payments = given ?? (0..<purchases).map { EndToEndSystem.payment("p\($0)", user: "u\($0)") }
             let paymentsFile = folder.appendingPathComponent("payments.json")
             try JSONEncoder().encode(payments).write(to: paymentsFile)
             let kafka = try await KafkaUnderTest.start(

@@ -78,12 +78,13 @@ struct AppleHistoryPollerTests {
         }
 
         /// Another instance's poller over the same ledger, App Store and clock.
-        func poller(owner: String) -> AppleHistoryPoller {
-            Self.poller(owner: owner, harness: harness, chain: chain, appStore: appStore)
+        func poller(owner: String, maxPages: Int = 100) -> AppleHistoryPoller {
+            Self.poller(owner: owner, harness: harness, chain: chain, appStore: appStore, maxPages: maxPages)
         }
 
         static func poller(
-            owner: String, harness: EngineHarness, chain: AppleSigningChain, appStore: ScriptedAppStore
+            owner: String, harness: EngineHarness, chain: AppleSigningChain, appStore: ScriptedAppStore,
+            maxPages: Int = 100
         ) -> AppleHistoryPoller {
             var logger = Logger(label: "poller.test")
             logger.logLevel = .critical
@@ -93,7 +94,8 @@ struct AppleHistoryPollerTests {
                     verifier: chain.verifier, bundleId: AppleHistoryPollerTests.bundleId, environment: .production))
             return AppleHistoryPoller(
                 api: appStore, reader: reader, recorder: harness.services.refunds,
-                configuration: .init(types: ["REFUND", "REFUND_REVERSED"]), owner: owner, metrics: harness.metrics,
+                configuration: .init(types: ["REFUND", "REFUND_REVERSED"], maxPages: maxPages), owner: owner,
+                metrics: harness.metrics,
                 clock: harness.clock, logger: logger)
         }
 
@@ -219,21 +221,26 @@ struct AppleHistoryPollerTests {
         #expect(rig.appStore.requests[2].paginationToken == nil)
     }
 
-    @Test func oneInstanceReadsATypeAtATime() async throws {
+    @Test func oneInstanceReadsATypeAtATimeAndAFinishedWindowFreesItAtOnce() async throws {
         let rig = try Rig()
-        try rig.refund("2000000000000720", hoursAgo: 2)
-        let other = rig.poller(owner: "instance-b")
-        #expect(await rig.poller.pollOnce().notifications == 1)
-        let held = await other.pollOnce()
-        #expect(held.heldElsewhere == 2 && held.pages == 0)
-        // Instance a stops; once its lease has run out, b reads on from a's position.
-        rig.clock.advance(by: .seconds(601))
-        try rig.refund("2000000000000721", hoursAgo: 0.1)
-        let taken = await other.pollOnce()
-        #expect(taken.heldElsewhere == 0 && taken.notifications == 2, "the new one, and the old one again (overlap)")
-        #expect(rig.appStore.requests.last?.startDate == rig.clock.now.addingTimeInterval(-601 - 21_600))
+        for i in 0..<3 { try rig.refund("20000000000007\(i)0", hoursAgo: Double(2 + i)) }
+        let a = rig.poller(owner: "instance-a", maxPages: 1)
+        let b = rig.poller(owner: "instance-b", maxPages: 1)
+        // a reads page 1 of 2 of REFUND's window and holds it on; REFUND_REVERSED's window (empty) is read to its end
+        // and free at once.
+        #expect(await a.pollOnce().pages == 2)
+        #expect(await b.pollOnce().heldElsewhere == 1)
+        // a dies mid-window: b waits out the lease a renewed with its last page, then reads on from a's page.
+        rig.clock.advance(by: .seconds(119))
+        #expect(await b.pollOnce().heldElsewhere == 1)
+        rig.clock.advance(by: .seconds(2))
+        let taken = await b.pollOnce()
+        #expect(taken.heldElsewhere == 0 && taken.notifications == 1, "page 2 of REFUND's window: its last refund")
+        #expect(rig.appStore.requests.contains { $0.notificationType == "REFUND" && $0.paginationToken == "2" })
         #expect(rig.harness.publisher.records.isEmpty, "nothing revoked twice (nothing granted here at all)")
-        #expect(await rig.poller.pollOnce().heldElsewhere == 2, "now b holds them")
+        // b read both windows to their end and gave the leases up: a takes the next pass at once.
+        let next = await a.pollOnce()
+        #expect(next.heldElsewhere == 0 && next.pages == 2)
     }
 
     @Test func notificationsNotSignedByTheTrustedRootOrForAnotherAppAreRefusedAndRevokeNothing() async throws {

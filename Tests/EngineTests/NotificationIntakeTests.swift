@@ -62,8 +62,8 @@ struct NotificationIntakeTests {
         func claimHistoryPoll(name: String, owner: String, until: Date, now: Date) async throws -> HistoryPollMark? {
             try await base.claimHistoryPoll(name: name, owner: owner, until: until, now: now)
         }
-        func saveHistoryPoll(_ mark: HistoryPollMark, owner: String) async throws -> Bool {
-            try await base.saveHistoryPoll(mark, owner: owner)
+        func saveHistoryPoll(_ mark: HistoryPollMark, owner: String, leaseUntil: Date?) async throws -> Bool {
+            try await base.saveHistoryPoll(mark, owner: owner, leaseUntil: leaseUntil)
         }
         func historyPolls() async throws -> [HistoryPollMark] { try await base.historyPolls() }
         func settlePendingRefunds(limit: Int, events: EventFactory, now: Date) async throws -> [RefundRecording] {

@@ -163,8 +163,9 @@ struct RefundLedgerTests {
             saved.windowStart = t0 - 86_400
             saved.windowEnd = t0
             saved.paginationToken = "page-2"
-            #expect(try await store.saveHistoryPoll(saved, owner: "a"))
-            #expect(try await store.saveHistoryPoll(saved, owner: "b") == false, "b holds no lease")
+            #expect(try await store.saveHistoryPoll(saved, owner: "a", leaseUntil: t0 + 600))
+            #expect(
+                try await store.saveHistoryPoll(saved, owner: "b", leaseUntil: t0 + 600) == false, "b holds no lease")
             // a renews; then its lease runs out and b takes the position over, as a saved it.
             #expect(
                 try await store.claimHistoryPoll(name: "apple:REFUND", owner: "a", until: t0 + 900, now: t0 + 20) != nil
@@ -176,8 +177,36 @@ struct RefundLedgerTests {
                 name: "apple:REFUND", owner: "b", until: t0 + 1_500, now: t0 + 901)
             #expect(taken?.paginationToken == "page-2")
             #expect(taken?.windowStart == Date(epochMilliseconds: (t0 - 86_400).epochMilliseconds))
-            #expect(try await store.saveHistoryPoll(saved, owner: "a") == false, "a lost it")
+            #expect(try await store.saveHistoryPoll(saved, owner: "a", leaseUntil: t0 + 2_000) == false, "a lost it")
             #expect(try await store.historyPolls().map(\.name) == ["apple:REFUND"])
+        }
+    }
+
+    /// A pass that reads on renews its lease with each page saved; one that read its window to the end gives the lease
+    /// up, so another instance (or this one restarted under a new name) takes the next pass at once.
+    @Test(arguments: LedgerBackend.allCases)
+    func aWindowReadToItsEndGivesItsLeaseUp(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            let t0 = Self.now
+            var mark = try #require(
+                try await store.claimHistoryPoll(name: "apple:REFUND", owner: "a", until: t0 + 60, now: t0))
+            mark.windowStart = t0 - 86_400
+            mark.windowEnd = t0
+            mark.paginationToken = "page-2"
+            // A page read on: the lease now runs to t0 + 200, past the claim's t0 + 60.
+            #expect(try await store.saveHistoryPoll(mark, owner: "a", leaseUntil: t0 + 200))
+            #expect(
+                try await store.claimHistoryPoll(name: "apple:REFUND", owner: "b", until: t0 + 300, now: t0 + 100)
+                    == nil)
+            // The window read to its end: the lease is given up with the position saved.
+            mark.paginationToken = nil
+            mark.lastSuccess = t0 + 110
+            #expect(try await store.saveHistoryPoll(mark, owner: "a", leaseUntil: nil))
+            let taken = try await store.claimHistoryPoll(
+                name: "apple:REFUND", owner: "b", until: t0 + 300, now: t0 + 111)
+            #expect(taken?.lastSuccess == Date(epochMilliseconds: (t0 + 110).epochMilliseconds))
+            #expect(taken?.paginationToken == nil)
+            #expect(try await store.saveHistoryPoll(mark, owner: "a", leaseUntil: nil) == false, "b holds it now")
         }
     }
 

@@ -139,7 +139,9 @@ public enum WorkerApplication {
                 api: client, reader: reader, recorder: services.refunds,
                 configuration: AppleHistoryPoller.Configuration(interval: configuration.refunds.applePollInterval),
                 owner: "\(workerName)-\(UUID().uuidString.prefix(8).lowercased())", metrics: metrics, logger: logger)
-            if let answers = configuration.refunds.consumptionAnswers {
+            if var answers = configuration.refunds.consumptionAnswers {
+                // Requests the poller brings are looked for at least as often as it reads them (a minute at most).
+                answers.interval = min(answers.interval, configuration.refunds.applePollInterval)
                 answerer = ConsumptionAnswerer(
                     api: client, refunds: ledger.refunds, deadline: services.refunds.deadline, configuration: answers,
                     metrics: metrics, logger: logger)

@@ -15,7 +15,8 @@ public final class AppleHistoryPoller: Service {
     public struct Configuration: Sendable, Hashable {
         /// Between passes (`refunds.apple.interval_ms`).
         public var interval: Duration
-        /// How long a pass may hold a type's position before another instance may take it.
+        /// How long a pass holds a type's position past its last page before another instance may take it (renewed
+        /// with each page saved, given up when the window is read to its end): what a pass cut short by a crash costs.
         public var lease: Duration
         /// Apple's notification types read, each its own position.
         public var types: [String]
@@ -29,7 +30,7 @@ public final class AppleHistoryPoller: Service {
         public var maxPages: Int
 
         public init(
-            interval: Duration = .seconds(300), lease: Duration = .seconds(600),
+            interval: Duration = .seconds(300), lease: Duration = .seconds(120),
             types: [String] = ["REFUND", "REFUND_REVERSED", "REFUND_DECLINED", "CONSUMPTION_REQUEST"],
             historyReach: Duration = .seconds(179 * 86_400), overlap: Duration = .seconds(6 * 3_600),
             maxPages: Int = 100
@@ -178,12 +179,15 @@ public final class AppleHistoryPoller: Service {
                 mark.paginationToken = nil
                 mark.lastSuccess = clock.now
             }
-            let saved = mark
+            // Reading on renews the lease; a window read to its end gives it up.
+            let (saved, leaseUntil) = (
+                mark, page.hasMore ? clock.now.addingTimeInterval(configuration.lease.seconds) : nil
+            )
             guard
                 try await recorder.deadline.run(
                     "save a history position",
                     {
-                        try await refunds.saveHistoryPoll(saved, owner: owner)
+                        try await refunds.saveHistoryPoll(saved, owner: owner, leaseUntil: leaseUntil)
                     })
             else {
                 logger.warning("another instance took over reading Apple's history", metadata: ["iap.poll": "\(name)"])

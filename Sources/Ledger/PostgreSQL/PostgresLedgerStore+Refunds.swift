@@ -211,14 +211,16 @@ extension PostgresLedgerStore {
         }
     }
 
-    public func saveHistoryPoll(_ mark: HistoryPollMark, owner: String) async throws -> Bool {
-        try await wrap {
+    public func saveHistoryPoll(_ mark: HistoryPollMark, owner: String, leaseUntil: Date?) async throws -> Bool {
+        let until = leaseUntil?.epochMilliseconds
+        return try await wrap {
             var saved = false
             for try await _ in try await client.query(
                 """
                 UPDATE store_poll_marks SET window_start_ms = \(mark.windowStart?.epochMilliseconds),
                     window_end_ms = \(mark.windowEnd?.epochMilliseconds), pagination_token = \(mark.paginationToken),
-                    last_success_ms = \(mark.lastSuccess?.epochMilliseconds)
+                    last_success_ms = \(mark.lastSuccess?.epochMilliseconds),
+                    lease_owner = \(until == nil ? nil : owner), lease_until_ms = \(until)
                 WHERE name = \(mark.name) AND lease_owner = \(owner)
                 RETURNING 1
                 """, logger: logger)

@@ -145,17 +145,19 @@ extension SQLiteLedgerStore {
         }
     }
 
-    public func saveHistoryPoll(_ mark: HistoryPollMark, owner: String) async throws -> Bool {
+    public func saveHistoryPoll(_ mark: HistoryPollMark, owner: String, leaseUntil: Date?) async throws -> Bool {
         try await write { db in
             try db.execute(
                 sql: """
                     UPDATE store_poll_marks SET window_start_ms = ?, window_end_ms = ?, pagination_token = ?,
-                        last_success_ms = ?
+                        last_success_ms = ?, lease_owner = CASE WHEN ? IS NULL THEN NULL ELSE lease_owner END,
+                        lease_until_ms = ?
                     WHERE name = ? AND lease_owner = ?
                     """,
                 arguments: [
                     mark.windowStart?.epochMilliseconds, mark.windowEnd?.epochMilliseconds, mark.paginationToken,
-                    mark.lastSuccess?.epochMilliseconds, mark.name, owner,
+                    mark.lastSuccess?.epochMilliseconds, leaseUntil?.epochMilliseconds,
+                    leaseUntil?.epochMilliseconds, mark.name, owner,
                 ])
             return db.changesCount == 1
         }

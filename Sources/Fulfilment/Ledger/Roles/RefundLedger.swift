@@ -30,8 +30,10 @@ public protocol RefundLedger: RefundHistoryLedger {
     /// owner's lease runs.
     func claimHistoryPoll(name: String, owner: String, until: Date, now: Date) async throws -> HistoryPollMark?
 
-    /// Saves the position, only while `owner` holds its lease: `false` when another owner took it over meanwhile.
-    func saveHistoryPoll(_ mark: HistoryPollMark, owner: String) async throws -> Bool
+    /// Saves the position, only while `owner` holds its lease: `false` when another owner took it over meanwhile. The
+    /// lease is held on until `leaseUntil` (a pass that reads on renews it page by page), or given up when `nil` (the
+    /// window read to its end: any instance may take the next pass at once, a restarted one too).
+    func saveHistoryPoll(_ mark: HistoryPollMark, owner: String, leaseUntil: Date?) async throws -> Bool
 
     /// Every history position, by name.
     func historyPolls() async throws -> [HistoryPollMark]
