@@ -60,6 +60,23 @@ extension MemoryLedger {
                 let gone = limited(old, limit)
                 for (key, _) in gone { state.sightings[key] = nil }
                 return gone.count
+            case .otherNotifications:
+                let old = state.notifications.filter {
+                    $0.value.record.notification.kind == .other && $0.value.record.outcome == .recorded
+                        && $0.value.record.receivedAt.epochMilliseconds < cutoff
+                }
+                .sorted { ($0.value.record.receivedAt, $0.value.row) < ($1.value.record.receivedAt, $1.value.row) }
+                let gone = limited(old, limit)
+                for (key, _) in gone { state.notifications[key] = nil }
+                return gone.count
+            case .refusedNotifications:
+                let old = state.refusals.filter { $0.value.record.lastReceivedAt.epochMilliseconds < cutoff }
+                    .sorted {
+                        ($0.value.record.lastReceivedAt, $0.value.row) < ($1.value.record.lastReceivedAt, $1.value.row)
+                    }
+                let gone = limited(old, limit)
+                for (key, _) in gone { state.refusals[key] = nil }
+                return gone.count
             }
         }
     }
@@ -83,7 +100,9 @@ extension MemoryLedger {
                 times = state.deadLetters.filter { malformed.matches($0.entry.reason) }.map(\.entry.failedAt)
             case .publishedOutbox:
                 times = state.outbox.values.compactMap(\.event.publishedAt)
-            case .reconcileUsers, .reconcileSightings:
+            case .refusedNotifications:
+                times = state.refusals.values.map(\.record.lastReceivedAt)
+            case .reconcileUsers, .reconcileSightings, .otherNotifications:
                 return nil
             }
             // The newest beyond the `keeping` newest (`ORDER BY … DESC LIMIT 1 OFFSET keeping`).
@@ -99,6 +118,7 @@ extension MemoryLedger {
                 "dead_letters": state.deadLetters.count,
                 "consume_attempts": state.consumeAttempts.values.reduce(0) { $0 + $1.count },
                 "reconcile_users": state.reconcileUsers.count, "reconcile_sightings": state.sightings.count,
+                "store_notifications": state.notifications.count, "refused_notifications": state.refusals.count,
             ]
             return Dictionary(uniqueKeysWithValues: LedgerTables.all.map { ($0, counts[$0] ?? 0) })
         }

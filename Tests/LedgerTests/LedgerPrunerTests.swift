@@ -173,6 +173,58 @@ struct LedgerPrunerTests {
         }
     }
 
+    /// Store notifications that changed nothing go after their retention, refunds never (a pending refund must outlive
+    /// any message of its purchase); refused notifications go after theirs and are held to the count bound.
+    @Test(arguments: LedgerBackend.allCases)
+    func storeNotificationsThatChangedNothingAndRefusedOnesArePrunedAndRefundsKept(backend: LedgerBackend) async throws
+    {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            let events = RefundLedgerTests.events
+            func notification(_ id: String, _ kind: StoreNotification.Kind, paymentId: String?, daysAgo: Double)
+                -> StoreNotificationRecord
+            {
+                var record = RefundLedgerTests.notification(id, paymentId: paymentId, kind: kind)
+                record.receivedAt = Self.ago(hours: daysAgo * 24)
+                return record
+            }
+            for record in [
+                notification("one-time-old", .other, paymentId: "GPA.a", daysAgo: 40),
+                notification("one-time-new", .other, paymentId: "GPA.b", daysAgo: 1),
+                notification("refund-old", .refund, paymentId: "GPA.never", daysAgo: 400),
+                notification("declined-old", .refundDeclined, paymentId: "GPA.c", daysAgo: 400),
+                notification("consumption-old", .consumptionRequest, paymentId: "GPA.d", daysAgo: 400),
+            ] {
+                _ = try await store.record(record, events: events, now: record.receivedAt)
+            }
+            for i in 0..<1_200 {
+                let at = Self.ago(hours: i < 5 ? 40 * 24 : 1).addingTimeInterval(Double(i) / 1_000)
+                try await store.recordRefusal(
+                    RefusedNotification(
+                        bodyHash: "hash-\(i)", store: .google, code: "unverified", detail: "d", bodyBytes: 10,
+                        firstReceivedAt: at, lastReceivedAt: at, count: 1))
+            }
+            var policy = RetentionPolicy()
+            policy.maxUnconfirmedRows = 1_000
+            policy.batchRows = 300
+            let pass = await Self.pruner(store, policy, metrics: RecordingMetrics()).pruneOnce()
+            #expect(pass.caughtUp)
+            #expect(pass.pruned[.otherNotifications] == 1)
+            #expect(pass.pruned[.refusedNotifications] == 200, "5 by age, the rest of the oldest to the bound")
+            #expect(try await store.notification(id: "one-time-old") == nil)
+            for kept in ["one-time-new", "refund-old", "declined-old", "consumption-old"] {
+                #expect(try await store.notification(id: kept) != nil, "\(kept)")
+            }
+            #expect(try await store.notification(id: "refund-old")?.outcome == .pending)
+            let refusals = try await store.refusals(limit: 2_000)
+            #expect(refusals.count == 1_000)
+            #expect(!refusals.contains { $0.bodyHash == "hash-199" } && refusals.contains { $0.bodyHash == "hash-200" })
+            let counts = try await store.rowCounts()
+            if backend != .postgres {  // PostgreSQL's counts are the statistics' estimate
+                #expect(counts["store_notifications"] == 4 && counts["refused_notifications"] == 1_000)
+            }
+        }
+    }
+
     @Test
     func onPostgreSQLABatchWhileAnotherInstancePrunesDeletesNothingAndSaysSo() async throws {
         let url = try await TestDatabases.freshLedgerURL(.postgres)

@@ -82,8 +82,12 @@ public struct ConfigurationKey: Sendable, Hashable {
             "ledger.retention.dead_letters_days", default: "30",
             "Recorded dead letters (the topic keeps its own) (0: kept)"),
         ConfigurationKey(
+            "ledger.retention.store_notifications_days", default: "30",
+            "Store notifications that are no refund (a Google notification per purchase, subscriptions', tests') and refused notifications (0: kept); refunds are kept"
+        ),
+        ConfigurationKey(
             "ledger.retention.max_unconfirmed_rows", default: "1000000",
-            "At most this many unconfirmed rejections, and as many dead letters of malformed records, oldest removed first (0: no bound)"
+            "At most this many unconfirmed rejections, as many dead letters of malformed records and as many refused notifications, oldest removed first (0: no bound)"
         ),
         ConfigurationKey("worker.max_in_flight", default: "512", "Purchases processed at once"),
         ConfigurationKey("worker.max_message_bytes", default: "65536", "Larger purchase messages are malformed"),

@@ -42,6 +42,7 @@ extension WorkerConfiguration {
             ("ledger.retention.rejections_days", String(retention.rejectionsDays)),
             ("ledger.retention.unconfirmed_rejections_hours", String(retention.unconfirmedRejectionsHours)),
             ("ledger.retention.dead_letters_days", String(retention.deadLettersDays)),
+            ("ledger.retention.store_notifications_days", String(retention.storeNotificationsDays)),
             ("ledger.retention.max_unconfirmed_rows", String(retention.maxUnconfirmedRows)),
             ("worker.max_in_flight", String(maxInFlight)), ("worker.max_message_bytes", String(maxMessageBytes)),
             ("worker.max_buffered_bytes", String(maxBufferedBytes)),

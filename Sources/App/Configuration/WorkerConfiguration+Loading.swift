@@ -344,6 +344,8 @@ extension WorkerConfiguration {
             "ledger.retention.unconfirmed_rejections_hours", default: policy.unconfirmedRejectionsHours, in: 0...87_600)
         policy.deadLettersDays = try values.int(
             "ledger.retention.dead_letters_days", default: policy.deadLettersDays, in: 0...3_650)
+        policy.storeNotificationsDays = try values.int(
+            "ledger.retention.store_notifications_days", default: policy.storeNotificationsDays, in: 0...3_650)
         policy.maxUnconfirmedRows = try values.int(
             "ledger.retention.max_unconfirmed_rows", default: policy.maxUnconfirmedRows, in: 0...1_000_000_000)
         if policy.maxUnconfirmedRows > 0, policy.maxUnconfirmedRows < 1_000 {

@@ -23,8 +23,8 @@ public struct LedgerPruner: Service {
     /// The kinds a pass goes through, those an outsider can grow first: a backlog elsewhere (a ledger that kept
     /// everything until this version) never holds their bound off.
     static let order: [PrunableRows] = [
-        .unconfirmedRejections, .malformedDeadLetters, .publishedOutbox, .confirmedRejections, .deadLetters,
-        .reconcileUsers, .reconcileSightings,
+        .unconfirmedRejections, .malformedDeadLetters, .refusedNotifications, .publishedOutbox, .confirmedRejections,
+        .deadLetters, .reconcileUsers, .reconcileSightings, .otherNotifications,
     ]
 
     /// How long one pass deletes before it yields to the next (which follows after ``busyPause``).

@@ -16,7 +16,11 @@ public struct RetentionPolicy: Sendable, Hashable {
     public var unconfirmedRejectionsHours = 24
     /// Recorded dead letters (0: kept, malformed ones still under the count bound).
     public var deadLettersDays = 30
-    /// At most this many unconfirmed rejections, and as many dead letters of malformed records (0: no bound).
+    /// Store notifications that changed nothing and are no refund, and refused notifications (0: kept, refused ones
+    /// still under the count bound).
+    public var storeNotificationsDays = 30
+    /// At most this many unconfirmed rejections, as many dead letters of malformed records and as many refused
+    /// notifications (0: no bound).
     public var maxUnconfirmedRows = 1_000_000
     /// The reconciler's state (users not active within it, sightings older than it): `reconcile.lookback_hours`.
     public var reconciliationWindow: Duration = .seconds(72 * 3_600)
@@ -36,13 +40,15 @@ public struct RetentionPolicy: Sendable, Hashable {
         case .deadLetters: return hours(deadLettersDays * 24)
         case .malformedDeadLetters: return nil
         case .reconcileUsers, .reconcileSightings: return reconciliationWindow
+        case .otherNotifications, .refusedNotifications: return hours(storeNotificationsDays * 24)
         }
     }
 
     /// The count bound of each kind of row an outsider can cause without a payment, `nil` for the others.
     public func maximumCount(of rows: PrunableRows) -> Int? {
         switch rows {
-        case .unconfirmedRejections, .malformedDeadLetters: maxUnconfirmedRows > 0 ? maxUnconfirmedRows : nil
+        case .unconfirmedRejections, .malformedDeadLetters, .refusedNotifications:
+            maxUnconfirmedRows > 0 ? maxUnconfirmedRows : nil
         default: nil
         }
     }

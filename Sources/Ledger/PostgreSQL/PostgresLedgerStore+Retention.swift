@@ -82,6 +82,24 @@ extension PostgresLedgerStore {
                   AND first_seen_ms < \(cutoff)
                 RETURNING 1
                 """
+        case .otherNotifications:
+            let (other, recorded) = (StoreNotification.Kind.other.rawValue, NotificationOutcome.recorded.rawValue)
+            statement = """
+                DELETE FROM store_notifications WHERE notification_id IN (
+                    SELECT notification_id FROM store_notifications
+                    WHERE kind = \(other) AND outcome = \(recorded) AND received_at_ms < \(cutoff)
+                    ORDER BY received_at_ms LIMIT \(limit))
+                  AND kind = \(other) AND outcome = \(recorded)
+                RETURNING 1
+                """
+        case .refusedNotifications:
+            statement = """
+                DELETE FROM refused_notifications WHERE body_hash IN (
+                    SELECT body_hash FROM refused_notifications WHERE last_received_at_ms < \(cutoff)
+                    ORDER BY last_received_at_ms LIMIT \(limit))
+                  AND last_received_at_ms < \(cutoff)
+                RETURNING 1
+                """
         }
         return try await wrap {
             try await client.withTransaction(logger: logger) { connection -> Int? in
@@ -123,7 +141,12 @@ extension PostgresLedgerStore {
                 SELECT published_at_ms FROM outbox WHERE published_at_ms IS NOT NULL
                 ORDER BY published_at_ms DESC OFFSET \(keeping) LIMIT 1
                 """
-        case .reconcileUsers, .reconcileSightings:
+        case .refusedNotifications:
+            query = """
+                SELECT last_received_at_ms FROM refused_notifications
+                ORDER BY last_received_at_ms DESC OFFSET \(keeping) LIMIT 1
+                """
+        case .reconcileUsers, .reconcileSightings, .otherNotifications:
             return nil
         }
         return try await wrap {

@@ -77,6 +77,26 @@ extension SQLiteLedgerStore {
                             ORDER BY first_seen_ms LIMIT ?)
                         """, arguments: [cutoff, limit])
                 return db.changesCount
+            case .otherNotifications:
+                try db.execute(
+                    sql: """
+                        DELETE FROM store_notifications WHERE notification_id IN (
+                            SELECT notification_id FROM store_notifications
+                            WHERE kind = ? AND outcome = ? AND received_at_ms < ?
+                            ORDER BY received_at_ms LIMIT ?)
+                        """,
+                    arguments: [
+                        StoreNotification.Kind.other.rawValue, NotificationOutcome.recorded.rawValue, cutoff, limit,
+                    ])
+                return db.changesCount
+            case .refusedNotifications:
+                try db.execute(
+                    sql: """
+                        DELETE FROM refused_notifications WHERE body_hash IN (
+                            SELECT body_hash FROM refused_notifications WHERE last_received_at_ms < ?
+                            ORDER BY last_received_at_ms LIMIT ?)
+                        """, arguments: [cutoff, limit])
+                return db.changesCount
             }
         }
     }
@@ -114,7 +134,14 @@ extension SQLiteLedgerStore {
                         SELECT published_at_ms FROM outbox WHERE published_at_ms IS NOT NULL
                         ORDER BY published_at_ms DESC LIMIT 1 OFFSET ?
                         """, arguments: [keeping])
-            case .reconcileUsers, .reconcileSightings:
+            case .refusedNotifications:
+                ms = try Int64.fetchOne(
+                    db,
+                    sql: """
+                        SELECT last_received_at_ms FROM refused_notifications
+                        ORDER BY last_received_at_ms DESC LIMIT 1 OFFSET ?
+                        """, arguments: [keeping])
+            case .reconcileUsers, .reconcileSightings, .otherNotifications:
                 ms = nil
             }
             return ms.map(Date.init(epochMilliseconds:))

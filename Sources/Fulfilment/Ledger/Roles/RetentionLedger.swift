@@ -21,6 +21,13 @@ public enum PrunableRows: String, Sendable, Hashable, CaseIterable {
     case reconcileUsers = "reconcile_users"
     /// Reconciler sightings first seen before the cutoff.
     case reconcileSightings = "reconcile_sightings"
+    /// Store notifications that changed nothing and are no refund (kind `other`: Google's notification of each
+    /// one-time purchase, subscription and test notifications), by `received_at`. Refunds, reversals, declined refunds
+    /// and consumption requests are money records, kept as long as grants.
+    case otherNotifications = "other_notifications"
+    /// Records of the store-notifications topic (or Apple's history) that were not believed (anyone who can write to
+    /// the topic can cause them), by when their body was last seen.
+    case refusedNotifications = "refused_notifications"
 
     /// The table the rows are in (the label of `iap_ledger_pruned_rows_total`).
     public var table: String {
@@ -30,6 +37,8 @@ public enum PrunableRows: String, Sendable, Hashable, CaseIterable {
         case .deadLetters, .malformedDeadLetters: "dead_letters"
         case .reconcileUsers: "reconcile_users"
         case .reconcileSightings: "reconcile_sightings"
+        case .otherNotifications: "store_notifications"
+        case .refusedNotifications: "refused_notifications"
         }
     }
 
@@ -65,5 +74,6 @@ public protocol RetentionLedger: Sendable {
 public enum LedgerTables {
     public static let all = [
         "grants", "outbox", "rejections", "dead_letters", "consume_attempts", "reconcile_users", "reconcile_sightings",
+        "store_notifications", "refused_notifications",
     ]
 }
