@@ -87,6 +87,7 @@ public final class AppStoreSimulator: Service {
 
     func respond(to request: Request) async throws -> Response {
         let path = request.uri.path
+        if path.hasPrefix("/admin/") { return try await admin(request) }
         let kind: String
         if request.method == .post, path == "/inApps/v1/notifications/history" {
             kind = "history"
@@ -154,6 +155,62 @@ public final class AppStoreSimulator: Service {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// For people trying the worker by hand (`iap-dev app-store-sim`): `POST /admin/notifications` with
+    /// `{"type": "REFUND", "transactionId": "…"}` adds a notification signed now (`revocationReason` optional);
+    /// `GET /admin/consumptions` lists the consumption information received. Loopback only, like the simulator.
+    func admin(_ request: Request) async throws -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        switch (request.method, request.uri.path) {
+        case (.post, "/admin/notifications"):
+            let body = try await request.body.collect(upTo: 1 << 16)
+            guard let members = Self.members(Array(body.readableBytesView)),
+                let type = members["type"].flatMap(Self.string),
+                let transactionId = members["transactionId"].flatMap(Self.string),
+                ["REFUND", "REFUND_REVERSED", "REFUND_DECLINED", "CONSUMPTION_REQUEST"].contains(type)
+            else {
+                return Self.error(
+                    400, 4_000_000,
+                    "give {\"type\": REFUND, REFUND_REVERSED, REFUND_DECLINED or CONSUMPTION_REQUEST, \"transactionId\": …}"
+                )
+            }
+            let now = Date()
+            let notification = try state.addNotification(
+                type: type, transactionId: transactionId, signedDate: now,
+                revocationDate: type == "REFUND" ? now : nil,
+                revocationReason: members["revocationReason"].flatMap { Int($0) } ?? (type == "REFUND" ? 1 : nil))
+            var text = ""
+            JSONText.appendObject(to: &text) { object in
+                object.string("notificationUUID", notification.uuid)
+                object.string("type", type)
+            }
+            return Response(status: .created, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+        case (.get, "/admin/consumptions"):
+            var text = "["
+            for (index, call) in state.consumptions.enumerated() {
+                if index > 0 { text += "," }
+                JSONText.appendObject(to: &text) { object in
+                    object.string("transactionId", call.transactionId)
+                    object.raw(
+                        "body",
+                        "{"
+                            + call.body.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(
+                                separator: ",") + "}")
+                }
+            }
+            text += "]"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+        default:
+            return Self.error(404, 4_040_000, "not found")
+        }
+    }
+
+    /// A JSON string member's value (its text without the quotes; `nil` for anything else or one with escapes).
+    static func string(_ json: String) -> String? {
+        guard json.count >= 2, json.hasPrefix("\""), json.hasSuffix("\""), !json.contains("\\") else { return nil }
+        return String(json.dropFirst().dropLast())
     }
 
     /// Whether `header` is `Bearer <JWT>` signed by the configured key, for this app, now valid for at most an hour.

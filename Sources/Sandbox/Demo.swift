@@ -66,6 +66,8 @@ public enum Demo {
                 // Seconds, not the production minutes, so the demo shows a paid-but-unreported purchase found.
                 configuration.reconcile = Reconciler.Configuration(
                     interval: .seconds(2), grace: .seconds(3), lookback: .seconds(3_600), maxCallsPerSecond: 50)
+                // Google's refunds through the store-notifications topic: the demo refunds one granted purchase.
+                configuration.refunds.googlePackageName = DemoBatch.packageName
                 return configuration
             }()
             return try await LedgerStores.withStore(url: configuration.ledgerURL, logger: logger) { store in
@@ -154,19 +156,50 @@ public enum Demo {
             try await Task.sleep(for: .milliseconds(200))
             stats = try await ledger.admin.stats()
         }
+        let refunds = try await refund(sandbox: sandbox, ledger: ledger, logger: logger)
+        stats = try await ledger.admin.stats()
         let elapsed = ContinuousClock.now - started
         let records = try await TopicReader.readAll(
-            ["iap.item-granted", "iap.consume-failed", "purchase.completed.dlq"],
+            ["iap.item-granted", "iap.consume-failed", "purchase.completed.dlq", "iap.item-revoked"],
             bootstrapServers: sandbox.cluster.bootstrapServers,
             quiet: .seconds(1), logger: logger)
         return DemoReport(
             batch: batch, outcomes: parts.metrics.purchaseCounts, gamebaseCalls: parts.metrics.gamebaseCounts,
             simulatorConsumes: sandbox.simulator.state.consumes, ledger: stats, records: records,
-            reconciled: parts.metrics.reconciledCounts, elapsed: elapsed)
+            reconciled: parts.metrics.reconciledCounts, refunds: refunds, elapsed: elapsed)
+    }
+
+    /// The store refunds a granted purchase and a payment the ledger never saw, through the store-notifications topic:
+    /// waits until the first is revoked (its event published) and the second kept pending.
+    static func refund(sandbox: Sandbox, ledger: LedgerRoles, logger: Logger) async throws -> DemoReport.Refunds {
+        let now = Int64(Date().timeIntervalSince1970 * 1_000)
+        let topic = sandbox.topicNames.storeNotifications
+        try await sandbox.produce(
+            ["GPA.\(DemoBatch.refunded)", DemoBatch.refundedUnseen].map {
+                KafkaProducerRecord(
+                    topic: topic, key: Array("refunds".utf8), value: Array(DemoBatch.voided($0, at: now).utf8))
+            }, logger: logger)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while true {
+            let revocation = try await ledger.refunds.revocation(paymentSeq: DemoBatch.refunded)
+            let unseen = try await ledger.refunds.notifications(
+                paymentKey: StorePaymentKey(marketId: "GG", paymentId: DemoBatch.refundedUnseen))
+            let unpublished = try await ledger.admin.stats().unpublishedEvents
+            if let revocation, unseen.first?.outcome == .pending, unpublished == 0 {
+                return DemoReport.Refunds(revocation: revocation, unseenPending: true)
+            }
+            guard ContinuousClock.now < deadline else {
+                throw Failure(description: "the demo's refunds were not taken in within 60 s")
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
     }
 
     static func keepRunningHelp(sandbox: Sandbox, port: Int, consolePort: Int?) -> String {
-        let console = consolePort.map { "The operator console: http://127.0.0.1:\($0)/ (open it in a browser)\n" } ?? ""
+        let console =
+            consolePort.map {
+                "The operator console: http://127.0.0.1:\($0)/ (open it in a browser; Refunds shows the demo's refunds)\n"
+            } ?? ""
         return """
             \(console)Still running (Ctrl-C stops it). Try, in another terminal:
               curl -s http://127.0.0.1:\(port)/metrics | grep ^iap_

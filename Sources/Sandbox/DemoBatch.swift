@@ -69,6 +69,20 @@ public struct DemoBatch: Sendable {
         self.expectedGrants = purchases + 2
     }
 
+    /// The game's package name the demo's Google notifications carry (`refunds.google.package_name`).
+    public static let packageName = "com.example.demo"
+    /// The granted purchase the store refunds after the batch: its grant is revoked.
+    public static let refunded = "demo-0"
+    /// A store payment the ledger never sees, refunded: the refund is kept pending.
+    public static let refundedUnseen = "GPA.demo-never-reported"
+
+    /// Google's voided-purchase notification of `orderId`, as Kafka Connect puts it on the topic.
+    public static func voided(_ orderId: String, at milliseconds: Int64) -> String {
+        #"{"version":"1.0","packageName":"\#(packageName)","eventTimeMillis":"\#(milliseconds)","#
+            + #""voidedPurchaseNotification":{"purchaseToken":"refund-token-\#(orderId)","orderId":"\#(orderId)","#
+            + #""productType":2,"refundType":1}}"#
+    }
+
     /// The purchase paid at Gamebase whose message never came: the reconciler's to find.
     public static let unreported = (paymentSeq: "demo-unreported", userId: "player-1")
 

@@ -18,7 +18,20 @@ public struct DemoReport: Sendable {
     public let records: [KafkaMessage]
     /// `iap_reconciled_total` by outcome.
     public let reconciled: [String: Int]
+    /// What the store's refunds did.
+    public let refunds: Refunds
     public let elapsed: Duration
+
+    /// The refund of a granted purchase and of a payment never seen, as the ledger recorded them.
+    public struct Refunds: Sendable {
+        public var revocation: RevocationRecord
+        public var unseenPending: Bool
+    }
+
+    /// The ids of the item-revoked events on the topic.
+    public var revokedEventIDs: [String] {
+        records.filter { $0.topic == "iap.item-revoked" }.compactMap { Self.json($0)["id"] as? String }
+    }
 
     public var grantedEventIDs: Set<String> {
         Set(records.filter { $0.topic == "iap.item-granted" }.compactMap { Self.json($0)["id"] as? String })
@@ -52,6 +65,7 @@ public struct DemoReport: Sendable {
         simulatorConsumes.count == batch.expectedGrants && simulatorConsumes.values.allSatisfy { $0 == 1 }
             && ledger.consumed == batch.expectedGrants && ledger.granted == 0
             && grantedEventIDs.count == batch.expectedGrants
+            && revokedEventIDs == ["\(DemoBatch.refunded):item-revoked"] && refunds.unseenPending
     }
 
     public var rendered: String {
@@ -74,6 +88,12 @@ public struct DemoReport: Sendable {
             "Reconciliation: \(calls("consumable")) List Consumables calls found \(found.count) payment(s) paid but "
                 + "never reported (\(found.joined(separator: ", "))): granted through the same flow, its "
                 + "item-granted event with \"source\": \"reconciliation\".")
+        lines.append(
+            "Refunds: the store refunded \(refunds.revocation.paymentSeq) after it was granted (a Google voided-purchase "
+                + "notification on the store-notifications topic): its grant revoked once, \(revokedEventIDs.count) "
+                + "item-revoked event (\(revokedEventIDs.joined(separator: ", "))). A refund of a payment the ledger "
+                + "never saw is kept \(refunds.unseenPending ? "pending" : "NOT pending"): a purchase of it would be "
+                + "rejected as `refunded`.")
         let verify = calls("payment_transaction")
         let consume = calls("consume")
         let transient = gamebaseCalls.filter { $0.key.hasSuffix("/transient") }.values.reduce(0, +)

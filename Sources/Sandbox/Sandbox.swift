@@ -18,9 +18,12 @@ public struct Sandbox: Sendable {
     /// Topics and partition counts of a default configuration.
     public static var topics: [(name: String, partitions: Int)] { topics(named: WorkerConfiguration.Topics()) }
 
-    /// The four topics of `names` with the sandbox's partition counts.
+    /// The topics of `names` with the sandbox's partition counts.
     static func topics(named names: WorkerConfiguration.Topics) -> [(name: String, partitions: Int)] {
-        [(names.purchases, 6), (names.itemGranted, 3), (names.consumeFailed, 3), (names.deadLetter, 1)]
+        [
+            (names.purchases, 6), (names.itemGranted, 3), (names.consumeFailed, 3), (names.deadLetter, 1),
+            (names.storeNotifications, 1), (names.itemRevoked, 1),
+        ]
     }
 
     /// Kafka: librdkafka's mock cluster in this process, or a cluster named by its bootstrap servers.
@@ -100,6 +103,8 @@ public struct Sandbox: Sendable {
         names.itemGranted = prefix + names.itemGranted
         names.consumeFailed = prefix + names.consumeFailed
         names.deadLetter = prefix + names.deadLetter
+        names.storeNotifications = prefix + names.storeNotifications
+        names.itemRevoked = prefix + names.itemRevoked
         return names
     }
 
@@ -110,6 +115,8 @@ public struct Sandbox: Sendable {
         return [
             "KAFKA_TOPICS_PURCHASES": names.purchases, "KAFKA_TOPICS_ITEM_GRANTED": names.itemGranted,
             "KAFKA_TOPICS_CONSUME_FAILED": names.consumeFailed, "KAFKA_TOPICS_DEAD_LETTER": names.deadLetter,
+            "KAFKA_TOPICS_STORE_NOTIFICATIONS": names.storeNotifications,
+            "KAFKA_TOPICS_ITEM_REVOKED": names.itemRevoked,
         ]
     }
 

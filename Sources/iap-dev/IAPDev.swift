@@ -12,6 +12,8 @@ struct IAPDev: AsyncParsableCommand {
             the Gamebase simulator, which iap-worker does not.
             """,
         version: WorkerMetrics.version,
-        subcommands: [DemoCommand.self, BenchCommand.self, DevKafkaCommand.self, GamebaseSimCommand.self]
+        subcommands: [
+            DemoCommand.self, BenchCommand.self, DevKafkaCommand.self, GamebaseSimCommand.self, AppStoreSimCommand.self,
+        ]
     )
 }

@@ -1,3 +1,4 @@
+import Fulfilment
 import Sandbox
 import Testing
 
@@ -23,5 +24,11 @@ struct DemoTests {
         #expect(report.reconciledPaymentSeqs == [DemoBatch.unreported.paymentSeq])
         #expect(report.simulatorConsumes[DemoBatch.unreported.paymentSeq] == 1)
         #expect(report.rendered.contains("found 1 payment(s) paid but never reported (demo-unreported)"))
+        // The store refunds demo-0 after its grant: revoked once, one item-revoked event; a refund of a payment the
+        // ledger never saw is kept pending.
+        #expect(report.refunds.revocation.paymentSeq == DemoBatch.refunded)
+        #expect(report.revokedEventIDs == ["demo-0:item-revoked"])
+        #expect(report.refunds.unseenPending)
+        #expect(report.rendered.contains("its grant revoked once, 1 item-revoked event (demo-0:item-revoked)"))
     }
 }

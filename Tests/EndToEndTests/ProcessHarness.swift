@@ -30,7 +30,7 @@ final class ChildProcess: @unchecked Sendable {
         return root.appendingPathComponent(".build/debug/iap-dev").path
     }
 
-    static let devCommands: Set<String> = ["dev-kafka", "gamebase-sim", "demo", "bench"]
+    static let devCommands: Set<String> = ["dev-kafka", "gamebase-sim", "app-store-sim", "demo", "bench"]
 
     private static var root: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
