@@ -35,5 +35,10 @@ let package = Package(
             dependencies: ["FuzzSupport", .product(name: "IAPFuzzable", package: "iap-worker")],
             swiftSettings: strictSettings
         ),
+        .executableTarget(
+            name: "FuzzStoreNotification",
+            dependencies: ["FuzzSupport", .product(name: "IAPFuzzable", package: "iap-worker")],
+            swiftSettings: strictSettings
+        ),
     ]
 )

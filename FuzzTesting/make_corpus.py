@@ -200,6 +200,46 @@ ANSWER_SEEDS = {
 }
 
 
+# FuzzStoreNotification: the first byte is the mode (StoreNotifications.check): 0 the record as it is, 1 the rest as
+# an Apple body's signedPayload, 2 a JWS of three fields (header, payload, signature), 3 Google's notification bare
+# and in a Pub/Sub push envelope.
+PACKAGE = "com.example.game"
+
+
+def google(member, body, package=PACKAGE, time="1764000000123"):
+    return json.dumps({"version": "1.0", "packageName": package, "eventTimeMillis": time, member: body})
+
+
+VOIDED = google("voidedPurchaseNotification", {"purchaseToken": "play-token-" + "x" * 40, "orderId": "GPA.1234-5678-9012-34567",
+                                              "productType": 2, "refundType": 1})
+APPLE_HEADER = json.dumps({"alg": "ES256", "x5c": ["MIIBszCCAVmgAwIBAgIU", "MIIB", "AAAA"]})
+APPLE_PAYLOAD = json.dumps({"notificationType": "REFUND", "notificationUUID": "1b2c3d4e-0000-4000-8000-000000000000",
+                            "version": "2.0", "signedDate": 1764000000123,
+                            "data": {"bundleId": PACKAGE, "environment": "Production", "signedTransactionInfo": "a.b.c"}})
+STORE_SEEDS = {
+    "google-voided": b"\3" + VOIDED.encode(),
+    "google-partial": b"\3" + google("voidedPurchaseNotification", {"purchaseToken": "t", "orderId": "GPA.1",
+                                                                    "productType": 2, "refundType": 2}).encode(),
+    "google-one-time": b"\3" + google("oneTimeProductNotification", {"version": "1.0", "notificationType": 1,
+                                                                     "purchaseToken": "t", "sku": "gems"}).encode(),
+    "google-test": b"\3" + google("testNotification", {"version": "1.0"}).encode(),
+    "google-other-package": b"\3" + google("voidedPurchaseNotification", {"purchaseToken": "t", "orderId": "GPA.2"},
+                                           package="com.other").encode(),
+    "google-time-int64-max": b"\3" + google("voidedPurchaseNotification", {"purchaseToken": "t", "orderId": "GPA.3"},
+                                            time="9223372036854775807").encode(),
+    "pubsub-message": b"\0" + json.dumps({"data": __import__("base64").b64encode(VOIDED.encode()).decode(),
+                                          "messageId": "17"}).encode(),
+    "push-envelope": b"\0" + json.dumps({"message": {"data": __import__("base64").b64encode(VOIDED.encode()).decode(),
+                                                     "messageId": "18"}, "subscription": "s"}).encode(),
+    "not-json": b"\0{not json",
+    "apple-body-number": b'\0{"signedPayload":42}',
+    "apple-three-dots": b"\1a.b.c",
+    "apple-jws": b"\2" + field(APPLE_HEADER) + field(APPLE_PAYLOAD) + field(b"\0" * 64),
+    "apple-jws-no-chain": b"\2" + field('{"alg":"ES256"}') + field(APPLE_PAYLOAD) + field(b""),
+    "apple-jws-none": b"\2" + field('{"alg":"none","x5c":[]}') + field(APPLE_PAYLOAD) + field(b""),
+}
+
+
 def write(target, seeds):
     folder = os.path.join(HERE, "Corpus", target)
     os.makedirs(folder, exist_ok=True)
@@ -211,3 +251,4 @@ def write(target, seeds):
 if __name__ == "__main__":
     write("FuzzPurchaseRecord", PURCHASE_SEEDS)
     write("FuzzGamebaseAnswer", ANSWER_SEEDS)
+    write("FuzzStoreNotification", STORE_SEEDS)

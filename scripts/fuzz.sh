@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The libFuzzer targets of FuzzTesting/ (docs/fuzzing.md), built with libFuzzer and AddressSanitizer in .build-fuzz.
 #
-#   scripts/fuzz.sh build            build both targets
+#   scripts/fuzz.sh build            build the targets
 #   scripts/fuzz.sh run SECONDS      build, then fuzz each target for SECONDS, one after the other (`make fuzz`)
 #   scripts/fuzz.sh smoke            build, run every corpus input once, then fuzz each target briefly (`make test`)
 #   scripts/fuzz.sh TARGET [ARG…]    run one built target with libFuzzer's own arguments (a crash file to reproduce)
@@ -16,11 +16,11 @@ SWIFT=${SWIFT:-swift}
 # no terminal, can hang on the dead process.
 export SWIFT_BACKTRACE=enable=no
 SCRATCH=.build-fuzz
-TARGETS=(FuzzPurchaseRecord FuzzGamebaseAnswer)
+TARGETS=(FuzzPurchaseRecord FuzzGamebaseAnswer FuzzStoreNotification)
 # SMOKE_SECONDS of fuzzing per target after the corpus replay.
 SMOKE_SECONDS=${SMOKE_SECONDS:-20}
 # A purchase record input holds up to four records with their values: larger than libFuzzer's 4 KiB default.
-declare -A MAX_LEN=([FuzzPurchaseRecord]=20000 [FuzzGamebaseAnswer]=8192)
+declare -A MAX_LEN=([FuzzPurchaseRecord]=20000 [FuzzGamebaseAnswer]=8192 [FuzzStoreNotification]=16384)
 
 # FUZZ_SKIP_BUILD=1: the targets are built already (run `scripts/fuzz.sh build` on its own, e.g. under a lock that
 # serialises builds on a shared machine, and fuzz without holding it).
@@ -73,7 +73,7 @@ case "${1:-}" in
       fuzz "$target" -max_total_time="$SMOKE_SECONDS" -seed=1
     done
     ;;
-  FuzzPurchaseRecord | FuzzGamebaseAnswer)
+  FuzzPurchaseRecord | FuzzGamebaseAnswer | FuzzStoreNotification)
     target=$1
     shift
     nice -n 19 "$(binary "$target")" -dict="FuzzTesting/$target.dict" -max_len="${MAX_LEN[$target]}" "$@"
