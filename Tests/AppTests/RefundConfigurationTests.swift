@@ -56,6 +56,21 @@ import Testing
         #expect(apple.consumerConfiguration.groupInstanceID == "pod-0")
     }
 
+    @Test func consumptionStatementsGivenWithoutConsumptionAnswersAreWarnedAboutNotRefused() async throws {
+        let given = try await Self.load([
+            "REFUNDS_APPLE_CUSTOMER_CONSENTED": "true", "REFUNDS_APPLE_REFUND_PREFERENCE": "DECLINE",
+        ])
+        #expect(given.refunds.consumptionAnswers == nil)
+        #expect(given.warnings.count == 2, "\(given.warnings)")
+        #expect(given.warnings.contains { $0.hasPrefix("refunds.apple.customer_consented is set but has no effect") })
+        #expect(given.warnings.contains { $0.hasPrefix("refunds.apple.refund_preference is set but has no effect") })
+        // Their defaults, as the shipped configuration file spells them out, say nothing.
+        let defaults = try await Self.load([
+            "REFUNDS_APPLE_CUSTOMER_CONSENTED": "false", "REFUNDS_APPLE_SAMPLE_CONTENT_PROVIDED": "false",
+        ])
+        #expect(defaults.warnings.isEmpty)
+    }
+
     @Test func hostileOrWrongValuesAreRefusedNamingTheKey() async throws {
         let cases: [([String: String], String)] = [
             (["REFUNDS_GOOGLE_PACKAGE_NAME": "com.studio;rm -rf"], "refunds.google.package_name"),

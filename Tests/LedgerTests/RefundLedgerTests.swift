@@ -327,6 +327,37 @@ extension RefundLedgerTests {
         }
     }
 
+    /// A pending refund a newer version wrote with a kind this one does not know is left to that version: the
+    /// settlement goes on with the others instead of failing on it at every sweep.
+    @Test(arguments: LedgerBackend.sql)
+    func aPendingRefundThisVersionCannotReadDoesNotHoldUpTheOthers(backend: LedgerBackend) async throws {
+        let url = try await TestDatabases.freshLedgerURL(backend)
+        try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { store in
+            for (id, payment) in [("a-newer", "GPA.n1"), ("b-kept", "GPA.n2")] {
+                let kept = try await store.record(
+                    Self.notification(id, paymentId: payment), events: Self.events, now: Self.now)
+                #expect(kept.outcome == .pending)
+            }
+        }
+        let bool = backend == .sqlite ? "0" : "false"
+        try await Self.execute(
+            "UPDATE store_notifications SET kind = 'refund_of_a_newer_kind' WHERE notification_id = 'a-newer'", on: url,
+            backend: backend)
+        try await Self.execute(
+            """
+            INSERT INTO grants (payment_seq, user_id, gamebase_product_id, purchase_token, market_id, payment_id,
+                is_test_purchase, state, granted_at_ms)
+            VALUES ('n1', 'user-1', 'gems', 'tok1', 'GG', 'GPA.n1', \(bool), 'consumed', 0),
+                   ('n2', 'user-2', 'gems', 'tok2', 'GG', 'GPA.n2', \(bool), 'consumed', 0)
+            """, on: url, backend: backend)
+        try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { store in
+            let settled = try await store.settlePendingRefunds(limit: 10, events: Self.events, now: Self.now)
+            #expect(settled.map(\.paymentSeq) == ["n2"])
+            #expect(try await store.revocation(paymentSeq: "n1") == nil)
+            #expect(try await store.settlePendingRefunds(limit: 10, events: Self.events, now: Self.now).isEmpty)
+        }
+    }
+
     static func execute(_ sql: String, on url: String, backend: LedgerBackend) async throws {
         switch backend {
         case .sqlite:

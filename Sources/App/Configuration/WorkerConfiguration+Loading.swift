@@ -59,6 +59,11 @@ extension WorkerConfiguration {
         // librdkafka's own validation of every passed-through property, with its message, before any client exists.
         if let problem = ConfigurationKeyCheck.librdkafkaProblems(configuration.librdkafka).first { throw problem }
         configuration.warnings = ConfigurationKeyCheck.unknownVariables(in: environment)
+        for key in configuration.refunds.unusedKeys {
+            configuration.warnings.append(
+                "\(key) is set but has no effect: no consumption answer is sent without refunds.apple.consumption_info "
+                    + "(and the history poller, refunds.apple.issuer_id)")
+        }
         if KafkaConsumerConfiguration.namesConsumerGroupProtocol(configuration.librdkafka["group.protocol"]),
             !Librdkafka.consumerGroupProtocolIsGA
         {
@@ -250,6 +255,19 @@ extension WorkerConfiguration {
             ]
             where try values.optionalString(key) != nil {
                 throw ConfigurationError(key: key, problem: "set refunds.apple.issuer_id too, or remove this key")
+            }
+        }
+        // The studio's statements for consumption answers, given while no answer is sent: said, not refused (the
+        // default configuration file sets them to their defaults).
+        if refunds.consumptionAnswers == nil {
+            if try values.bool("refunds.apple.customer_consented", default: false) {
+                refunds.unusedKeys.append("refunds.apple.customer_consented")
+            }
+            if try values.bool("refunds.apple.sample_content_provided", default: false) {
+                refunds.unusedKeys.append("refunds.apple.sample_content_provided")
+            }
+            if try values.optionalString("refunds.apple.refund_preference") != nil {
+                refunds.unusedKeys.append("refunds.apple.refund_preference")
             }
         }
         if refunds.appleBundleId == nil, refunds.appleRootCertificatesFile != nil {

@@ -39,6 +39,8 @@ public struct WorkerConfiguration: Sendable {
         /// `refunds.apple.base_url`: Apple's host for the environment unless set.
         public var appleBaseURL: String?
         public var applePollInterval: Duration = .seconds(300)
+        /// Keys of the consumption answers set while no answer is sent (said as warnings at start).
+        public var unusedKeys: [String] = []
         /// `refunds.apple.consumption_info` and the statements sent with each answer; `nil`: requests are not answered.
         public var consumptionAnswers: ConsumptionAnswerer.Configuration?
 

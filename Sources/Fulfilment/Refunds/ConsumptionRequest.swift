@@ -21,4 +21,7 @@ public struct ConsumptionRequest: Sendable, Hashable {
 
     /// Apple's deadline for an answer, after it asks.
     public static let answerWindow: TimeInterval = 12 * 3_600
+    /// ``answerWindow`` in the ledger's milliseconds (its queries add it to the request's time: store times are bounded
+    /// to the year 9999, so the sum cannot overflow).
+    public static let answerWindowMilliseconds = Int64(answerWindow * 1_000)
 }

@@ -7,6 +7,9 @@ import PostgresNIO
 /// (the one the grant path takes through `iap_refunded_payments`), then reads what the ledger holds about the payment
 /// with a snapshot taken after the lock, so a grant of the same payment committed meanwhile is seen.
 extension PostgresLedgerStore {
+    /// Apple's 12 hours for a consumption answer, as the queries' literal.
+    static let answerWindow = String(ConsumptionRequest.answerWindowMilliseconds)
+
     public func record(_ record: StoreNotificationRecord, events: EventFactory, now: Date) async throws
         -> RefundRecording
     {
@@ -51,13 +54,11 @@ extension PostgresLedgerStore {
             var recordings: [RefundRecording] = []
             for id in ids {
                 let recording = try await client.withTransaction(logger: logger) { connection -> RefundRecording? in
-                    guard let found = try await Self.fetchNotification(id, connection, logger),
-                        let key = found.paymentKey
+                    guard let found = try await Self.readable(id, connection, logger), let key = found.paymentKey
                     else { return nil }
                     try await Self.lock(key, connection, logger)
                     // Read again under the lock: another instance may have settled it meanwhile.
-                    guard var record = try await Self.fetchNotification(id, connection, logger),
-                        record.outcome == .pending
+                    guard var record = try await Self.readable(id, connection, logger), record.outcome == .pending
                     else { return nil }
                     var context = try await Self.refundContext(key, connection, logger)
                     context.pendingRefund = nil  // itself
@@ -75,6 +76,23 @@ extension PostgresLedgerStore {
                 if let recording { recordings.append(recording) }
             }
             return recordings
+        }
+    }
+
+    /// The notification, or `nil` when its row names a store, kind or outcome this version does not know (a newer
+    /// version's, which settles it): said, never an error that stops the others. The row was read whole, so the
+    /// transaction goes on.
+    static func readable(_ id: String, _ connection: PostgresConnection, _ logger: Logger) async throws
+        -> StoreNotificationRecord?
+    {
+        guard let row = try await fetchNotificationRow(id, connection, logger) else { return nil }
+        do {
+            return try row.record()
+        } catch {
+            logger.warning(
+                "a pending refund this version cannot read is left to the version that wrote it",
+                metadata: ["iap.notification_id": "\(id)", "iap.error": "\(error)"])
+            return nil
         }
     }
 
@@ -256,13 +274,13 @@ extension PostgresLedgerStore {
                     SELECT n.notification_id, n.payment_id, n.occurred_at_ms FROM store_notifications n
                     LEFT JOIN consumption_answers a ON a.notification_id = n.notification_id
                     WHERE n.kind = 'consumption_request' AND n.store = 'apple' AND n.payment_id IS NOT NULL
-                      AND n.occurred_at_ms + 43200000 > \(nowMs)
+                      AND n.occurred_at_ms + \(unescaped: Self.answerWindow) > \(nowMs)
                       AND (a.notification_id IS NULL OR (a.state = 'pending' AND a.next_attempt_ms <= \(nowMs)))
                     ORDER BY n.occurred_at_ms, n.notification_id LIMIT \(Int64(max(0, limit)))
                 )
                 INSERT INTO consumption_answers (notification_id, transaction_id, deadline_ms, state, attempts,
                     next_attempt_ms)
-                SELECT notification_id, payment_id, occurred_at_ms + 43200000, 'pending', 0, \(untilMs) FROM due
+                SELECT notification_id, payment_id, occurred_at_ms + \(unescaped: Self.answerWindow), 'pending', 0, \(untilMs) FROM due
                 ON CONFLICT (notification_id) DO UPDATE SET next_attempt_ms = excluded.next_attempt_ms
                 WHERE consumption_answers.state = 'pending' AND consumption_answers.next_attempt_ms <= \(nowMs)
                 RETURNING notification_id, transaction_id, deadline_ms, attempts
@@ -304,10 +322,10 @@ extension PostgresLedgerStore {
             var nearest: Int64?
             for try await value in try await client.query(
                 """
-                SELECT min(n.occurred_at_ms) + 43200000 FROM store_notifications n
+                SELECT min(n.occurred_at_ms) + \(unescaped: Self.answerWindow) FROM store_notifications n
                 LEFT JOIN consumption_answers a ON a.notification_id = n.notification_id
                 WHERE n.kind = 'consumption_request' AND n.store = 'apple' AND n.payment_id IS NOT NULL
-                  AND n.occurred_at_ms + 43200000 > \(now.epochMilliseconds)
+                  AND n.occurred_at_ms + \(unescaped: Self.answerWindow) > \(now.epochMilliseconds)
                   AND (a.notification_id IS NULL OR a.state = 'pending')
                 """, logger: logger
             ).decode(Int64?.self) {
@@ -392,14 +410,22 @@ extension PostgresLedgerStore {
     static func fetchNotification(_ id: String, _ connection: PostgresConnection, _ logger: Logger) async throws
         -> StoreNotificationRecord?
     {
+        try await fetchNotificationRow(id, connection, logger)?.record()
+    }
+
+    /// The notification's row, read to the end of the answer before anything is made of it.
+    static func fetchNotificationRow(_ id: String, _ connection: PostgresConnection, _ logger: Logger) async throws
+        -> NotificationRow?
+    {
+        var found: NotificationRow?
         for try await row in try await connection.query(
             """
             SELECT \(unescaped: LedgerSchema.notificationColumns) FROM store_notifications WHERE notification_id = \(id)
             """, logger: logger)
         {
-            return try notificationRow(row).record()
+            found = try notificationRow(row)
         }
-        return nil
+        return found
     }
 
     static func fetchRevocation(_ paymentSeq: String, _ connection: PostgresConnection, _ logger: Logger) async throws

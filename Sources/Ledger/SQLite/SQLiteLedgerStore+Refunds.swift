@@ -1,10 +1,14 @@
 import Foundation
 import Fulfilment
 import GRDB
+import Logging
 
 /// The refunds role on SQLite: one writer, so a notification and a grant of the same payment never interleave; each
 /// notification is recorded and carried out in one write transaction.
 extension SQLiteLedgerStore {
+    /// Apple's 12 hours for a consumption answer, as the queries' literal.
+    static let answerWindow = String(ConsumptionRequest.answerWindowMilliseconds)
+
     public func record(_ record: StoreNotificationRecord, events: EventFactory, now: Date) async throws
         -> RefundRecording
     {
@@ -22,7 +26,8 @@ extension SQLiteLedgerStore {
     }
 
     public func settlePendingRefunds(limit: Int, events: EventFactory, now: Date) async throws -> [RefundRecording] {
-        try await write { db in
+        let logger = logger
+        return try await write { db in
             let ids = try String.fetchAll(
                 db,
                 sql: """
@@ -33,7 +38,9 @@ extension SQLiteLedgerStore {
                     """,
                 arguments: [max(0, limit)])
             return try ids.compactMap { id in
-                guard var record = try Self.fetchNotification(id, db), record.outcome == .pending else { return nil }
+                guard var record = try Self.readable(id, logger, { try Self.fetchNotification(id, db) }),
+                    record.outcome == .pending
+                else { return nil }
                 var context = try Self.refundContext(record.paymentKey, db)
                 context.pendingRefund = nil  // itself
                 record.outcome = .recorded
@@ -45,6 +52,21 @@ extension SQLiteLedgerStore {
                 return RefundRecording(
                     outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
             }
+        }
+    }
+
+    /// The notification `fetch` reads, or `nil` when its row names a store, kind or outcome this version does not
+    /// know (a newer version's, which settles it): said once per read, never an error that stops the others.
+    static func readable(
+        _ id: String, _ logger: Logger, _ fetch: () throws -> StoreNotificationRecord?
+    ) throws -> StoreNotificationRecord? {
+        do {
+            return try fetch()
+        } catch let error as LedgerError where error.code == .query {
+            logger.warning(
+                "a pending refund this version cannot read is left to the version that wrote it",
+                metadata: ["iap.notification_id": "\(id)", "iap.error": "\(error)"])
+            return nil
         }
     }
 
@@ -184,13 +206,13 @@ extension SQLiteLedgerStore {
                         SELECT n.notification_id, n.payment_id, n.occurred_at_ms FROM store_notifications n
                         LEFT JOIN consumption_answers a ON a.notification_id = n.notification_id
                         WHERE n.kind = 'consumption_request' AND n.store = 'apple' AND n.payment_id IS NOT NULL
-                          AND n.occurred_at_ms + 43200000 > ?
+                          AND n.occurred_at_ms + \(Self.answerWindow) > ?
                           AND (a.notification_id IS NULL OR (a.state = 'pending' AND a.next_attempt_ms <= ?))
                         ORDER BY n.occurred_at_ms, n.notification_id LIMIT ?
                     )
                     INSERT INTO consumption_answers (notification_id, transaction_id, deadline_ms, state, attempts,
                         next_attempt_ms)
-                    SELECT notification_id, payment_id, occurred_at_ms + 43200000, 'pending', 0, ? FROM due WHERE true
+                    SELECT notification_id, payment_id, occurred_at_ms + \(Self.answerWindow), 'pending', 0, ? FROM due WHERE true
                     ON CONFLICT (notification_id) DO UPDATE SET next_attempt_ms = excluded.next_attempt_ms
                     WHERE consumption_answers.state = 'pending' AND consumption_answers.next_attempt_ms <= ?
                     RETURNING notification_id, transaction_id, deadline_ms, attempts
@@ -232,10 +254,10 @@ extension SQLiteLedgerStore {
             try Int64.fetchOne(
                 db,
                 sql: """
-                    SELECT min(n.occurred_at_ms) + 43200000 FROM store_notifications n
+                    SELECT min(n.occurred_at_ms) + \(Self.answerWindow) FROM store_notifications n
                     LEFT JOIN consumption_answers a ON a.notification_id = n.notification_id
                     WHERE n.kind = 'consumption_request' AND n.store = 'apple' AND n.payment_id IS NOT NULL
-                      AND n.occurred_at_ms + 43200000 > ? AND (a.notification_id IS NULL OR a.state = 'pending')
+                      AND n.occurred_at_ms + \(Self.answerWindow) > ? AND (a.notification_id IS NULL OR a.state = 'pending')
                     """,
                 arguments: [now.epochMilliseconds]
             ).map(Date.init(epochMilliseconds:))
