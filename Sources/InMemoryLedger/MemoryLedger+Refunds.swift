@@ -142,7 +142,8 @@ extension MemoryLedger {
             let due = state.notifications.values.map(\.record).filter { record in
                 guard record.notification.kind == .consumptionRequest, record.notification.store == .apple,
                     record.notification.paymentId != nil,
-                    record.notification.occurredAt.epochMilliseconds + ConsumptionRequest.answerWindowMilliseconds > nowMs
+                    record.notification.occurredAt.epochMilliseconds + ConsumptionRequest.answerWindowMilliseconds
+                        > nowMs
                 else { return false }
                 guard let answer = state.consumptionAnswers[BinaryText(record.notification.notificationId)] else {
                     return true
@@ -157,7 +158,8 @@ extension MemoryLedger {
             return limited(due, max(0, limit)).map { record -> ConsumptionRequest in
                 let key = BinaryText(record.notification.notificationId)
                 let deadline = Date(
-                    epochMilliseconds: record.notification.occurredAt.epochMilliseconds + ConsumptionRequest.answerWindowMilliseconds)
+                    epochMilliseconds: record.notification.occurredAt.epochMilliseconds
+                        + ConsumptionRequest.answerWindowMilliseconds)
                 var row =
                     state.consumptionAnswers[key]
                     ?? ConsumptionRow(
@@ -199,12 +201,17 @@ extension MemoryLedger {
             state.notifications.values.map(\.record).filter { record in
                 guard record.notification.kind == .consumptionRequest, record.notification.store == .apple,
                     record.notification.paymentId != nil,
-                    record.notification.occurredAt.epochMilliseconds + ConsumptionRequest.answerWindowMilliseconds > nowMs
+                    record.notification.occurredAt.epochMilliseconds + ConsumptionRequest.answerWindowMilliseconds
+                        > nowMs
                 else { return false }
                 let answer = state.consumptionAnswers[BinaryText(record.notification.notificationId)]
                 return answer == nil || answer?.answer.state == .pending
             }
-            .map { Date(epochMilliseconds: $0.notification.occurredAt.epochMilliseconds + ConsumptionRequest.answerWindowMilliseconds) }.min()
+            .map {
+                Date(
+                    epochMilliseconds: $0.notification.occurredAt.epochMilliseconds
+                        + ConsumptionRequest.answerWindowMilliseconds)
+            }.min()
         }
     }
 
