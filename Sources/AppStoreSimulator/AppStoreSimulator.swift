@@ -159,7 +159,8 @@ public final class AppStoreSimulator: Service {
 
     /// For people trying the worker by hand (`iap-dev app-store-sim`): `POST /admin/notifications` with
     /// `{"type": "REFUND", "transactionId": "…"}` adds a notification signed now (`revocationReason` optional);
-    /// `GET /admin/consumptions` lists the consumption information received. Loopback only, like the simulator.
+    /// `GET /admin/consumptions` lists the consumption information received. Unauthenticated: a test rig, served on
+    /// loopback by default.
     func admin(_ request: Request) async throws -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
@@ -196,7 +197,8 @@ public final class AppStoreSimulator: Service {
                     object.raw(
                         "body",
                         "{"
-                            + call.body.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(
+                            + call.body.filter { Self.isPlainName($0.key) }.sorted { $0.key < $1.key }
+                            .map { "\"\($0.key)\":\($0.value)" }.joined(
                                 separator: ",") + "}")
                 }
             }
@@ -205,6 +207,11 @@ public final class AppStoreSimulator: Service {
         default:
             return Self.error(404, 4_040_000, "not found")
         }
+    }
+
+    /// A member name written back as it came needs no escaping: printable ASCII without quotes or backslashes.
+    static func isPlainName(_ name: String) -> Bool {
+        name.utf8.allSatisfy { (0x20..<0x7F).contains($0) && $0 != 0x22 && $0 != 0x5C }
     }
 
     /// A JSON string member's value (its text without the quotes; `nil` for anything else or one with escapes).

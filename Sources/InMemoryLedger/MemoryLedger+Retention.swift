@@ -102,7 +102,10 @@ extension MemoryLedger {
                 times = state.outbox.values.compactMap(\.event.publishedAt)
             case .refusedNotifications:
                 times = state.refusals.values.map(\.record.lastReceivedAt)
-            case .reconcileUsers, .reconcileSightings, .otherNotifications:
+            case .otherNotifications:
+                times = state.notifications.values.map(\.record)
+                    .filter { $0.notification.kind == .other && $0.outcome == .recorded }.map(\.receivedAt)
+            case .reconcileUsers, .reconcileSightings:
                 return nil
             }
             // The newest beyond the `keeping` newest (`ORDER BY … DESC LIMIT 1 OFFSET keeping`).

@@ -107,13 +107,13 @@ public struct PurchaseFinder: Sendable {
 
     /// What the ledger holds of the refunds of a purchase's payment (by its store code and store payment id).
     ///
-    /// A ledger whose refund tables cannot be queried (one a version before refunds left, not migrated yet) has none:
+    /// A ledger without the refund tables (one a version before refunds left, not migrated yet) has none:
     /// the purchase's own story is still told. Any other failure (the ledger down, a read past its deadline) fails the
     /// find, as it would for the purchase itself: a timeline never silently leaves out a refund it could not read.
     func refunds(of timeline: PurchaseTimeline, history: PurchaseHistory) async throws -> PurchaseTimeline.Refunds {
         do {
             return try await readRefunds(of: timeline, history: history)
-        } catch let error as LedgerError where error.code == .query {
+        } catch let error as LedgerError where error.code == .missingTable {
             return PurchaseTimeline.Refunds()
         }
     }

@@ -82,30 +82,15 @@ struct AppStoreSimCommand: AsyncParsableCommand {
             configuration: .init(
                 host: host, port: port, issuerId: Self.issuerId, keyId: Self.keyId, publicKey: key.publicKey,
                 pageSize: pageSize), state: state, logger: logger)
-        let announcer = Announcer(
-            simulator: simulator,
-            variables: [
-                ("REFUNDS_APPLE_BUNDLE_ID", bundleId), ("REFUNDS_APPLE_ISSUER_ID", Self.issuerId),
-                ("REFUNDS_APPLE_KEY_ID", Self.keyId), ("REFUNDS_APPLE_PRIVATE_KEY_FILE", keyFile.path),
-                ("REFUNDS_APPLE_ROOT_CERTIFICATES_FILE", rootFile.path),
-            ])
-        let group = ServiceGroup(
-            configuration: .init(
-                services: [.init(service: simulator), .init(service: announcer)],
-                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
-    }
-
-    /// Prints the base URL once the simulator listens, then the worker's variables, then waits for shutdown.
-    struct Announcer: Service {
-        let simulator: AppStoreSimulator
-        let variables: [(String, String)]
-        func run() async throws {
+        let variables = [
+            ("REFUNDS_APPLE_BUNDLE_ID", bundleId), ("REFUNDS_APPLE_ISSUER_ID", Self.issuerId),
+            ("REFUNDS_APPLE_KEY_ID", Self.keyId), ("REFUNDS_APPLE_PRIVATE_KEY_FILE", keyFile.path),
+            ("REFUNDS_APPLE_ROOT_CERTIFICATES_FILE", rootFile.path),
+        ]
+        // The base URL first, then the worker's variables (one per line).
+        try await SimulatorAnnouncer.serve(simulator, logger: logger) {
             let url = await simulator.baseURL()
-            print(url)
-            for (name, value) in variables + [("REFUNDS_APPLE_BASE_URL", url)] { print("\(name)=\(value)") }
-            fflushStandardOutput()
-            try? await gracefulShutdown()
+            return [url] + (variables + [("REFUNDS_APPLE_BASE_URL", url)]).map { "\($0)=\($1)" }
         }
     }
 }

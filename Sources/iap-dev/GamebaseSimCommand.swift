@@ -100,23 +100,9 @@ struct GamebaseSimCommand: AsyncParsableCommand {
         let simulator = GamebaseSimulator(
             configuration: .init(host: host, port: port, appID: appID, secretKey: secretKey), state: state,
             logger: logger)
-        let announcer = Announcer(simulator: simulator, payments: payments.count)
-        let group = ServiceGroup(
-            configuration: .init(
-                services: [.init(service: simulator), .init(service: announcer)],
-                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
-    }
-
-    /// Prints the base URL once the simulator listens, then waits for shutdown.
-    struct Announcer: Service {
-        let simulator: GamebaseSimulator
-        let payments: Int
-        func run() async throws {
-            print(await simulator.baseURL())
-            print("payments \(payments)")
-            fflushStandardOutput()
-            try? await gracefulShutdown()
+        let count = payments.count
+        try await SimulatorAnnouncer.serve(simulator, logger: logger) {
+            [await simulator.baseURL(), "payments \(count)"]
         }
     }
 }

@@ -87,7 +87,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
                 try await store.countUnconsumed()
             }
             print("  ledger    ok: \(configuration.redactedLedgerURL), \(unconsumed) grant(s) awaiting Consume")
-        } catch let error as LedgerError where error.code == .query {
+        } catch let error as LedgerError where error.code == .missingTable {
             // Reachable, but the tables are not there yet: `run` migrates at start.
             print(
                 "  ledger    ok: \(configuration.redactedLedgerURL) reachable; schema not migrated yet (run migrates it at start)"

@@ -238,9 +238,27 @@ struct AppleHistoryPollerTests {
         #expect(taken.heldElsewhere == 0 && taken.notifications == 1, "page 2 of REFUND's window: its last refund")
         #expect(rig.appStore.requests.contains { $0.notificationType == "REFUND" && $0.paginationToken == "2" })
         #expect(rig.harness.publisher.records.isEmpty, "nothing revoked twice (nothing granted here at all)")
-        // b read both windows to their end and gave the leases up: a takes the next pass at once.
+        // b read both windows to their end and gave the leases up: the next pass is due an interval after each
+        // window began, and then any instance takes it (never every instance at every interval).
+        let early = await a.pollOnce()
+        #expect(early.notDue == 2 && early.pages == 0 && early.heldElsewhere == 0)
+        rig.clock.advance(by: .seconds(300))
         let next = await a.pollOnce()
-        #expect(next.heldElsewhere == 0 && next.pages == 2)
+        #expect(next.heldElsewhere == 0 && next.notDue == 0 && next.pages == 2)
+        let after = await b.pollOnce()
+        #expect(after.pages == 0 && after.heldElsewhere + after.notDue == 2, "a reads them now")
+    }
+
+    @Test func aStoppedPollerGivesItsLeasesUpSoTheNextReaderGoesOnAtOnce() async throws {
+        let rig = try Rig()
+        for i in 0..<3 { try rig.refund("20000000000008\(i)0", hoursAgo: Double(2 + i)) }
+        let a = rig.poller(owner: "instance-a", maxPages: 1)
+        let b = rig.poller(owner: "instance-b", maxPages: 1)
+        #expect(await a.pollOnce().pages == 2)  // REFUND's window left mid-page, its lease held
+        #expect(await b.pollOnce().heldElsewhere == 1)
+        await a.releaseLeases()
+        let taken = await b.pollOnce()
+        #expect(taken.heldElsewhere == 0 && taken.notifications == 1, "page 2 of REFUND's window, at once")
     }
 
     @Test func notificationsNotSignedByTheTrustedRootOrForAnotherAppAreRefusedAndRevokeNothing() async throws {

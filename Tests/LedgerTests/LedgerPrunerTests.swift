@@ -203,15 +203,24 @@ struct LedgerPrunerTests {
                         bodyHash: "hash-\(i)", store: .google, code: "unverified", detail: "d", bodyBytes: 10,
                         firstReceivedAt: at, lastReceivedAt: at, count: 1))
             }
+            // Google's notification of each purchase, 1,100 within the last day: held to the bound too.
+            for i in 0..<1_100 {
+                _ = try await store.record(
+                    notification("one-time-\(i)", .other, paymentId: "GPA.x\(i)", daysAgo: 0.5 - Double(i) / 1e6),
+                    events: events, now: Self.now)
+            }
             var policy = RetentionPolicy()
             policy.maxUnconfirmedRows = 1_000
             policy.batchRows = 300
             let pass = await Self.pruner(store, policy, metrics: RecordingMetrics()).pruneOnce()
             #expect(pass.caughtUp)
-            #expect(pass.pruned[.otherNotifications] == 1)
+            #expect(pass.pruned[.otherNotifications] == 1 + 101, "the old one, and the oldest beyond the bound")
+            #expect(try await store.notification(id: "one-time-new") == nil)
+            #expect(try await store.notification(id: "one-time-99") == nil)
+            #expect(try await store.notification(id: "one-time-100") != nil)
             #expect(pass.pruned[.refusedNotifications] == 200, "5 by age, the rest of the oldest to the bound")
             #expect(try await store.notification(id: "one-time-old") == nil)
-            for kept in ["one-time-new", "refund-old", "declined-old", "consumption-old"] {
+            for kept in ["refund-old", "declined-old", "consumption-old"] {
                 #expect(try await store.notification(id: kept) != nil, "\(kept)")
             }
             #expect(try await store.notification(id: "refund-old")?.outcome == .pending)
@@ -220,7 +229,7 @@ struct LedgerPrunerTests {
             #expect(!refusals.contains { $0.bodyHash == "hash-199" } && refusals.contains { $0.bodyHash == "hash-200" })
             let counts = try await store.rowCounts()
             if backend != .postgres {  // PostgreSQL's counts are the statistics' estimate
-                #expect(counts["store_notifications"] == 4 && counts["refused_notifications"] == 1_000)
+                #expect(counts["store_notifications"] == 1_003 && counts["refused_notifications"] == 1_000)
             }
         }
     }

@@ -1,6 +1,8 @@
 import Foundation
 import Fulfilment
 import IAPTestSupport
+import InMemoryLedger
+import Ledger
 import Lookup
 import Testing
 
@@ -42,5 +44,46 @@ struct RefundFindTests {
             let text = FindTextRenderer.render(byGrant)
             #expect(!text.contains("tok-f1"))
         }
+    }
+
+    /// A ledger an older version migrated (no refund tables) still tells a purchase's own story; a refund read that
+    /// fails otherwise (the ledger down, a deadline) fails the find rather than leave the refund out unsaid.
+    @Test(arguments: LedgerBackend.sql)
+    func aLedgerWithoutRefundTablesIsReadWithoutRefundsAndAnyOtherFailureFailsTheFind(backend: LedgerBackend)
+        async throws
+    {
+        let url = try await TestDatabases.freshLedgerURL(backend)
+        try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { store in
+            _ = try await store.insertGrant(
+                LedgerStoreTests.grant("m1", at: R.earlier),
+                event: LedgerStoreTests.event("m1:item-granted", seq: "m1", at: R.earlier))
+        }
+        for table in ["revocations", "consumption_answers", "store_notifications"] {
+            try await RefundLedgerTests.execute("DROP TABLE \(table)", on: url, backend: backend)
+        }
+        try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger, migrate: false) { store in
+            let found = try await PurchaseFinder(reader: store, refunds: store).find("m1")
+            #expect(found.purchases.first?.status.hasPrefix("granted") == true)
+        }
+        let failing = FailingRefunds(error: LedgerError(code: .query, message: "connection reset"))
+        let memory = MemoryLedger()
+        _ = try await memory.insertGrant(
+            LedgerStoreTests.grant("m2", at: R.earlier),
+            event: LedgerStoreTests.event("m2:item-granted", seq: "m2", at: R.earlier))
+        await #expect(throws: LedgerError.self) {
+            try await PurchaseFinder(reader: memory, refunds: failing).find("m2")
+        }
+    }
+
+    /// A refunds role whose every read fails with `error`.
+    struct FailingRefunds: RefundHistoryLedger {
+        let error: LedgerError
+        func notifications(paymentKey: StorePaymentKey) async throws -> [StoreNotificationRecord] { throw error }
+        func notification(id: String) async throws -> StoreNotificationRecord? { throw error }
+        func revocation(paymentSeq: String) async throws -> RevocationRecord? { throw error }
+        func consumptionAnswer(notificationId: String) async throws -> ConsumptionAnswer? { throw error }
+        func latestRefunds(limit: Int) async throws -> [RefundListing] { throw error }
+        func refundCounts(since: Date) async throws -> [RefundDayCount] { throw error }
+        func refundingUsers(since: Date, limit: Int) async throws -> [RefundingUser] { throw error }
     }
 }

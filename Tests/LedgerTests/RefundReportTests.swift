@@ -23,7 +23,9 @@ struct RefundReportTests {
     func theRefundsPageReadsTheLatestTheDaysAndTheUsers(backend: LedgerBackend) async throws {
         try await TestDatabases.withFreshLedger(backend) { store in
             let now = R.now
-            for (seq, user) in [("a1", "ann"), ("a2", "ann"), ("a3", "ann"), ("b1", "bob"), ("old", "olga")] {
+            for (seq, user) in [
+                ("a1", "ann"), ("a2", "ann"), ("a3", "ann"), ("b1", "bob"), ("z1", "Zed"), ("old", "olga"),
+            ] {
                 _ = try await store.insertGrant(
                     T.grant(seq, user: user, at: R.earlier), event: T.event("\(seq):item-granted", seq: seq))
             }
@@ -36,6 +38,8 @@ struct RefundReportTests {
                 (Self.received("n-a2", paymentId: "GPA.a2", at: now), now),
                 (Self.received("n-a3", paymentId: "GPA.a3", at: now), now),
                 (Self.received("n-b1", paymentId: "GPA.b1", at: yesterday), yesterday),
+                // Ids and users that sort differently by bytes than by a language's collation ("Z" before "a").
+                (Self.received("n-Z1", paymentId: "GPA.z1", at: now), now),
                 (Self.received("n-a3-back", paymentId: "GPA.a3", kind: .refundReversed, at: now), now),
                 (Self.received("n-pending", paymentId: "GPA.never", at: now), now),
                 (Self.received("n-declined", paymentId: "GPA.b1", kind: .refundDeclined, at: now), now),
@@ -48,7 +52,7 @@ struct RefundReportTests {
             // Latest received first, then by notification id (bytes, descending); the subscription's is no refund.
             #expect(
                 latest.map(\.record.notification.notificationId) == [
-                    "n-pending", "n-declined", "n-a3-back", "n-a3", "n-a2", "n-b1", "n-a1", "n-old",
+                    "n-pending", "n-declined", "n-a3-back", "n-a3", "n-a2", "n-Z1", "n-b1", "n-a1", "n-old",
                 ])
             #expect(latest.first { $0.record.notification.notificationId == "n-a2" }?.userId == "ann")
             #expect(latest.first { $0.record.notification.notificationId == "n-a2" }?.record.outcome == .revoked)
@@ -63,20 +67,21 @@ struct RefundReportTests {
             #expect(
                 counts == [
                     RefundDayCount(day: dayBefore, kind: .refund, outcome: .revoked, count: 2),
-                    RefundDayCount(day: today, kind: .refund, outcome: .revoked, count: 2),
+                    RefundDayCount(day: today, kind: .refund, outcome: .revoked, count: 3),
                     RefundDayCount(day: today, kind: .refund, outcome: .pending, count: 1),
                     RefundDayCount(day: today, kind: .refundReversed, outcome: .reversed, count: 1),
                     RefundDayCount(day: today, kind: .refundDeclined, outcome: .recorded, count: 1),
                 ])
 
             let users = try await store.refundingUsers(since: since, limit: 10)
-            #expect(users.map(\.userId) == ["ann", "bob"])
+            // Ties by userId's bytes: "Zed" before "bob".
+            #expect(users.map(\.userId) == ["ann", "Zed", "bob"])
             #expect(users.first?.revocations == 3 && users.first?.reversed == 1)
             #expect(users.first?.lastRecordedAt == Date(epochMilliseconds: now.epochMilliseconds))
             #expect(try await store.refundingUsers(since: since, limit: 1).map(\.userId) == ["ann"])
             // The window counts by when each revocation was recorded: from 40 days back, Olga's is in.
             let all = try await store.refundingUsers(since: longAgo, limit: 10)
-            #expect(all.map(\.userId) == ["ann", "bob", "olga"])
+            #expect(all.map(\.userId) == ["ann", "Zed", "bob", "olga"])
         }
     }
 

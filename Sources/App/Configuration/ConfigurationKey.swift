@@ -87,7 +87,7 @@ public struct ConfigurationKey: Sendable, Hashable {
         ),
         ConfigurationKey(
             "ledger.retention.max_unconfirmed_rows", default: "1000000",
-            "At most this many unconfirmed rejections, as many dead letters of malformed records and as many refused notifications, oldest removed first (0: no bound)"
+            "At most this many unconfirmed rejections, dead letters of malformed records, refused notifications and store notifications that changed nothing, each, oldest removed first (0: no bound)"
         ),
         ConfigurationKey("worker.max_in_flight", default: "512", "Purchases processed at once"),
         ConfigurationKey("worker.max_message_bytes", default: "65536", "Larger purchase messages are malformed"),

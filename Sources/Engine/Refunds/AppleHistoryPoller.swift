@@ -51,6 +51,8 @@ public final class AppleHistoryPoller: Service {
         public var refused = 0
         /// Types another instance was reading.
         public var heldElsewhere = 0
+        /// Types whose last window was read to its end less than an interval ago (by any instance).
+        public var notDue = 0
         /// Types whose reading failed (the App Store Server API or the ledger); they are read again next pass.
         public var failed = 0
     }
@@ -82,6 +84,24 @@ public final class AppleHistoryPoller: Service {
 
     public func run() async throws {
         await runPeriodically(every: configuration.interval, on: clock) { _ = await self.pollOnce() }
+        // Stopped (a rolling restart): a window left mid-page is free for the next reader at once, not after its lease.
+        await releaseLeases()
+    }
+
+    /// Gives up the leases this instance holds (positions unchanged); best effort, at shutdown.
+    func releaseLeases() async {
+        let (refunds, owner, names) = (recorder.refunds, owner, Set(configuration.types.map { "apple:\($0)" }))
+        do {
+            try await recorder.deadline.run("release the history positions") {
+                for mark in try await refunds.historyPolls() where names.contains(mark.name) {
+                    _ = try await refunds.saveHistoryPoll(mark, owner: owner, leaseUntil: nil)
+                }
+            }
+        } catch {
+            logger.warning(
+                "the history positions' leases could not be given up; they run out by themselves",
+                metadata: ["iap.error": "\(error)"])
+        }
     }
 
     /// One pass over every type; never throws (a failure is logged, counted, and read again next pass).
@@ -107,7 +127,7 @@ public final class AppleHistoryPoller: Service {
             }
         }
         // A pass that read nothing itself (another instance holds every type) says nothing of the history's health.
-        if pass.failed == 0, pass.heldElsewhere < configuration.types.count {
+        if pass.failed == 0, pass.heldElsewhere + pass.notDue < configuration.types.count {
             metrics.setApplePollSucceeded(at: clock.now.timeIntervalSince1970)
         }
         return pass
@@ -126,6 +146,18 @@ public final class AppleHistoryPoller: Service {
                 })
         else {
             pass.heldElsewhere += 1
+            return
+        }
+        // A window read to its end is read again once an interval has passed since it began, by whichever instance
+        // comes first: several instances never read one type more often than one would.
+        if mark.paginationToken == nil, let end = mark.windowEnd,
+            now < end.addingTimeInterval(configuration.interval.seconds)
+        {
+            let unchanged = mark
+            _ = try await recorder.deadline.run(
+                "release a history position",
+                { try await refunds.saveHistoryPoll(unchanged, owner: owner, leaseUntil: nil) })
+            pass.notDue += 1
             return
         }
         let earliest = now.addingTimeInterval(-configuration.historyReach.seconds)

@@ -19,8 +19,8 @@ public struct RetentionPolicy: Sendable, Hashable {
     /// Store notifications that changed nothing and are no refund, and refused notifications (0: kept, refused ones
     /// still under the count bound).
     public var storeNotificationsDays = 30
-    /// At most this many unconfirmed rejections, as many dead letters of malformed records and as many refused
-    /// notifications (0: no bound).
+    /// At most this many unconfirmed rejections, as many dead letters of malformed records, as many refused
+    /// notifications and as many store notifications that changed nothing (0: no bound).
     public var maxUnconfirmedRows = 1_000_000
     /// The reconciler's state (users not active within it, sightings older than it): `reconcile.lookback_hours`.
     public var reconciliationWindow: Duration = .seconds(72 * 3_600)
@@ -47,7 +47,7 @@ public struct RetentionPolicy: Sendable, Hashable {
     /// The count bound of each kind of row an outsider can cause without a payment, `nil` for the others.
     public func maximumCount(of rows: PrunableRows) -> Int? {
         switch rows {
-        case .unconfirmedRejections, .malformedDeadLetters, .refusedNotifications:
+        case .unconfirmedRejections, .malformedDeadLetters, .refusedNotifications, .otherNotifications:
             maxUnconfirmedRows > 0 ? maxUnconfirmedRows : nil
         default: nil
         }

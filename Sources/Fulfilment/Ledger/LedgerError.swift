@@ -4,6 +4,7 @@ public struct LedgerError: Error, CustomStringConvertible, Sendable {
         private enum Base: String, Hashable, Sendable {
             case invalidURL = "invalid_url"
             case configuration, unavailable, migration, query, conflict
+            case missingTable = "missing_table"
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -20,6 +21,9 @@ public struct LedgerError: Error, CustomStringConvertible, Sendable {
         public static let query = Code(.query)
         /// A guarded update found the row in another state.
         public static let conflict = Code(.conflict)
+        /// A table or function this version reads is not in the ledger: one an older version migrated, read by a
+        /// command that does not migrate (`find`, the console of an instance started before the migration).
+        public static let missingTable = Code(.missingTable)
         public var description: String { base.rawValue }
     }
 

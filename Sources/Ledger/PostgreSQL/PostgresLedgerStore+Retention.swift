@@ -146,7 +146,13 @@ extension PostgresLedgerStore {
                 SELECT last_received_at_ms FROM refused_notifications
                 ORDER BY last_received_at_ms DESC OFFSET \(keeping) LIMIT 1
                 """
-        case .reconcileUsers, .reconcileSightings, .otherNotifications:
+        case .otherNotifications:
+            query = """
+                SELECT received_at_ms FROM store_notifications
+                WHERE kind = \(StoreNotification.Kind.other.rawValue) AND outcome = \(NotificationOutcome.recorded.rawValue)
+                ORDER BY received_at_ms DESC OFFSET \(keeping) LIMIT 1
+                """
+        case .reconcileUsers, .reconcileSightings:
             return nil
         }
         return try await wrap {

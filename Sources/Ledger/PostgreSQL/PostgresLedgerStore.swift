@@ -208,7 +208,9 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
         } catch let error as LedgerError {
             throw error
         } catch {
-            throw LedgerError(code: .query, message: "PostgreSQL: \(Self.describe(error))")
+            // 42P01 undefined_table, 42883 undefined_function: a ledger an older version migrated.
+            let missing = ["42P01", "42883"].contains((error as? PSQLError)?.serverInfo?[.sqlState] ?? "")
+            throw LedgerError(code: missing ? .missingTable : .query, message: "PostgreSQL: \(Self.describe(error))")
         }
     }
 

@@ -141,7 +141,17 @@ extension SQLiteLedgerStore {
                         SELECT last_received_at_ms FROM refused_notifications
                         ORDER BY last_received_at_ms DESC LIMIT 1 OFFSET ?
                         """, arguments: [keeping])
-            case .reconcileUsers, .reconcileSightings, .otherNotifications:
+            case .otherNotifications:
+                ms = try Int64.fetchOne(
+                    db,
+                    sql: """
+                        SELECT received_at_ms FROM store_notifications WHERE kind = ? AND outcome = ?
+                        ORDER BY received_at_ms DESC LIMIT 1 OFFSET ?
+                        """,
+                    arguments: [
+                        StoreNotification.Kind.other.rawValue, NotificationOutcome.recorded.rawValue, keeping,
+                    ])
+            case .reconcileUsers, .reconcileSightings:
                 ms = nil
             }
             return ms.map(Date.init(epochMilliseconds:))

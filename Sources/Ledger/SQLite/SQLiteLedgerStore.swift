@@ -52,7 +52,7 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
             }
         }
         do {
-            try SQLiteMigrationLock.holding(forDatabaseAt: path) { try migrator.migrate(pool) }
+            try await SQLiteMigrationLock.holding(forDatabaseAt: path, logger: logger) { try migrator.migrate(pool) }
         } catch let error as LedgerError {
             throw error
         } catch {
@@ -300,6 +300,11 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
 
     static func wrap(_ error: any Error) -> LedgerError {
         if let error = error as? LedgerError { return error }
+        if let error = error as? DatabaseError, error.resultCode == .SQLITE_ERROR,
+            error.message?.hasPrefix("no such table") == true
+        {
+            return LedgerError(code: .missingTable, message: "SQLite: \(describe(error))")
+        }
         return LedgerError(code: .query, message: "SQLite: \(describe(error))")
     }
 
