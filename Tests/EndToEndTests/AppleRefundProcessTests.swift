@@ -36,8 +36,10 @@ struct AppleRefundProcessTests {
         let refunded = Self.rounds * Self.refundsPerRound
         // One more purchase than refunds: p<refunded> is only ever "refunded" by forged notifications.
         let purchases = refunded + 1
+        // One payment more at Gamebase whose message comes last, after its refund (p<purchases>).
+        let early = purchases
         let cluster = try await Cluster.start(
-            purchases: purchases, simulatorArguments: [], payments: (0..<purchases).map(Self.payment))
+            purchases: purchases, simulatorArguments: [], payments: (0...early).map(Self.payment))
         let key = P256.Signing.PrivateKey()
         let chain = try AppleSigningChain(around: Date())
         let state = AppStoreSimulatorState(chain: chain, bundleId: Self.bundleId)
@@ -84,17 +86,24 @@ struct AppleRefundProcessTests {
         // Each round: the player asks Apple for refunds (half of them first a consumption request), and a worker is
         // killed at a random moment after it began taking them in.
         var requested: Set<String> = []
+        // What no log line may hold: a notification's JWS, the key.
+        var signed: [String] = []
         var generator = SystemRandomNumberGenerator()
         var kills = 0
         var killedWhileTakingIn = 0
         for round in 0..<Self.rounds {
             for i in (round * Self.refundsPerRound)..<((round + 1) * Self.refundsPerRound) {
                 if i % 2 == 0 {
-                    try state.addNotification(type: "CONSUMPTION_REQUEST", transactionId: Self.transactionId(i))
+                    signed.append(
+                        try state.addNotification(type: "CONSUMPTION_REQUEST", transactionId: Self.transactionId(i))
+                            .signedPayload)
                     requested.insert(Self.transactionId(i))
                 }
-                try state.addNotification(
-                    type: "REFUND", transactionId: Self.transactionId(i), revocationDate: Date(), revocationReason: 1)
+                signed.append(
+                    try state.addNotification(
+                        type: "REFUND", transactionId: Self.transactionId(i), revocationDate: Date(),
+                        revocationReason: 1
+                    ).signedPayload)
             }
             let worker = try cluster.worker("worker-\(round)", environment)
             let deadline = Date().addingTimeInterval(30)
@@ -115,13 +124,57 @@ struct AppleRefundProcessTests {
         // A pass or an answer a kill cut short waits out its lease (two minutes) before this worker takes it on.
         let revoked = try await Self.waitUntilSettled(
             refunded, requests: requested.count, ledgerURL: ledgerURL, worker: last, within: 300)
+        // Apple reverses three of the refunds: one refund-reversed event each, however often the history is re-read.
+        let reversed = [0, 1, 2]
+        for i in reversed {
+            signed.append(
+                try state.addNotification(type: "REFUND_REVERSED", transactionId: Self.transactionId(i)).signedPayload)
+        }
+        try await Self.waitUntilReversed(reversed.map { "p\($0)" }, ledgerURL: ledgerURL, worker: last, within: 200)
+        // A refund that comes before its purchase: kept pending; the purchase, when its message comes, is a `refunded`
+        // rejection — no grant, no Consume.
+        signed.append(
+            try state.addNotification(
+                type: "REFUND", transactionId: Self.transactionId(early), revocationDate: Date(), revocationReason: 1
+            ).signedPayload)
+        try await Self.waitFor("the early refund kept pending", ledgerURL: ledgerURL, worker: last) { store in
+            try await store.notifications(
+                paymentKey: StorePaymentKey(marketId: "AS", paymentId: Self.transactionId(early))
+            ).map(\.outcome) == [.pending]
+        }
+        try await cluster.produce(range: early..<(early + 1))
+        try await Self.waitFor("the early purchase rejected as refunded", ledgerURL: ledgerURL, worker: last) { store in
+            try await store.rejections(paymentSeq: "p\(early)").contains { $0.reason == "refunded" }
+        }
+        let passes = state.calls["history"] ?? 0
+        while (state.calls["history"] ?? 0) < passes + 8 { try await Task.sleep(for: .milliseconds(100)) }
         let status = try await last.terminate()
         #expect(status == 0, "exit status \(status):\n\(last.diagnosticOutput)")
         #expect(revoked == refunded)
 
-        // On the topic: each refunded grant's one event id, and no other.
-        let events = try await RefundProcessTests.read("iap.item-revoked", bootstrap: cluster.bootstrap)
-        #expect(Set(events) == Set((0..<refunded).map { "p\($0):item-revoked" }))
+        // On the topic: each refunded grant's one event id, each reversal's, and no other (a kill between Kafka and the
+        // ledger may send one twice under its id). Read by the CloudEvents SDK like the others.
+        let records = try await RefundProcessTests.messages("iap.item-revoked", bootstrap: cluster.bootstrap)
+        #expect(
+            Set(records.compactMap(\.eventID))
+                == Set((0..<refunded).map { "p\($0):item-revoked" } + reversed.map { "p\($0):refund-reversed" }))
+        let unique = Dictionary(records.compactMap { record in record.eventID.map { ($0, record) } }) { first, _ in
+            first
+        }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "apple-revoked-\(UUID().uuidString).json")
+        try CloudEventsInteropTests.dump(Array(unique.values)).write(to: file)
+        let (interop, said) = try CloudEventsInteropTests.runInterop(file)
+        #expect(interop == 0, "\(said)")
+        #expect(said.contains("revocations: \(refunded) item-revoked and 3 refund-reversed read and valid"), "\(said)")
+        #expect(said.contains("read and valid, 0 failed"), "\(said)")
+        // No log line of any worker holds a notification's JWS or the key.
+        let keyLines = key.pemRepresentation.split(separator: "\n").filter { !$0.hasPrefix("-----") }
+        for worker in [granting, last] {
+            let output = worker.output
+            #expect(!signed.contains { output.contains($0.prefix(60)) }, "\(worker.name) logged a JWS")
+            #expect(!keyLines.contains { output.contains($0) } && !output.contains("PRIVATE KEY"), "\(worker.name)")
+        }
         try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) { store in
             for i in 0..<refunded {
                 let notifications = try await store.notifications(
@@ -136,6 +189,7 @@ struct AppleRefundProcessTests {
                     #expect(answer?.state == .answered && answer?.deliveryStatus == "DELIVERED", "p\(i)")
                 }
             }
+            #expect(try await store.grant(paymentSeq: "p\(early)") == nil, "refunded before its message: never granted")
             // The forged ones: refused, kept and counted, nothing revoked.
             #expect(try await store.revocation(paymentSeq: "p\(refunded)") == nil)
             #expect(
@@ -146,11 +200,45 @@ struct AppleRefundProcessTests {
         }
         // Apple heard from the ledger about every request: delivered, with the studio's statements. A kill between
         // Apple's answer and the ledger's record of it sends the same answer again after the claim's lease.
+        #expect(try await simulatorConsumes(cluster.simulatorURL)["p\(early)"] == nil, "never consumed at Gamebase")
         let calls = state.consumptions
         #expect(Set(calls.map(\.transactionId)) == requested)
         #expect(
             calls.allSatisfy { $0.body["deliveryStatus"] == #""DELIVERED""# && $0.body["customerConsented"] == "true" })
         #expect(calls.allSatisfy { $0.body["refundPreference"] == #""DECLINE""# })
+    }
+
+    /// Waits until `done` holds of the ledger.
+    static func waitFor(
+        _ what: String, ledgerURL: String, worker: ChildProcess, within seconds: Double = 120,
+        _ done: @escaping @Sendable (any SQLLedgerStore) async throws -> Bool
+    ) async throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            guard worker.isRunning else { throw ProcessTestError("\(worker.name) exited:\n\(worker.diagnosticOutput)") }
+            if try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger, done) { return }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        throw ProcessTestError("\(what): not within \(seconds) s\n\(worker.diagnosticOutput)")
+    }
+
+    /// Waits until the revocations of `seqs` are reversed, their events published.
+    static func waitUntilReversed(_ seqs: [String], ledgerURL: String, worker: ChildProcess, within seconds: Double)
+        async throws
+    {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            guard worker.isRunning else { throw ProcessTestError("\(worker.name) exited:\n\(worker.diagnosticOutput)") }
+            let done = try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) { store in
+                var reversed = 0
+                for seq in seqs where try await store.revocation(paymentSeq: seq)?.reversedBy != nil { reversed += 1 }
+                let unpublished = try await store.stats().unpublishedEvents
+                return reversed == seqs.count && unpublished == 0
+            }
+            if done { return }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        throw ProcessTestError("\(seqs) not reversed within \(seconds) s\n\(worker.diagnosticOutput)")
     }
 
     /// Waits until the ledger holds `count` revocations with their events published and no consumption request left

@@ -107,18 +107,23 @@ struct RefundProcessTests {
 
     /// The event ids on `topic` (reads until quiet).
     static func read(_ topic: String, bootstrap: String) async throws -> [String] {
+        try await messages(topic, bootstrap: bootstrap).map { $0.eventID ?? "-" }
+    }
+
+    /// The records on `topic` (reads until quiet).
+    static func messages(_ topic: String, bootstrap: String) async throws -> [KafkaMessage] {
         let consumer = try KafkaConsumer(
             configuration: .init(
                 bootstrapServers: bootstrap, groupID: "reader-\(UUID().uuidString.prefix(8))",
                 properties: ["session.timeout.ms": "3000", "auto.offset.reset": "earliest"]),
             logger: EndToEndSystem.logger)
         try consumer.subscribe(topics: [topic])
-        let collected = Shared<[String]>([])
+        let collected = Shared<[KafkaMessage]>([])
         let lastArrival = Shared<ContinuousClock.Instant>(.now + .seconds(4))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for try await message in consumer.messages {
-                    collected.withLock { $0.append(message.eventID ?? "-") }
+                    collected.withLock { $0.append(message) }
                     lastArrival.withLock { $0 = .now }
                 }
             }
