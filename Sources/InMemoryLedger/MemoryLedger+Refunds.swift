@@ -283,9 +283,13 @@ extension MemoryLedger.State {
             )
         }?
         .record
+        let reversedAt = notifications.values.map(\.record).filter {
+            $0.notification.kind == .refundReversed && $0.outcome == .unmatched && MemoryLedger.names($0, key)
+        }
+        .map(\.notification.occurredAt).max()
         return RefundContext(
             grant: grant, revocation: grant.flatMap { revocations[BinaryText($0.paymentSeq)] },
-            pendingRefund: pendingRefund(key))
+            pendingRefund: pendingRefund(key), unmatchedReversalAt: reversedAt)
     }
 }
 

@@ -71,6 +71,18 @@ import Testing
         #expect(defaults.warnings.isEmpty)
     }
 
+    /// The configuration file the image and the packages ship, as it is: the worker starts with it (it spells out the
+    /// refunds' defaults, `consumption_info: false` among them).
+    @Test func theShippedConfigurationFileLoads() async throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let shipped = root.appendingPathComponent("config/iap-worker.yaml").path
+        let configuration = try await WorkerConfiguration.load(
+            configFile: shipped, environment: ["GAMEBASE_APP_ID": "app-1", "GAMEBASE_SECRET_KEY": "s3cr3t-value"])
+        #expect(configuration.refunds.consumptionAnswers == nil)
+        #expect(configuration.warnings.isEmpty, "\(configuration.warnings)")
+    }
+
     @Test func hostileOrWrongValuesAreRefusedNamingTheKey() async throws {
         let cases: [([String: String], String)] = [
             (["REFUNDS_GOOGLE_PACKAGE_NAME": "com.studio;rm -rf"], "refunds.google.package_name"),
@@ -152,6 +164,15 @@ import Testing
             (apple.filter { $0.key != "REFUNDS_APPLE_KEY_ID" }, "refunds.apple.key_id"),
             (apple.filter { $0.key != "REFUNDS_APPLE_BUNDLE_ID" }, "refunds.apple.issuer_id"),
             (["REFUNDS_APPLE_KEY_ID": "KEY1"], "refunds.apple.key_id"),
+            // The signed token never goes over plain HTTP beyond this machine.
+            (apple.merging(["REFUNDS_APPLE_BASE_URL": "http://appstore.example.com"]) { $1 }, "refunds.apple.base_url"),
+            // Apple waits 12 hours for an answer: a poller reading less often than hourly cannot answer in time.
+            (
+                apple.merging([
+                    "REFUNDS_APPLE_CONSUMPTION_INFO": "true", "REFUNDS_APPLE_CUSTOMER_CONSENTED": "true",
+                    "REFUNDS_APPLE_INTERVAL_MS": "7200000",
+                ]) { $1 }, "refunds.apple.interval_ms"
+            ),
         ]
         for (environment, key) in cases {
             let problem = await Self.problem(environment)

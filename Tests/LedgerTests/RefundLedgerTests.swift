@@ -91,6 +91,43 @@ struct RefundLedgerTests {
         }
     }
 
+    /// Apple's types are read apart: a reversal can be read before its refund. The refund it undid, when it comes,
+    /// takes nothing back (before or after the grant); a refund after that reversal revokes as any other.
+    @Test(arguments: LedgerBackend.allCases)
+    func aReversalReadBeforeItsRefundKeepsThatRefundFromRevoking(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            func at(_ record: StoreNotificationRecord, _ offset: TimeInterval) -> StoreNotificationRecord {
+                var record = record
+                record.notification.occurredAt = record.notification.occurredAt.addingTimeInterval(offset)
+                return record
+            }
+            _ = try await store.insertGrant(
+                T.grant("w1"), event: T.event("w1:item-granted", seq: "w1", at: Self.earlier))
+            let early = try await store.record(
+                at(Self.notification("rev-w1", paymentId: "GPA.w1", kind: .refundReversed), 3_600), events: Self.events,
+                now: Self.now)
+            #expect(early.outcome == .unmatched)
+            let undone = try await store.record(
+                Self.notification("ref-w1", paymentId: "GPA.w1"), events: Self.events, now: Self.now)
+            #expect(undone.outcome == .reversed && undone.events.isEmpty)
+            #expect(try await store.revocation(paymentSeq: "w1") == nil)
+            let later = try await store.record(
+                at(Self.notification("ref-w1-again", paymentId: "GPA.w1"), 7_200), events: Self.events, now: Self.now)
+            #expect(later.outcome == .revoked && later.events.map(\.id) == ["w1:item-revoked"])
+
+            // Before any grant: the undone refund is not kept pending, and the purchase is granted when it comes.
+            _ = try await store.record(
+                at(Self.notification("rev-w2", paymentId: "GPA.w2", kind: .refundReversed), 3_600), events: Self.events,
+                now: Self.now)
+            let before = try await store.record(
+                Self.notification("ref-w2", paymentId: "GPA.w2"), events: Self.events, now: Self.now)
+            #expect(before.outcome == .reversed)
+            let granted = try await store.insertGrant(
+                T.grant("w2"), event: T.event("w2:item-granted", seq: "w2", at: Self.earlier))
+            #expect(granted == .inserted)
+        }
+    }
+
     @Test(arguments: LedgerBackend.allCases)
     func aReversalUndoesTheRevocationOnce(backend: LedgerBackend) async throws {
         try await TestDatabases.withFreshLedger(backend) { store in

@@ -220,10 +220,17 @@ extension WorkerConfiguration {
             }
             refunds.applePrivateKeyFile = file
             if let url = try values.optionalString("refunds.apple.base_url") {
-                guard url.hasPrefix("https://") || url.hasPrefix("http://"), URLComponents(string: url)?.host != nil
-                else {
+                let host = URLComponents(string: url)?.host
+                guard url.hasPrefix("https://") || url.hasPrefix("http://"), let host, !host.isEmpty else {
                     throw ConfigurationError(
                         key: "refunds.apple.base_url", problem: "must be an http(s) URL with a host")
+                }
+                // Each call carries the studio's signed token: plain HTTP only to this machine (a simulator).
+                guard url.hasPrefix("https://") || ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host) else {
+                    throw ConfigurationError(
+                        key: "refunds.apple.base_url",
+                        problem: "must be https:// (each call carries the studio's signed token); http only to loopback"
+                    )
                 }
                 refunds.appleBaseURL = url
             }
@@ -243,18 +250,29 @@ extension WorkerConfiguration {
                         key: "refunds.apple.refund_preference", problem: "must be GRANT_FULL, GRANT_PRORATED or DECLINE"
                     )
                 }
+                // Apple waits 12 hours for an answer; a request is read by the poller before it can be answered.
+                guard refunds.applePollInterval <= .seconds(3_600) else {
+                    throw ConfigurationError(
+                        key: "refunds.apple.interval_ms",
+                        problem:
+                            "at most 3600000 with refunds.apple.consumption_info: Apple waits 12 hours for an answer, "
+                            + "and each request is read from the history first")
+                }
                 refunds.consumptionAnswers = ConsumptionAnswerer.Configuration(
                     customerConsented: true,
                     sampleContentProvided: try values.bool("refunds.apple.sample_content_provided", default: false),
                     refundPreference: preference)
             }
         } else {
-            for key in [
-                "refunds.apple.key_id", "refunds.apple.private_key_file", "refunds.apple.base_url",
-                "refunds.apple.consumption_info",
-            ]
+            for key in ["refunds.apple.key_id", "refunds.apple.private_key_file", "refunds.apple.base_url"]
             where try values.optionalString(key) != nil {
                 throw ConfigurationError(key: key, problem: "set refunds.apple.issuer_id too, or remove this key")
+            }
+            // `false` is what the shipped configuration file spells out: only asking for answers needs the poller.
+            if try values.bool("refunds.apple.consumption_info", default: false) {
+                throw ConfigurationError(
+                    key: "refunds.apple.consumption_info",
+                    problem: "answers need the history poller: set refunds.apple.issuer_id too, or set this to false")
             }
         }
         // The studio's statements for consumption answers, given while no answer is sent: said, not refused (the

@@ -35,7 +35,8 @@ public struct RefundPlan: Sendable, Hashable {
     /// - A refund of a granted payment revokes the grant once (a second refund of it, under another notification id,
     ///   changes nothing); a refund of a payment not granted is kept `pending`, which turns the purchase into a
     ///   `refunded` rejection when it comes.
-    /// - A reversal undoes the grant's revocation (a refund-reversed event), or cancels a pending refund.
+    /// - A reversal undoes the grant's revocation (a refund-reversed event), or cancels a pending refund; one with
+    ///   nothing to reverse yet is kept `unmatched`, and the refund it undid, when it comes, is recorded `reversed`.
     /// - Anything else is recorded and changes nothing.
     public static func decide(
         _ record: StoreNotificationRecord, context: RefundContext, events: EventFactory, now: Date
@@ -44,6 +45,12 @@ public struct RefundPlan: Sendable, Hashable {
         switch notification.kind {
         case .refund:
             guard record.paymentKey != nil else { return RefundPlan(outcome: .unmatched) }
+            // Its reversal came first (Apple's types are read apart, and a long backfill or a failed page can read a
+            // REFUND_REVERSED before its REFUND): a refund a later reversal undid takes nothing back. A refund after
+            // that reversal (a new one) revokes as any other.
+            if let reversedAt = context.unmatchedReversalAt, reversedAt >= notification.occurredAt {
+                return RefundPlan(outcome: .reversed, paymentSeq: context.grant?.paymentSeq)
+            }
             guard let grant = context.grant else {
                 if context.pendingRefund != nil { return RefundPlan(outcome: .alreadyRefunded) }
                 return RefundPlan(outcome: .pending)

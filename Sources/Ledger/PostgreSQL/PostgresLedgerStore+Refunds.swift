@@ -402,9 +402,21 @@ extension PostgresLedgerStore {
         ).decode(String?.self) {
             pending = id
         }
+        var reversedAt: Int64?
+        for try await ms in try await connection.query(
+            """
+            SELECT max(occurred_at_ms) FROM store_notifications
+            WHERE market_id = \(key.marketId) AND payment_id = \(key.paymentId)
+              AND kind = 'refund_reversed' AND outcome = 'unmatched'
+            """, logger: logger
+        ).decode(Int64?.self) {
+            reversedAt = ms
+        }
         var revocation: RevocationRecord?
         if let grant { revocation = try await fetchRevocation(grant.paymentSeq, connection, logger) }
-        return RefundContext(grant: grant, revocation: revocation, pendingRefund: pending)
+        return RefundContext(
+            grant: grant, revocation: revocation, pendingRefund: pending,
+            unmatchedReversalAt: reversedAt.map(Date.init(epochMilliseconds:)))
     }
 
     static func fetchNotification(_ id: String, _ connection: PostgresConnection, _ logger: Logger) async throws

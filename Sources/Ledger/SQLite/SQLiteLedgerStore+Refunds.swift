@@ -320,9 +320,17 @@ extension SQLiteLedgerStore {
                     """),
             arguments: [key.paymentId, key.marketId]
         ).map(Self.grant(from:))
+        let reversedAt = try Int64.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT max(occurred_at_ms) FROM store_notifications
+                    WHERE market_id = ? AND payment_id = ? AND kind = 'refund_reversed' AND outcome = 'unmatched'
+                    """),
+            arguments: [key.marketId, key.paymentId])
         return RefundContext(
             grant: grant, revocation: try grant.flatMap { try fetchRevocation($0.paymentSeq, db) },
-            pendingRefund: try pendingRefund(key, db))
+            pendingRefund: try pendingRefund(key, db),
+            unmatchedReversalAt: reversedAt.map(Date.init(epochMilliseconds:)))
     }
 
     static func fetchNotification(_ id: String, _ db: Database) throws -> StoreNotificationRecord? {
