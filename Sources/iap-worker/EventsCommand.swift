@@ -121,6 +121,7 @@ struct EventsCommand: AsyncParsableCommand {
                     ],
                     gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger))
             try await group.run()
+            exitAfterCleanShutdown()
         }
     }
 }

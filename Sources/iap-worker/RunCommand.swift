@@ -41,5 +41,6 @@ struct RunCommand: AsyncParsableCommand {
         try await WorkerApplication.run(configuration: configuration, logger: logger)
         logger.info("stopped")
         LogOutput.standardOutput.flush()
+        exitAfterCleanShutdown()
     }
 }

@@ -12,7 +12,11 @@ struct RefundProcessTests {
     typealias Cluster = ProcessTests.Cluster
 
     @Test func killedWhileTakingInRefundsNothingIsLostOrRevokedTwice() async throws {
-        let cluster = try await Cluster.start(purchases: 60, simulatorArguments: [])
+        // One payment more at Gamebase (p60), refunded before its message comes.
+        let early = 60
+        let cluster = try await Cluster.start(
+            purchases: 60, simulatorArguments: [],
+            payments: (0...early).map { EndToEndSystem.payment("p\($0)", user: "u\($0)") })
         let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
         var environment = cluster.workerEnvironment(
             ledgerURL: ledgerURL, group: "refund-\(UUID().uuidString.prefix(6))", maxInFlight: 16)
@@ -31,6 +35,13 @@ struct RefundProcessTests {
             records += [("n\(i)", notification), ("n\(i)", notification)]
             if i % 2 == 0 { records.append(("n\(i)", RefundEndToEndTests.pubSub(notification, messageId: "m\(i)"))) }
         }
+        // The refund of a purchase whose message has not come yet, and records that must be refused: not JSON,
+        // another package, an Apple body this worker has no Apple configuration for.
+        records += [
+            ("early", RefundEndToEndTests.voided("GPA.p\(early)")), ("x", "{not json"),
+            ("x", RefundEndToEndTests.voided("GPA.p1", package: "com.other.game")),
+            ("x", #"{"signedPayload":"a.b.c"}"#),
+        ]
         let producing = Task { try await Self.produce(records, bootstrap: cluster.bootstrap) }
         var generator = SystemRandomNumberGenerator()
         var kills = 0
@@ -51,6 +62,12 @@ struct RefundProcessTests {
         _ = try await last.waitForLog("reading store notifications")
         let revoked = try await Self.waitForRevocations(
             cluster.purchases, ledgerURL: ledgerURL, worker: last, within: 180)
+        // The purchase refunded first comes now: a refunded rejection, never granted, never consumed at Gamebase.
+        try await cluster.produce(range: early..<(early + 1))
+        try await AppleRefundProcessTests.waitFor("p\(early) rejected as refunded", ledgerURL: ledgerURL, worker: last)
+        {
+            store in try await store.rejections(paymentSeq: "p\(early)").contains { $0.reason == "refunded" }
+        }
         let status = try await last.terminate()
         #expect(status == 0, "exit status \(status):\n\(last.diagnosticOutput)")
         #expect(revoked == cluster.purchases)
@@ -67,7 +84,16 @@ struct RefundProcessTests {
                 #expect(notifications.first?.outcome == .revoked)
             }
             #expect(try await store.stats().unpublishedEvents == 0)
+            #expect(try await store.grant(paymentSeq: "p\(early)") == nil)
+            // Refused, kept once per body (each sent once here), counted; nothing revoked by them.
+            let refusals = try await store.refusals(limit: 10)
+            #expect(
+                Set(refusals.map(\.code)) == ["malformed", "other_application", "not_configured"],
+                "\(refusals.map(\.code))")
         }
+        #expect(try await simulatorConsumes(cluster.simulatorURL)["p\(early)"] == nil)
+        // No worker logged a purchase token (Google's notifications carry them).
+        #expect(!last.output.contains("play-token-"), "a purchase token in the log")
     }
 
     static func produce(_ records: [(String, String)], bootstrap: String) async throws {
