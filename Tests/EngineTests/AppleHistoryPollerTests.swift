@@ -29,6 +29,8 @@ struct AppleHistoryPollerTests {
         }
 
         var requests: [NotificationHistoryRequest] { script.withLock { $0.requests } }
+        /// A clock each history call moves on, and by how much (a call that takes its time).
+        let callTakes = Mutex<(clock: TestClock, duration: Duration)?>(nil)
         /// Fails the call of that index (0 for the first call ever).
         func fail(call index: Int, _ error: AppStoreError) { script.withLock { $0.failures[index] = error } }
 
@@ -40,6 +42,7 @@ struct AppleHistoryPollerTests {
                 return script.failures[script.requests.count - 1]
             }
             if let failure { throw failure }
+            if let takes = callTakes.withLock({ $0 }) { takes.clock.advance(by: takes.duration) }
             let matching = state.history(type: request.notificationType, start: request.startDate, end: request.endDate)
             let offset = request.paginationToken.flatMap(Int.init) ?? 0
             let page = matching.dropFirst(offset).prefix(pageSize)
@@ -247,6 +250,26 @@ struct AppleHistoryPollerTests {
         #expect(next.heldElsewhere == 0 && next.notDue == 0 && next.pages == 2)
         let after = await b.pollOnce()
         #expect(after.pages == 0 && after.heldElsewhere + after.notDue == 2, "a reads them now")
+    }
+
+    /// A long pass keeps its lease by renewing it with each page it saves: past the claim's own lease, another
+    /// instance still finds the position held while the pass reads on.
+    @Test func eachPageSavedRenewsTheLease() async throws {
+        let rig = try Rig()
+        for i in 0..<5 { try rig.refund("20000000000009\(i)0", hoursAgo: Double(2 + i)) }
+        let a = rig.poller(owner: "instance-a", maxPages: 2)
+        let b = rig.poller(owner: "instance-b", maxPages: 2)
+        // Each call takes a minute: a claims REFUND at t0 (lease to t0 + 120 s) and saves pages 1 and 2 at t0 + 60 s
+        // and t0 + 120 s, leaving page 3 for its next pass (lease to t0 + 240 s).
+        rig.appStore.callTakes.withLock { $0 = (rig.clock, .seconds(60)) }
+        let started = rig.clock.now
+        #expect(await a.pollOnce().pages == 3)  // REFUND's pages 1 and 2, REFUND_REVERSED's only page
+        rig.appStore.callTakes.withLock { $0 = nil }
+        #expect(rig.clock.now == started.addingTimeInterval(180))
+        // At t0 + 200 s: past the claim's lease, within the one renewed by page 2.
+        rig.clock.advance(by: .seconds(20))
+        let held = await b.pollOnce()
+        #expect(held.heldElsewhere == 1 && held.pages == 0, "REFUND read on by a; REFUND_REVERSED not due")
     }
 
     @Test func aStoppedPollerGivesItsLeasesUpSoTheNextReaderGoesOnAtOnce() async throws {

@@ -40,24 +40,23 @@ extension PostgresLedgerStore {
 
     public func settlePendingRefunds(limit: Int, events: EventFactory, now: Date) async throws -> [RefundRecording] {
         try await wrap {
-            var ids: [String] = []
-            for try await id in try await client.query(
+            // The payment comes with each id: its lock is taken before the row is read (one read, under the lock).
+            var pending: [(id: String, key: StorePaymentKey)] = []
+            for try await (id, market, payment) in try await client.query(
                 """
-                SELECT n.notification_id FROM store_notifications n
+                SELECT n.notification_id, n.market_id, n.payment_id FROM store_notifications n
                 WHERE n.outcome = 'pending'
                   AND EXISTS (SELECT 1 FROM grants g WHERE g.payment_id = n.payment_id AND g.market_id = n.market_id)
                 ORDER BY n.received_at_ms, n.notification_id LIMIT \(Int64(max(0, limit)))
                 """, logger: logger
-            ).decode(String.self) {
-                ids.append(id)
+            ).decode((String, String, String).self) {
+                pending.append((id, StorePaymentKey(marketId: market, paymentId: payment)))
             }
             var recordings: [RefundRecording] = []
-            for id in ids {
+            for (id, key) in pending {
                 let recording = try await client.withTransaction(logger: logger) { connection -> RefundRecording? in
-                    guard let found = try await Self.readable(id, connection, logger), let key = found.paymentKey
-                    else { return nil }
                     try await Self.lock(key, connection, logger)
-                    // Read again under the lock: another instance may have settled it meanwhile.
+                    // Read under the lock: another instance may have settled it meanwhile.
                     guard var record = try await Self.readable(id, connection, logger), record.outcome == .pending
                     else { return nil }
                     var context = try await Self.refundContext(key, connection, logger)
