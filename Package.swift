@@ -328,10 +328,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
-        // MARK: Tests. Fast tiers (unit and conformance, run in parallel by `make check`): WireTests, GamebaseTests,
-        // FulfilmentTests, LedgerTests, EngineTests, ConsoleTests, AppTests, EventTailTests.
-        // System and process tiers: KafkaTests, EndToEndTests.
+        // MARK: Tests, one target per tier (docs/architecture.md#tests says what each needs and how to run one).
+        // `make check` runs UnitTests and ConformanceTests; `make test` runs every tier on Debian's librdkafka, then the
+        // tests tagged `.librdkafka` again on the current one (scripts/test-lanes.py).
 
+        /// Fakes, clocks, the test PostgreSQL server and the tags every tier shares.
         .target(
             name: "IAPTestSupport",
             dependencies: [
@@ -347,55 +348,79 @@ let package = Package(
             path: "Tests/IAPTestSupport",
             swiftSettings: strictSettings
         ),
-        .testTarget(name: "WireTests", dependencies: ["Wire"], swiftSettings: strictSettings),
-        .testTarget(
-            name: "StoresTests",
+        /// The whole worker in process (EndToEndSystem) and as processes (ChildProcess, ProcessCluster): what the
+        /// end-to-end, process, broker and browser tiers start. Read with `@testable import` (tests build with
+        /// testability), so its declarations stay internal.
+        .target(
+            name: "SystemTestSupport",
             dependencies: [
-                "AppStoreSimulator",
-                "Stores",
+                "App",
                 "Fulfilment",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-            ],
-            swiftSettings: strictSettings),
-        .testTarget(
-            name: "GamebaseTests",
-            dependencies: [
                 "Gamebase",
                 "GamebaseHTTP",
                 "GamebaseSimulator",
+                "IAPTestSupport",
+                "Kafka",
+                "KafkaTesting",
+                "Ledger",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Tests/SystemTestSupport",
+            swiftSettings: strictSettings
+        ),
+        /// Unit: one module at a time, in process (a folder per module); loopback sockets and temporary files at most.
+        .testTarget(
+            name: "UnitTests",
+            dependencies: [
+                "App",
+                "AppStoreHTTP",
+                "AppStoreSimulator",
+                "Console",
+                "Engine",
+                "EventTail",
+                "Fulfilment",
+                "Gamebase",
+                "GamebaseHTTP",
+                "GamebaseSimulator",
+                "IAPTestSupport",
+                "InMemoryLedger",
+                "Kafka",
+                "KafkaTesting",
+                "Lookup",
+                "Sandbox",
+                "Stores",
                 "Wire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),
+        /// Conformance: every ledger operation on SQLite, PostgreSQL (the test server) and memory alike, and each SQL
+        /// store's own start-up, migration and URL rules.
         .testTarget(
-            name: "FulfilmentTests",
-            dependencies: [
-                "Fulfilment",
-                "Gamebase",
-                "IAPTestSupport",
-                "Wire",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strictSettings
-        ),
-        .testTarget(
-            name: "LedgerTests",
+            name: "ConformanceTests",
             dependencies: [
                 "Engine",
                 "Fulfilment",
                 "IAPTestSupport",
+                "InMemoryLedger",
+                "KafkaTesting",
                 "Ledger",
                 "Lookup",
-                "Wire",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -405,77 +430,52 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        /// Kafka adapter: the Kafka layer and the adapters over it (the event follower, the dead-letter reader, the
+        /// strict configuration) on librdkafka's mock cluster, or on Tansu with `IAP_TEST_KAFKA_BROKER=tansu`.
         .testTarget(
-            name: "EngineTests",
+            name: "KafkaTests",
             dependencies: [
-                "AppStoreSimulator",
-                "Engine",
+                "App",
+                "CRdKafka",
+                "EventTail",
                 "Fulfilment",
-                "Gamebase",
                 "IAPTestSupport",
-                "InMemoryLedger",
-                "Stores",
-                "Wire",
+                "Kafka",
+                "KafkaTesting",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),
+        /// End to end, in process: the worker with the simulators and the mock cluster in this process (the sandbox),
+        /// and what outside consumers (the CloudEvents SDK) read of it.
         .testTarget(
-            name: "KafkaTests",
-            dependencies: ["Kafka", "KafkaTesting", "CRdKafka", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: strictSettings
-        ),
-        .testTarget(
-            name: "AppTests",
+            name: "EndToEndTests",
             dependencies: [
-                "AppStoreHTTP",
-                "Stores",
                 "App",
-                "Console",
+                "AppStoreHTTP",
+                "AppStoreSimulator",
                 "Engine",
                 "Fulfilment",
                 "Gamebase",
                 "GamebaseHTTP",
+                "GamebaseSimulator",
                 "IAPTestSupport",
                 "Kafka",
                 "Ledger",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                "SystemTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
-            ],
-            swiftSettings: strictSettings
-        ),
-        .testTarget(
-            name: "ConsoleTests",
-            dependencies: [
-                "Console",
-                "Fulfilment",
-                "Gamebase",
-                "IAPTestSupport",
-                "KafkaTesting",
-                "Lookup",
-                "Sandbox",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),
+        /// Process: the built `iap-worker` and `iap-dev` as processes, killed at random moments, several instances in
+        /// one group, against `iap-dev dev-kafka` (or Tansu), `iap-dev gamebase-sim` and real databases.
         .testTarget(
-            name: "EventTailTests",
-            dependencies: ["EventTail", "Kafka", "KafkaTesting", "Fulfilment"],
-            swiftSettings: strictSettings
-        ),
-        .testTarget(
-            name: "EndToEndTests",
+            name: "ProcessTests",
             dependencies: [
-                "AppStoreSimulator",
-                "AppStoreHTTP",
-                "Stores",
                 "App",
+                "AppStoreHTTP",
+                "AppStoreSimulator",
                 "Engine",
                 "Fulfilment",
                 "Gamebase",
@@ -487,15 +487,54 @@ let package = Package(
                 "Ledger",
                 "Lookup",
                 "Sandbox",
-                "Wire",
+                "Stores",
+                "SystemTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        /// Broker: a real broker process (Tansu) the test starts itself, whatever broker the run is on.
+        .testTarget(
+            name: "BrokerTests",
+            dependencies: ["IAPTestSupport", "Kafka", "KafkaTesting", "SystemTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        /// Browser: the operator console in Debian's headless Chromium, driven by Selenium (scripts/).
+        .testTarget(
+            name: "BrowserTests",
+            dependencies: [
+                "App",
+                "Console",
+                "Engine",
+                "Gamebase",
+                "GamebaseSimulator",
+                "IAPTestSupport",
+                "KafkaTesting",
+                "Sandbox",
+                "SystemTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        /// Slow: tests too long for `make check`'s loop (a ledger of a million rows); `make test` runs them.
+        .testTarget(
+            name: "SlowTests",
+            dependencies: [
+                "Fulfilment",
+                "IAPTestSupport",
+                "Ledger",
+                "Lookup",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: strictSettings
         ),

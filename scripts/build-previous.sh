@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Builds `iap-worker` as it was at the version before the newest ledger migration, for the mixed-version test
-# (Tests/EndToEndTests/MixedVersionProcessTests.swift: instances of both versions on one PostgreSQL ledger, rolled
-# one by one under load). Prints the executable's path; a build of the same revision is reused.
+# (Tests/ProcessTests/MixedVersionProcessTests.swift: instances of both versions on one PostgreSQL ledger, rolled one by
+# one under load). Prints the executable's path.
+#
+# The executable is kept outside the clone, in a cache keyed by commit (scripts/cache-dir.sh: IAP_CACHE_DIR, by default
+# ~/.cache/iap-worker), so that it is built once per revision on a machine, whichever clone asks: a second CI run, or a
+# developer's `make test` after CI's, builds nothing. On a miss it is built in this clone's own build folder (.build),
+# before this version's build (`make test` calls it first): the dependencies it compiles are then the very ones this
+# version's build finds up to date, so that only the worker's own modules are compiled twice.
 #
 # IAP_WORKER_PREVIOUS_REV names the revision (default below: the last commit whose schema ends at 006_refunds, before
 # 007_refund_reports). When a migration is added, set the default to the last commit before it.
@@ -9,20 +15,31 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 swift=${SWIFT:-swift}
 rev=${IAP_WORKER_PREVIOUS_REV:-46b1d498d9d7659a3953152fe9751ee625f2df1c}
-out="$root/.build-previous"
 commit=$(git -C "$root" rev-parse --verify "$rev^{commit}")
-if [[ -x "$out/bin/iap-worker" && "$(cat "$out/bin/commit" 2>/dev/null)" == "$commit" ]]; then
-    echo "$out/bin/iap-worker"
+cache=$("$root/scripts/cache-dir.sh")
+out="$cache/previous/$commit"
+if [[ -x "$out/iap-worker" ]]; then
+    echo "$out/iap-worker"
     exit 0
 fi
-rm -rf "$out/src" "$out/bin"
-mkdir -p "$out/src" "$out/bin"
-git -C "$root" archive "$commit" | tar -x -C "$out/src"
-# The dependency versions this checkout resolved, so both builds use the same ones.
-if [[ -f "$root/Package.resolved" ]]; then cp "$root/Package.resolved" "$out/src/Package.resolved"; fi
-echo "building iap-worker at ${commit:0:12} (the version before the newest migration) in $out…" >&2
-"$swift" build --package-path "$out/src" --scratch-path "$out/build" --product iap-worker >&2
-cp "$out/build/debug/iap-worker" "$out/bin/iap-worker"
-echo "$commit" > "$out/bin/commit"
-rm -rf "$out/src"
-echo "$out/bin/iap-worker"
+src="$root/.build/previous-src"
+rm -rf "$src"
+mkdir -p "$src" "$cache/previous"
+git -C "$root" archive "$commit" | tar -x -C "$src"
+# The dependency versions this checkout resolved, when it has, so both builds use the same ones.
+if [[ -f "$root/Package.resolved" ]]; then cp "$root/Package.resolved" "$src/Package.resolved"; fi
+echo "building iap-worker at ${commit:0:12} (the version before the newest migration) into $out…" >&2
+# The same flags as this version's build (SWIFT_BUILD_FLAGS, from the Makefile), or the dependencies would be
+# compiled twice.
+# shellcheck disable=SC2086 # the flags are words
+"$swift" build --package-path "$src" --scratch-path "$root/.build" --product iap-worker ${SWIFT_BUILD_FLAGS:-} >&2
+# Written aside, then moved: a reader (another clone's run) sees the whole executable or none.
+staging=$(mktemp -d "$cache/previous/.staging.XXXXXX")
+cp "$root/.build/debug/iap-worker" "$staging/iap-worker"
+echo "$commit" >"$staging/commit"
+rm -rf "$out"
+mv "$staging" "$out" 2>/dev/null || rm -rf "$staging"
+# This version's build must not find the previous one's executable and take it for its own.
+rm -f "$root/.build/debug/iap-worker"
+rm -rf "$src"
+echo "$out/iap-worker"

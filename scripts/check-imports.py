@@ -70,6 +70,8 @@ ALLOWED = {
     "iap-dev": (PRODUCTION | TEST_RIG) - C_BOUNDARY,
     # The tests' shared fakes of the ports (a scripted Gamebase, a clock, recorders) and store factories.
     "IAPTestSupport": {"Wire", "Gamebase", "Fulfilment", "Engine", "Ledger", "InMemoryLedger"},
+    # The whole worker in process and as processes, for the system tiers (end to end, process, broker, browser).
+    "SystemTestSupport": (PRODUCTION | TEST_RIG | {"IAPTestSupport"}) - C_BOUNDARY,
 }
 # The other packages' modules the core may link (through any of its targets): pure Swift, no NIO, no SQL driver, no C
 # client. Every other target may link what Package.swift gives it.
@@ -85,7 +87,7 @@ MOCK_SUBMODULE = "CRdKafka.Mock"
 MOCK_IMPORTERS = {"KafkaTesting"}
 # The shipped executable: its whole link closure must stay clear of these.
 SHIPPED = "iap-worker"
-NEVER_SHIPPED = TEST_RIG | {"IAPTestSupport", "iap-dev"}
+NEVER_SHIPPED = TEST_RIG | {"IAPTestSupport", "SystemTestSupport", "iap-dev"}
 
 # --- Package.swift -------------------------------------------------------------------------------------------------
 

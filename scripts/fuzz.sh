@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The libFuzzer targets of FuzzTesting/ (docs/fuzzing.md), built with libFuzzer and AddressSanitizer in .build-fuzz.
+# The libFuzzer targets of FuzzTesting/ (docs/fuzzing.md), built with libFuzzer and AddressSanitizer in the build cache
+# (scripts/cache-dir.sh: fuzz-build/), which outlives the clone: a later build, from any clone on the machine, compiles
+# only this package's modules again, not the sanitized dependencies (swift-crypto's BoringSSL above all).
 #
 #   scripts/fuzz.sh build            build the targets
 #   scripts/fuzz.sh run SECONDS      build, then fuzz each target for SECONDS, one after the other (`make fuzz`)
@@ -15,7 +17,7 @@ SWIFT=${SWIFT:-swift}
 # libFuzzer reports crashes itself (and saves the input); Swift's backtracer would take the signal first and, with
 # no terminal, can hang on the dead process.
 export SWIFT_BACKTRACE=enable=no
-SCRATCH=.build-fuzz
+SCRATCH=${IAP_FUZZ_SCRATCH:-$(scripts/cache-dir.sh)/fuzz-build}
 TARGETS=(FuzzPurchaseRecord FuzzGamebaseAnswer FuzzStoreNotification)
 # SMOKE_SECONDS of fuzzing per target after the corpus replay.
 SMOKE_SECONDS=${SMOKE_SECONDS:-20}

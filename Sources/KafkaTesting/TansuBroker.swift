@@ -29,7 +29,7 @@ public final class TansuBroker: KafkaEndpoint, @unchecked Sendable {
     private let executable: String
     private let process: Process
 
-    /// The Tansu executable of the tests: `IAP_TEST_TANSU`, which `scripts/test-lanes.sh` sets from
+    /// The Tansu executable of the tests: `IAP_TEST_TANSU`, which `scripts/test-lanes.py` sets from
     /// `scripts/kafka-tools.sh tansu`.
     public static func executableFromEnvironment() throws -> String {
         guard let path = ProcessInfo.processInfo.environment["IAP_TEST_TANSU"], !path.isEmpty else {

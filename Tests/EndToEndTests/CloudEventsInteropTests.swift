@@ -2,19 +2,17 @@ import App
 import Foundation
 import Gamebase
 import GamebaseSimulator
+import IAPTestSupport
 import Kafka
 import Testing
+
+@testable import SystemTestSupport
 
 /// The worker's real events, from a mixed run on the mock cluster, read by a consumer no one here wrote: the
 /// official CloudEvents Python SDK (PyPI `cloudevents`), with every `data` validated against docs/schemas.
 @Suite("CloudEvents interop", .serialized, .timeLimit(.minutes(6)))
 struct CloudEventsInteropTests {
     typealias System = EndToEndSystem
-
-    static var root: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-    }
 
     @Test func theOfficialSDKReadsEveryEventOfAMixedRun() async throws {
         var payments = (0..<6).map { System.payment("ce\($0)", user: "u\($0)") }
@@ -31,7 +29,7 @@ struct CloudEventsInteropTests {
             try await system.produce(messages)
             let expected = messages.count
             var configuration = system.configuration()
-            configuration.refunds.googlePackageName = RefundEndToEndTests.package
+            configuration.refunds.googlePackageName = GoogleNotifications.package
             try await system.withWorker(configuration) { parts in
                 try await system.eventually("every message has its outcome") {
                     parts.metrics.purchaseCounts.values.reduce(0, +) >= expected
@@ -39,8 +37,8 @@ struct CloudEventsInteropTests {
                 // Two grants refunded, one of them partly: their item-revoked events.
                 try await system.produce(
                     [
-                        ("n", RefundEndToEndTests.voided("GPA.ce3")),
-                        ("n", RefundEndToEndTests.voided("GPA.ce4", refundType: 2)),
+                        ("n", GoogleNotifications.voided("GPA.ce3")),
+                        ("n", GoogleNotifications.voided("GPA.ce4", refundType: 2)),
                     ], to: "store.notifications")
                 try await system.eventually("both refunds revoke their grants") {
                     String(decoding: parts.metrics.exposition(), as: UTF8.self).contains(
@@ -60,53 +58,11 @@ struct CloudEventsInteropTests {
             #expect(reasons == ["ce3:item-revoked": "refund", "ce4:item-revoked": "partial_refund"])
             let file = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "ce-records-\(UUID().uuidString).json")
-            try Self.dump(records).write(to: file)
-            let (status, output) = try Self.runInterop(file)
+            try OutsideTools.cloudEventsRecords(records).write(to: file)
+            let (status, output) = try OutsideTools.readWithCloudEventsSDK(file)
             #expect(status == 0, "\(output)")
             #expect(output.contains("6 item-granted and 6 consume-failed read and valid, 0 failed"), "\(output)")
             #expect(output.contains("revocations: 2 item-revoked and 0 refund-reversed read and valid"), "\(output)")
         }
-    }
-
-    /// The records as the interop script reads them: key, value and headers in base64.
-    static func dump(_ records: [KafkaMessage]) throws -> Data {
-        let entries: [[String: Any]] = records.map { record in
-            let key: Any = record.key.map { Data($0).base64EncodedString() } ?? NSNull()
-            let headers: [[Any]] = record.headers.map { header in
-                let value: Any = header.value.map { Data($0).base64EncodedString() } ?? NSNull()
-                return [header.name, value]
-            }
-            return [
-                "topic": record.topic, "key": key, "value": Data(record.value).base64EncodedString(),
-                "headers": headers,
-            ]
-        }
-        return try JSONSerialization.data(withJSONObject: ["records": entries], options: [.sortedKeys])
-    }
-
-    /// Runs `scripts/cloudevents-interop.py` with the python of `scripts/cloudevents-venv.sh` (which installs the
-    /// SDK on first use).
-    static func runInterop(_ file: URL) throws -> (Int32, String) {
-        let python = try run(
-            "/bin/bash", [root.appendingPathComponent("scripts/cloudevents-venv.sh").path], stderr: false
-        ).output
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        return try run(python, [root.appendingPathComponent("scripts/cloudevents-interop.py").path, file.path])
-    }
-
-    static func run(_ executable: String, _ arguments: [String], stderr: Bool = true) throws -> (
-        status: Int32, output: String
-    ) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.currentDirectoryURL = root
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        if stderr { process.standardError = pipe }
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 }

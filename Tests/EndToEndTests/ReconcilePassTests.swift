@@ -11,6 +11,8 @@ import Logging
 import Synchronization
 import Testing
 
+@testable import SystemTestSupport
+
 /// One reconciliation pass against the simulator over HTTP and a real ledger: what it takes, when, and what it
 /// leaves alone.
 @Suite("Reconciliation passes", .serialized, .timeLimit(.minutes(3)))
@@ -47,13 +49,20 @@ struct ReconcilePassTests {
         let publisher: Publisher
         let gamebase: ListFailingGamebase
         let health = Health()
+        /// The passes' and the processor's time: graces and intervals pass when a test advances it, and the rate
+        /// limiter's waits move it instead of taking real time.
+        let clock: TestClock
 
-        func pass(grace: Duration = .zero, rate: Int = 1_000, interval: Duration = .seconds(60)) -> ReconcilePass {
+        /// A pass on the harness's test clock, or on `clock` (the system's, to see calls spaced in real time).
+        func pass(
+            grace: Duration = .zero, rate: Int = 1_000, interval: Duration = .seconds(60),
+            clock: (any WorkerClock)? = nil
+        ) -> ReconcilePass {
             ReconcilePass(
                 processor: processor, ledger: ledger,
                 configuration: Reconciler.Configuration(
                     interval: interval, grace: grace, lookback: .seconds(3_600), maxCallsPerSecond: rate),
-                health: health, metrics: RecordingMetrics(), logger: EndToEndSystem.logger)
+                health: health, metrics: RecordingMetrics(), clock: clock ?? self.clock, logger: EndToEndSystem.logger)
         }
 
         /// A purchase message processed the usual way: its user is now one the reconciler knows.
@@ -105,18 +114,22 @@ struct ReconcilePassTests {
                     configuration: configuration.gamebaseConfiguration, logger: EndToEndSystem.logger)
                 let publisher = Publisher()
                 let api = ListFailingGamebase(base: gamebase)
+                // Now, to the whole second: the ledgers keep times to the millisecond, and on a clock that stands still
+                // a sighting read back rounded up would look a moment in the future.
+                let clock = TestClock(
+                    now: Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)), sleepsAdvance: true)
                 let processor = PurchaseProcessor(
                     gamebase: api, ledger: ledger, publisher: publisher,
                     configuration: FulfilmentConfiguration(
                         groupID: "reconcile-test", rejectTestPurchases: rejectTestPurchases,
                         verifyRetry: configuration.retry,
                         consumeRetry: configuration.retry),
-                    logger: EndToEndSystem.logger)
+                    logger: EndToEndSystem.logger, clock: clock)
                 do {
                     try await body(
                         Harness(
                             simulator: system.simulator, ledger: ledger, processor: processor, publisher: publisher,
-                            gamebase: api)
+                            gamebase: api, clock: clock)
                     )
                 } catch {
                     try? await gamebase.shutdown()
@@ -142,7 +155,7 @@ struct ReconcilePassTests {
             #expect(await pass.run(.init()).outcomes == [.skippedGrace: 1], "still within its grace")
             #expect(h.simulator.state.consumes["q1"] == nil)
             // The grace runs from the first sighting, kept in the ledger: a new pass (a restarted worker) agrees.
-            try await Task.sleep(for: .milliseconds(1_600))
+            h.clock.advance(by: .milliseconds(1_600))
             let taken = await h.pass(grace: .milliseconds(1_500)).run(.init())
             #expect(Self.outcomes(taken) == ["q1": .granted])
             #expect(h.simulator.state.consumes["q1"] == 1)
@@ -154,7 +167,7 @@ struct ReconcilePassTests {
                 ])
             #expect(
                 try await h.ledger.reconciliationSightings(
-                    [ReconciliationSighting(paymentSeq: "q1", userId: "u1")], now: Date(), record: false
+                    [ReconciliationSighting(paymentSeq: "q1", userId: "u1")], now: h.clock.now, record: false
                 ).isEmpty, "forgotten once decided")
             // Consumed now: no longer listed, nothing more to do.
             #expect(await pass.run(.init()).outcomes.isEmpty)
@@ -167,11 +180,12 @@ struct ReconcilePassTests {
             try await h.message("m2", user: "u2")
             let pass = h.pass(grace: .seconds(1))
             _ = await pass.run(.init())
-            try await Task.sleep(for: .milliseconds(1_100))
+            h.clock.advance(by: .milliseconds(1_100))
             // Intake was held until just now (an outage): messages it held back may still be on their way.
-            h.health.since.withLock { $0 = Date() }
+            let now = h.clock.now
+            h.health.since.withLock { $0 = now }
             #expect(Self.outcomes(await pass.run(.init())) == ["q2": .skippedGrace])
-            try await Task.sleep(for: .milliseconds(1_100))
+            h.clock.advance(by: .milliseconds(1_100))
             #expect(Self.outcomes(await pass.run(.init())) == ["q2": .granted])
         }
     }
@@ -331,7 +345,7 @@ struct ReconcilePassTests {
             // Without a grace, a pass would take it at once: so says the dry run.
             #expect(await h.pass().run(.init(dryRun: true)).findings.map(\.outcome) == [.wouldTake])
             #expect(
-                try await h.ledger.claimReconciliationUsers(["u4"], now: Date(), nextCheck: Date()) == ["u4"],
+                try await h.ledger.claimReconciliationUsers(["u4"], now: h.clock.now, nextCheck: h.clock.now) == ["u4"],
                 "no claim was made")
             _ = await h.pass().run(.init())
             #expect(h.simulator.state.consumes["q4"] == 1, "grace zero: the real pass took it")
@@ -341,7 +355,7 @@ struct ReconcilePassTests {
             // A payment past its grace: a dry run says it would take it, and does not.
             h.simulator.state.add([EndToEndSystem.payment("q5", user: "u4")])
             _ = await h.pass(grace: .milliseconds(200)).run(.init())
-            try await Task.sleep(for: .milliseconds(300))
+            h.clock.advance(by: .milliseconds(300))
             let would = await h.pass(grace: .milliseconds(200)).run(.init(dryRun: true))
             #expect(Self.outcomes(would) == ["q5": .wouldTake])
             #expect(try await h.ledger.grant(paymentSeq: "q5") == nil)
@@ -365,7 +379,7 @@ struct ReconcilePassTests {
 
             // 12 lists, then 12 × (Get Payment Transaction + Consume): 36 calls at 10 a second.
             let started = ContinuousClock.now
-            _ = await h.pass(rate: 10).run(.init())
+            _ = await h.pass(rate: 10, clock: SystemClock()).run(.init())
             let elapsed = ContinuousClock.now - started
             #expect(h.simulator.state.consumedCount == 24)
             #expect(elapsed >= .milliseconds(3_400), "36 calls at 10/s take at least 3.5 s, took \(elapsed)")
@@ -401,7 +415,7 @@ struct ReconcilePassTests {
             for user in users {
                 let grant = GrantRecord(
                     paymentSeq: "page-\(user)", userId: user, gamebaseProductId: "gems_500", purchaseToken: "t-\(user)",
-                    grantedAt: Date())
+                    grantedAt: h.clock.now)
                 _ = try await h.ledger.insertGrant(grant, event: h.processor.configuration.events.itemGranted(grant))
             }
             // 100 ms × 1,000 calls a second: pages of 100 users, the least a pass reads at once.
@@ -411,7 +425,7 @@ struct ReconcilePassTests {
             #expect(h.simulator.state.listsByUser.values.allSatisfy { $0 == 1 })
 
             // The next interval, two instances: each user once, between them.
-            try await Task.sleep(for: .milliseconds(150))
+            h.clock.advance(by: .milliseconds(150))
             async let first = h.pass(rate: 1_000, interval: .milliseconds(100)).run(.init(claim: true))
             async let second = h.pass(rate: 1_000, interval: .milliseconds(100)).run(.init(claim: true))
             let (a, b) = await (first, second)
@@ -425,7 +439,8 @@ struct ReconcilePassTests {
         try await Self.withHarness(payments: users.map { EndToEndSystem.payment("late-\($0)", user: $0) }) { h in
             for user in users { try await h.message("late-\(user)", user: user) }
             let pass = h.pass(rate: 4)
-            let short = await pass.run(.init(claim: true, deadline: .now + .milliseconds(700)))
+            // 250 ms of the test clock a call: the deadline falls after the second or third user.
+            let short = await pass.run(.init(claim: true, deadline: h.clock.instant + .milliseconds(700)))
             #expect(
                 short.usersLeft > 0 && short.usersChecked + short.usersLeft == 10,
                 "\(short.usersChecked) + \(short.usersLeft)")

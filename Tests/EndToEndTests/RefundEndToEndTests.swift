@@ -12,39 +12,24 @@ import Kafka
 import Ledger
 import Testing
 
+@testable import SystemTestSupport
+
 /// Google's voided purchases through the worker's own composition root, on the mock cluster, the Gamebase simulator
 /// and each SQL ledger: a refund of a granted purchase revokes it once; one recorded before its purchase turns the
 /// purchase into a `refunded` rejection that is never consumed; refused records revoke nothing.
 @Suite("Refunds end to end, in process", .serialized, .timeLimit(.minutes(4)))
 struct RefundEndToEndTests {
     typealias System = EndToEndSystem
-    static let package = "com.studio.game"
-
-    static func voided(
-        _ orderId: String, package: String = package, time: Int64 = 1_764_000_000_123, refundType: Int = 1
-    ) -> String {
-        """
-        {"version":"1.0","packageName":"\(package)","eventTimeMillis":"\(time)",\
-        "voidedPurchaseNotification":{"purchaseToken":"play-token-\(orderId)","orderId":"\(orderId)",\
-        "productType":2,"refundType":\(refundType)}}
-        """
-    }
-
-    /// The Pub/Sub message shape Kafka Connect's source connector may write: the same notification, base64.
-    static func pubSub(_ notification: String, messageId: String) -> String {
-        #"{"data":"\#(Data(notification.utf8).base64EncodedString())","messageId":"\#(messageId)"}"#
-    }
-
     @Test(arguments: LedgerBackend.sql)
     func refundsRevokeOnceAndARefundFirstIsNeverGranted(backend: LedgerBackend) async throws {
         let payments = [System.payment("late", user: "u-late"), System.payment("early", user: "u-early")]
         try await System.run(backend, payments: payments) { system in
             var settings = system.configuration()
-            settings.refunds.googlePackageName = Self.package
+            settings.refunds.googlePackageName = GoogleNotifications.package
             let configuration = settings
             try await system.withWorker(configuration) { parts in
                 #expect(parts.notificationIntake != nil)
-                try await system.produce([("n", Self.voided("GPA.early"))], to: "store.notifications")
+                try await system.produce([("n", GoogleNotifications.voided("GPA.early"))], to: "store.notifications")
                 try await LedgerStores.withStore(url: configuration.ledgerURL, logger: System.logger) { store in
                     try await system.eventually("the early refund is kept") {
                         try await store.notifications(
@@ -66,9 +51,9 @@ struct RefundEndToEndTests {
                 // records that must be refused.
                 try await system.produce(
                     [
-                        ("n", Self.voided("GPA.late")), ("n", Self.voided("GPA.late")),
-                        ("n", Self.pubSub(Self.voided("GPA.late"), messageId: "17")),
-                        ("n", Self.voided("GPA.late", package: "com.other.game")), ("n", "{not json"),
+                        ("n", GoogleNotifications.voided("GPA.late")), ("n", GoogleNotifications.voided("GPA.late")),
+                        ("n", GoogleNotifications.pubSub(GoogleNotifications.voided("GPA.late"), messageId: "17")),
+                        ("n", GoogleNotifications.voided("GPA.late", package: "com.other.game")), ("n", "{not json"),
                     ], to: "store.notifications")
                 try await system.eventually("every notification is taken in") {
                     let text = String(decoding: parts.metrics.exposition(), as: UTF8.self)
@@ -113,7 +98,7 @@ struct RefundEndToEndTests {
                 purchaseTime: "2024-05-13T10:20:30+09:00", isTestPurchase: false))
         let key = P256.Signing.PrivateKey()
         let chain = try AppleSigningChain(around: Date())
-        let state = AppStoreSimulatorState(chain: chain, bundleId: Self.package)
+        let state = AppStoreSimulatorState(chain: chain, bundleId: GoogleNotifications.package)
         let appStore = AppStoreSimulator(
             configuration: .init(issuerId: "issuer-1", keyId: "KEY1", publicKey: key.publicKey, pageSize: 2),
             state: state, logger: System.logger)
@@ -122,10 +107,10 @@ struct RefundEndToEndTests {
         let appStoreURL = await appStore.baseURL()
         try await System.run(.sqlite, payments: [payment]) { system in
             var settings = system.configuration()
-            settings.refunds.appleBundleId = Self.package
+            settings.refunds.appleBundleId = GoogleNotifications.package
             settings.refunds.appleRootCertificatesPEM = try chain.rootPEM
             settings.refunds.appleKey = AppStoreKey(
-                issuerId: "issuer-1", keyId: "KEY1", bundleId: Self.package, privateKey: key)
+                issuerId: "issuer-1", keyId: "KEY1", bundleId: GoogleNotifications.package, privateKey: key)
             settings.refunds.appleBaseURL = appStoreURL
             settings.refunds.applePollInterval = .milliseconds(300)
             settings.refunds.consumptionAnswers = .init(
@@ -177,7 +162,7 @@ struct RefundEndToEndTests {
 
     @Test func aKeyTheAppStoreRefusesIsCountedAndRevokesNothing() async throws {
         let chain = try AppleSigningChain(around: Date())
-        let state = AppStoreSimulatorState(chain: chain, bundleId: Self.package)
+        let state = AppStoreSimulatorState(chain: chain, bundleId: GoogleNotifications.package)
         let appStore = AppStoreSimulator(
             configuration: .init(issuerId: "issuer-1", keyId: "KEY1", publicKey: P256.Signing.PrivateKey().publicKey),
             state: state, logger: System.logger)
@@ -189,10 +174,11 @@ struct RefundEndToEndTests {
         let appStoreURL = await appStore.baseURL()
         try await System.run(.sqlite, payments: []) { system in
             var settings = system.configuration()
-            settings.refunds.appleBundleId = Self.package
+            settings.refunds.appleBundleId = GoogleNotifications.package
             settings.refunds.appleRootCertificatesPEM = try chain.rootPEM
             settings.refunds.appleKey = AppStoreKey(
-                issuerId: "issuer-1", keyId: "KEY1", bundleId: Self.package, privateKey: P256.Signing.PrivateKey())
+                issuerId: "issuer-1", keyId: "KEY1", bundleId: GoogleNotifications.package,
+                privateKey: P256.Signing.PrivateKey())
             settings.refunds.appleBaseURL = appStoreURL
             settings.refunds.applePollInterval = .milliseconds(300)
             try await system.withWorker(settings) { parts in

@@ -9,6 +9,8 @@ import Kafka
 import Ledger
 import Testing
 
+@testable import SystemTestSupport
+
 @Suite("The worker end to end, in process", .serialized, .timeLimit(.minutes(4)))
 struct WorkerEndToEndTests {
     typealias System = EndToEndSystem

@@ -7,6 +7,9 @@ import Synchronization
 ///
 /// ``sleepers(atLeast:)`` waits until that many tasks are asleep on it, so a test advances the clock only once the
 /// service it drives has reached its wait.
+///
+/// Made with `sleepsAdvance: true`, a sleep moves the clock by its own length and returns at once: code that paces
+/// itself (a rate limiter) runs in no real time, while the test still moves the clock past a grace or an interval.
 public final class TestClock: WorkerClock {
     private struct Sleeper {
         let id: UInt64
@@ -23,11 +26,16 @@ public final class TestClock: WorkerClock {
     private let state = Mutex(State())
     private let startDate: Date
     private let startInstant: ContinuousClock.Instant
+    private let sleepsAdvance: Bool
 
-    /// - Parameter now: the wall-clock time the clock starts at.
-    public init(now: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
+    /// - Parameters:
+    ///   - now: the wall-clock time the clock starts at.
+    ///   - sleepsAdvance: whether a sleep moves the clock by its length and returns at once, instead of waiting for
+    ///     the test to advance it.
+    public init(now: Date = Date(timeIntervalSince1970: 1_800_000_000), sleepsAdvance: Bool = false) {
         startDate = now
         startInstant = .now
+        self.sleepsAdvance = sleepsAdvance
     }
 
     public var now: Date { startDate.addingTimeInterval(state.withLock { $0.offset }.secondsValue) }
@@ -39,6 +47,10 @@ public final class TestClock: WorkerClock {
 
     public func sleep(for duration: Duration) async throws {
         try Task.checkCancellation()
+        if sleepsAdvance {
+            if duration > .zero { advance(by: duration) }
+            return
+        }
         let id = state.withLock { state -> UInt64 in
             state.nextID &+= 1
             return state.nextID

@@ -11,3 +11,13 @@ public func waitUntil(
         try await Task.sleep(for: interval)
     }
 }
+
+/// Polls `condition` every 100 ms until it holds or `seconds` pass; returns whether it held (for an `#expect`).
+public func eventually(within seconds: Double, _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(100))
+    }
+    return try await condition()
+}

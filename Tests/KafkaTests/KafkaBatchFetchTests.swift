@@ -1,4 +1,5 @@
 import Foundation
+import IAPTestSupport
 import Kafka
 import KafkaTesting
 import Testing
@@ -7,7 +8,7 @@ import Testing
 
 /// The poll thread hands over what a fetch brought in one append, and the engine takes it in one call: fewer wakes
 /// per message, with every message still delivered once, in order, and the buffer's bounds kept.
-@Suite("Kafka batched fetch", .timeLimit(.minutes(2)))
+@Suite("Kafka batched fetch", .timeLimit(.minutes(2)), .tags(.librdkafka))
 struct KafkaBatchFetchTests {
     @Test func messagesOfAFetchArriveTogetherInOrderAndEachOnce() async throws {
         let cluster = try KafkaTestSupport.endpoint(mockBrokers: 1)

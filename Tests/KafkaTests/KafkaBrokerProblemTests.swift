@@ -1,3 +1,4 @@
+import IAPTestSupport
 import Kafka
 import Logging
 import Synchronization
@@ -5,7 +6,7 @@ import Testing
 
 /// A client that reaches its broker but cannot speak to it: which of librdkafka's words mean that, and how often the
 /// worker says so.
-@Suite("Brokers a client cannot speak to")
+@Suite("Brokers a client cannot speak to", .tags(.librdkafka))
 struct KafkaBrokerProblemTests {
     @Test(
         arguments: [

@@ -1,4 +1,5 @@
 import Foundation
+import IAPTestSupport
 import Kafka
 import KafkaTesting
 import Testing
@@ -7,7 +8,7 @@ import Testing
 
 /// What the consumer holds in memory: fetched messages wait in a buffer bounded in messages and in bytes, and a
 /// timed wait for the next message never loses one.
-@Suite("Kafka consumer buffer bounds", .timeLimit(.minutes(2)))
+@Suite("Kafka consumer buffer bounds", .timeLimit(.minutes(2)), .tags(.librdkafka))
 struct KafkaBufferBoundsTests {
     /// Each header costs memory beyond its bytes: a record of empty headers is counted at what it holds, so the
     /// byte bound holds for it too.

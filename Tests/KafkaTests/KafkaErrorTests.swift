@@ -1,8 +1,9 @@
+import IAPTestSupport
 import Kafka
 import KafkaTesting
 import Testing
 
-@Suite("Kafka errors", .timeLimit(.minutes(1)))
+@Suite("Kafka errors", .timeLimit(.minutes(1)), .tags(.librdkafka))
 struct KafkaErrorTests {
     @Test func unknownPropertyIsAConfigurationErrorNamingIt() throws {
         let error = #expect(throws: KafkaError.self) {

@@ -1,4 +1,5 @@
 import Foundation
+import IAPTestSupport
 import Kafka
 import KafkaTesting
 import Testing
@@ -6,7 +7,7 @@ import Testing
 /// The next-generation consumer group protocol (KIP-848, `group.protocol=consumer`): the consumer sets none of the
 /// classic protocol's properties, a librdkafka that does not know the protocol refuses it with its own words, and one
 /// that does (2.12 or later) consumes with it on the mock cluster.
-@Suite("The consumer group protocol (KIP-848)", .timeLimit(.minutes(2)))
+@Suite("The consumer group protocol (KIP-848)", .timeLimit(.minutes(2)), .tags(.librdkafka))
 struct KafkaGroupProtocolTests {
     @Test func theConsumerProtocolGetsNoneOfTheClassicDefaults() {
         let classic = KafkaConsumerConfiguration(bootstrapServers: "b:9092", groupID: "g")

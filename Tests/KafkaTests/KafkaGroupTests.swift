@@ -1,9 +1,10 @@
+import IAPTestSupport
 import Kafka
 import KafkaTesting
 import Synchronization
 import Testing
 
-@Suite("Kafka consumer groups", .timeLimit(.minutes(3)))
+@Suite("Kafka consumer groups", .timeLimit(.minutes(3)), .tags(.librdkafka))
 struct KafkaGroupTests {
     /// Runs a member that processes every message it gets until the test cancels it.
     private static func runMember(_ name: String, _ consumer: KafkaConsumer, log: ProcessedLog) async throws {
@@ -31,14 +32,14 @@ struct KafkaGroupTests {
             group.addTask { try await Self.runMember("a", a, log: log) }
             group.addTask { try await Self.runMember("b", b, log: log) }
             #expect(
-                await KafkaTestSupport.eventually(within: 30) {
+                await eventually(within: 30) {
                     a.assignment.count + b.assignment.count == 6 && !a.assignment.isEmpty && !b.assignment.isEmpty
                 })
             #expect(a.assignment.isDisjoint(with: b.assignment))
 
             // While the group is stable, everything processed is committed.
             try await KafkaTestSupport.produce(producer, topic: "group", range: 0..<300)
-            #expect(await KafkaTestSupport.eventually(within: 30) { Set(log.all).count >= 300 })
+            #expect(await eventually(within: 30) { Set(log.all).count >= 300 })
             try await a.commit()
             try await b.commit()
 
@@ -46,12 +47,12 @@ struct KafkaGroupTests {
             try c.subscribe(topics: ["group"])
             group.addTask { try await Self.runMember("c", c, log: log) }
             try await KafkaTestSupport.produce(producer, topic: "group", range: 300..<600)
-            #expect(await KafkaTestSupport.eventually(within: 40) { !c.assignment.isEmpty })
-            #expect(await KafkaTestSupport.eventually(within: 30) { Set(log.all).count >= 600 })
+            #expect(await eventually(within: 40) { !c.assignment.isEmpty })
+            #expect(await eventually(within: 30) { Set(log.all).count >= 600 })
             await a.close()
             try await KafkaTestSupport.produce(producer, topic: "group", range: 600..<900)
-            #expect(await KafkaTestSupport.eventually(within: 40) { b.assignment.count + c.assignment.count == 6 })
-            #expect(await KafkaTestSupport.eventually(within: 30) { Set(log.all).count >= 900 })
+            #expect(await eventually(within: 40) { b.assignment.count + c.assignment.count == 6 })
+            #expect(await eventually(within: 30) { Set(log.all).count >= 900 })
             try await Task.sleep(for: .seconds(1))
             group.cancelAll()
         }
@@ -119,7 +120,7 @@ struct KafkaGroupTests {
                 // `a` keeps serving its group membership while it has no messages to process.
                 for try await _ in a.messages {}
             }
-            #expect(await KafkaTestSupport.eventually(within: 40) { !b.assignment.isEmpty })
+            #expect(await eventually(within: 40) { !b.assignment.isEmpty })
             let moved = revoked.withLock { $0 }
             #expect(!moved.isEmpty, "the hook ran before b got partitions")
             #expect(Set(moved) == b.assignment)
@@ -185,21 +186,21 @@ struct KafkaGroupTests {
         try a.subscribe(topics: ["roam"])
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { for try await message in a.messages { fetched.withLock { $0.append(message.partition) } } }
-            #expect(await KafkaTestSupport.eventually(within: 40) { a.assignment.count == 2 })
+            #expect(await eventually(within: 40) { a.assignment.count == 2 })
             a.pause(Array(a.assignment))
 
             try b.subscribe(topics: ["roam"])
             group.addTask { for try await _ in b.messages {} }
             #expect(
-                await KafkaTestSupport.eventually(within: 40) { a.assignment.count == 1 && b.assignment.count == 1 })
+                await eventually(within: 40) { a.assignment.count == 1 && b.assignment.count == 1 })
             let kept = try #require(a.assignment.first)
             await b.close()
-            #expect(await KafkaTestSupport.eventually(within: 40) { a.assignment.count == 2 })
+            #expect(await eventually(within: 40) { a.assignment.count == 2 })
             let returned = try #require(a.assignment.subtracting([kept]).first)
 
             try await KafkaTestSupport.produce(producer, topic: "roam", range: 0..<40)
             #expect(
-                await KafkaTestSupport.eventually(within: 20) { fetched.withLock { $0.contains(returned.partition) } },
+                await eventually(within: 20) { fetched.withLock { $0.contains(returned.partition) } },
                 "partition \(returned.partition) came back and was never fetched")
             #expect(!fetched.withLock { $0.contains(kept.partition) }, "the partition still paused delivered nothing")
             group.cancelAll()
@@ -227,7 +228,7 @@ struct KafkaGroupTests {
             group.addTask { for try await _ in a.messages {} }
             group.addTask { for try await _ in b.messages {} }
             #expect(
-                await KafkaTestSupport.eventually(within: 40) {
+                await eventually(within: 40) {
                     a.assignment.count + b.assignment.count == 1 && assignedEvents.withLock { $0.count } == 2
                 }, "both members heard an assignment: \(assignedEvents.withLock { $0 })")
             group.cancelAll()
@@ -249,13 +250,13 @@ struct KafkaGroupTests {
             group.addTask { for try await _ in a.messages {} }
             group.addTask { for try await _ in b.messages {} }
             #expect(
-                await KafkaTestSupport.eventually(within: 40) {
+                await eventually(within: 40) {
                     a.assignment.count == 2 && b.assignment.count == 2
                 })
             let closedAt = ContinuousClock.now
             await a.close()
             #expect(a.assignment.isEmpty)
-            #expect(await KafkaTestSupport.eventually(within: 20) { b.assignment.count == 4 })
+            #expect(await eventually(within: 20) { b.assignment.count == 4 })
             let handover = ContinuousClock.now - closedAt
             #expect(handover < .seconds(9), "handover took \(handover); a session expiry would take about 11 s")
             group.cancelAll()

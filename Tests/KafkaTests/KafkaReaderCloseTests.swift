@@ -1,4 +1,5 @@
 import Foundation
+import IAPTestSupport
 import KafkaTesting
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 /// A group-less reader never joins a group, so the librdkafka 2.0.2 assignor bug (#4312) that makes a group consumer
 /// closed before its first assignment keep its handle cannot touch it: every reader is destroyed when it goes away
 /// (the console opens one per record page, up to 4 a second).
-@Suite("Closing Kafka readers", .timeLimit(.minutes(1)))
+@Suite("Closing Kafka readers", .timeLimit(.minutes(1)), .tags(.librdkafka))
 struct KafkaReaderCloseTests {
     @Test func aReaderClosedBeforeAnyAssignmentIsDestroyedNotKept() async throws {
         let cluster = try KafkaTestSupport.endpoint(mockBrokers: 1)

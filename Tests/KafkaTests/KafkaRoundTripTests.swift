@@ -1,8 +1,9 @@
+import IAPTestSupport
 import Kafka
 import KafkaTesting
 import Testing
 
-@Suite("Kafka round trip", .timeLimit(.minutes(2)))
+@Suite("Kafka round trip", .timeLimit(.minutes(2)), .tags(.librdkafka))
 struct KafkaRoundTripTests {
     @Test func recordsArriveWithKeysHeadersAndExactBytes() async throws {
         let cluster = try KafkaTestSupport.endpoint(mockBrokers: 3)

@@ -1,4 +1,5 @@
 import Foundation
+import IAPTestSupport
 import Kafka
 import KafkaTesting
 import Logging
@@ -6,7 +7,7 @@ import Synchronization
 import Testing
 
 /// Shared set-up for the Kafka layer's tests: on librdkafka's in-process mock cluster, or on a real broker process
-/// (Tansu) when `IAP_TEST_KAFKA_BROKER=tansu` (scripts/test-lanes.sh runs them both ways).
+/// (Tansu) when `IAP_TEST_KAFKA_BROKER=tansu` (scripts/test-lanes.py runs them both ways).
 enum KafkaTestSupport {
     static let logger: Logger = {
         var logger = Logger(label: "kafka.test")
@@ -87,16 +88,6 @@ enum KafkaTestSupport {
             return taken
         }
     }
-
-    /// Polls `condition` every 100 ms until it holds or `seconds` pass; returns whether it held.
-    static func eventually(within seconds: Double, _ condition: () async throws -> Bool) async rethrows -> Bool {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(100))
-        }
-        return try await condition()
-    }
 }
 
 extension Trait where Self == ConditionTrait {
@@ -130,12 +121,4 @@ final class ProcessedLog: Sendable {
 
     var all: [String] { state.withLock { $0.values.flatMap { $0 } } }
     func count(of member: String) -> Int { state.withLock { $0[member]?.count ?? 0 } }
-}
-
-/// A value shared between a test and the tasks or callbacks it starts.
-final class Shared<Value: Sendable>: Sendable {
-    private let state: Mutex<Value>
-    init(_ value: Value) { state = Mutex(value) }
-    func withLock<R: Sendable>(_ body: (inout Value) throws -> R) rethrows -> R { try state.withLock { try body(&$0) } }
-    var value: Value { state.withLock { $0 } }
 }

@@ -1,0 +1,71 @@
+import Foundation
+import IAPTestSupport
+import KafkaTesting
+import Testing
+
+/// The test suite's PostgreSQL is always one `scripts/test-postgres.sh` started: a port held by anything else is
+/// either avoided or, when asked for, refused naming what holds it — never silently used.
+@Suite("scripts/test-postgres.sh and ports it did not take", .serialized)
+struct TestPostgresScriptTests {
+    static let script = TestRepository.root.appendingPathComponent("scripts/test-postgres.sh").path
+
+    /// Runs the script through `system(3)`: Foundation's `Process` missed the exit of a script whose child (the
+    /// server) outlives it, and waited for ever.
+    static func run(_ arguments: [String], environment: [String: String]) throws -> (
+        status: Int32, out: String, err: String
+    ) {
+        let stem = FileManager.default.temporaryDirectory.appendingPathComponent("pg-script-\(UUID().uuidString)").path
+        let assignments = environment.map { "\($0.key)='\($0.value)'" }.sorted().joined(separator: " ")
+        let command =
+            "\(assignments) /bin/bash '\(script)' \(arguments.joined(separator: " ")) >'\(stem).out' 2>'\(stem).err' </dev/null"
+        let wait = system(command)
+        let status = (wait >> 8) & 0xFF
+        let out = (try? String(contentsOfFile: stem + ".out", encoding: .utf8)) ?? ""
+        let err = (try? String(contentsOfFile: stem + ".err", encoding: .utf8)) ?? ""
+        return (status, out, err)
+    }
+
+    @Test func aPortAskedForAndHeldByAnotherServerIsRefusedNamingIt() throws {
+        // A listener that is not PostgreSQL at all, on a port of its own.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = loopbackAddress(port: 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try withUnsafeMutablePointer(to: &address) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                guard bind(listener, $0, length) == 0, listen(listener, 1) == 0, getsockname(listener, $0, &length) == 0
+                else {
+                    throw TestSetupError(message: "cannot listen on loopback")
+                }
+            }
+        }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let folder = "/tmp/iap-pg-script-\(UUID().uuidString.prefix(8))"
+        defer {
+            try? FileManager.default.removeItem(atPath: folder)
+            try? FileManager.default.removeItem(atPath: folder + "-tls")
+        }
+        let result = try Self.run(
+            ["start"], environment: ["IAP_TEST_POSTGRES_PORT": "\(port)", "IAP_TEST_POSTGRES_DIR": folder])
+        #expect(result.status != 0)
+        #expect(result.out.isEmpty, "no URL of a server it did not start")
+        #expect(result.err.contains("port \(port) is taken"), "\(result.err)")
+    }
+
+    @Test func theDefaultPortTakenByAnotherServerIsAvoided() throws {
+        // Under `make test` the shared server holds the default port: a second folder's server must not report it.
+        let shared = try PostgresTestServer.current().port
+        let folder = "/tmp/iap-pg-script-\(UUID().uuidString.prefix(8))"
+        defer {
+            _ = try? Self.run(["stop"], environment: ["IAP_TEST_POSTGRES_DIR": folder])
+            try? FileManager.default.removeItem(atPath: folder)
+            try? FileManager.default.removeItem(atPath: folder + "-tls")
+        }
+        let result = try Self.run(
+            ["start"], environment: ["IAP_TEST_POSTGRES_DIR": folder, "IAP_TEST_POSTGRES_PORT": ""])
+        #expect(result.status == 0, "\(result.err)")
+        let url = result.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        let port = try #require(URLComponents(string: url)?.port)
+        #expect(port != shared, "\(url) is the shared server's, which this folder's script did not start")
+    }
+}

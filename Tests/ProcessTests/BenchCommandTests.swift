@@ -1,0 +1,87 @@
+import Foundation
+import Fulfilment
+import GamebaseHTTP
+import IAPTestSupport
+import Kafka
+import KafkaTesting
+import Ledger
+import Testing
+
+@testable import SystemTestSupport
+
+/// The benchmark commands measure; these tests only check that they run and report what they promise.
+@Suite("iap-dev bench as a process", .timeLimit(.minutes(5)))
+struct BenchCommandTests {
+    @Test func theGamebaseClientBenchmarkReportsEveryClientForEveryRound() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "iap-bench-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let bench = try ChildProcess(
+            "bench", ["bench", "gamebase-client", "--requests", "400", "--concurrency", "4", "--runs", "2", "--json"],
+            folder: folder)
+        bench.process.waitUntilExit()
+        #expect(bench.process.terminationStatus == 0, "\(bench.output)")
+        let text = try String(contentsOfFile: bench.stdoutPath, encoding: .utf8)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        let runs = try #require(object["runs"] as? [[String: Any]])
+        #expect(
+            runs.compactMap { $0["client"] as? String }
+                == ["gamebase", "async-http-client", "bare", "gamebase", "async-http-client", "bare"])
+        for run in runs {
+            #expect((run["cpuMicrosecondsPerRequest"] as? Double ?? 0) > 0)
+            #expect((run["requestsPerSecond"] as? Double ?? 0) > 0)
+        }
+        let medians = try #require(object["medianCPUMicrosecondsPerRequest"] as? [String: Double])
+        #expect(Set(medians.keys) == ["gamebase", "async-http-client", "bare"])
+        // The simulator it started (its payments file lies in an `iap-bench-client-` folder) ended with it.
+        #expect(Self.processes(withArgumentContaining: "iap-bench-client-").isEmpty)
+    }
+
+    /// Pointed at a ledger that holds anything, `bench scale` refuses before it migrates, converts or writes: a
+    /// ledger in use must never get synthetic grants (the reconciler would then call Gamebase for their users).
+    @Test func benchScaleRefusesALedgerItDidNotCreate() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "iap-scale-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let url = "sqlite://\(folder.path)/live.sqlite"
+        let live = Date()
+        try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { store in
+            let grant = GrantRecord(
+                paymentSeq: "live-1", userId: "player", gamebaseProductId: "gem_pack_100", purchaseToken: "tok",
+                productSeq: 1, marketId: "GG", productType: "CONSUMABLE", price: "1.00", currency: "EUR",
+                paymentId: "GPA.live-1", isTestPurchase: false, purchaseTime: "2024-05-13T10:20:30+09:00", payload: "",
+                grantedAt: live, source: MessageSource(topic: "purchase.completed", partition: 0, offset: 1))
+            let event = OutboxEvent(
+                id: "live-1:item-granted", paymentSeq: "live-1", topic: "iap.item-granted", key: Array("player".utf8),
+                headers: [], payload: Array("{}".utf8), createdAt: live)
+            _ = try await store.insertGrant(grant, event: event)
+        }
+        let size = try FileManager.default.attributesOfItem(atPath: "\(folder.path)/live.sqlite")[.size] as? Int
+        let bench = try ChildProcess(
+            "bench", ["bench", "scale", "--url", url, "--sizes", "0,100", "--purchases", "0", "--samples", "1"],
+            folder: folder)
+        bench.process.waitUntilExit()
+        #expect(bench.process.terminationStatus != 0)
+        #expect(bench.output.contains("fresh, empty database"), "\(bench.output)")
+        try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger, migrate: false) { store in
+            let stats = try await store.stats()
+            #expect(stats.granted + stats.consumed == 1, "bench scale wrote into the ledger")
+            #expect(try await store.reconciliationUsers(activeSince: .distantPast, dueAt: nil, limit: 10) == ["player"])
+        }
+        #expect(try FileManager.default.attributesOfItem(atPath: "\(folder.path)/live.sqlite")[.size] as? Int == size)
+    }
+
+    /// Pids of running processes with an argument containing `text`, from `/proc/PID/cmdline`.
+    static func processes(withArgumentContaining text: String) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { entry in
+            guard let pid = Int32(entry),
+                let cmdline = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline"),
+                String(decoding: cmdline, as: UTF8.self).contains(text)
+            else { return nil }
+            return pid
+        }
+    }
+}
