@@ -276,7 +276,7 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         /// The memory ledger: every role of the ledger over tables in memory, held to the SQL stores by the conformance
-        /// suites (Tests/LedgerTests). Test rig: the tests (through IAPTestSupport) and the fuzz targets (through
+        /// suites (Tests/ConformanceTests). Test rig: the tests (through IAPTestSupport) and the fuzz targets (through
         /// IAPFuzzable) run on it; `iap-worker` never links it.
         .target(name: "InMemoryLedger", dependencies: ["Fulfilment"], swiftSettings: strictSettings),
         /// The in-process sandbox (mock cluster, simulator, a worker), the demo and the benchmarks.

@@ -17,7 +17,10 @@ swift=${SWIFT:-swift}
 rev=${IAP_WORKER_PREVIOUS_REV:-46b1d498d9d7659a3953152fe9751ee625f2df1c}
 commit=$(git -C "$root" rev-parse --verify "$rev^{commit}")
 cache=$("$root/scripts/cache-dir.sh")
-out="$cache/previous/$commit"
+# Keyed by the commit, the toolchain and the build flags: a new Swift, or other flags, build it again.
+toolchain=$("$swift" --version 2>/dev/null | head -1)
+key=$(printf '%s\n%s\n' "$toolchain" "${SWIFT_BUILD_FLAGS:-}" | sha256sum | cut -c1-12)
+out="$cache/previous/$commit-$key"
 if [[ -x "$out/iap-worker" ]]; then
     echo "$out/iap-worker"
     exit 0
@@ -36,9 +39,9 @@ echo "building iap-worker at ${commit:0:12} (the version before the newest migra
 # Written aside, then moved: a reader (another clone's run) sees the whole executable or none.
 staging=$(mktemp -d "$cache/previous/.staging.XXXXXX")
 cp "$root/.build/debug/iap-worker" "$staging/iap-worker"
-echo "$commit" >"$staging/commit"
-rm -rf "$out"
-mv "$staging" "$out" 2>/dev/null || rm -rf "$staging"
+printf '%s\n%s\n%s\n' "$commit" "$toolchain" "${SWIFT_BUILD_FLAGS:-}" >"$staging/built-from"
+# Another clone may have put it there meanwhile, and may be running it: its copy stays, this one goes.
+if [[ -x "$out/iap-worker" ]] || ! mv -T "$staging" "$out" 2>/dev/null; then rm -rf "$staging"; fi
 # This version's build must not find the previous one's executable and take it for its own.
 rm -f "$root/.build/debug/iap-worker"
 rm -rf "$src"

@@ -26,6 +26,10 @@ declare -A MAX_LEN=([FuzzPurchaseRecord]=20000 [FuzzGamebaseAnswer]=8192 [FuzzSt
 
 # FUZZ_SKIP_BUILD=1: the targets are built already (run `scripts/fuzz.sh build` on its own, e.g. under a lock that
 # serialises builds on a shared machine, and fuzz without holding it).
+# The built targets, copied out of the shared cache into this clone: another clone's build can relink the cache's
+# copies at any moment, and this run must fuzz this clone's code.
+BIN=.build/fuzz-bin
+
 build() {
   [ "${FUZZ_SKIP_BUILD:-}" = 1 ] && return
   # The linker warns once per AddressSanitizer helper it cannot export (hundreds of lines, harmless): left out.
@@ -35,12 +39,15 @@ build() {
   "$SWIFT" build --package-path FuzzTesting --scratch-path "$SCRATCH" --sanitize=fuzzer --sanitize=address \
     -Xswiftc -sanitize=address,fuzzer 2>&1 |
     { grep -v "warning: Cannot export local symbol '__asan" || true; }
+  local built
+  built=$("$SWIFT" build --package-path FuzzTesting --scratch-path "$SCRATCH" --sanitize=fuzzer --sanitize=address \
+    -Xswiftc -sanitize=address,fuzzer --show-bin-path)
+  mkdir -p "$BIN"
+  for target in "${TARGETS[@]}"; do cp "$built/$target" "$BIN/$target.new" && mv "$BIN/$target.new" "$BIN/$target"; done
 }
 
 binary() {
-  echo "$("$SWIFT" build --package-path FuzzTesting --scratch-path "$SCRATCH" --sanitize=fuzzer --sanitize=address \
-    -Xswiftc -sanitize=address,fuzzer \
-    --show-bin-path)/$1"
+  echo "$BIN/$1"
 }
 
 # fuzz TARGET [libFuzzer arguments…]: runs a target over its work corpus and the seed corpus.

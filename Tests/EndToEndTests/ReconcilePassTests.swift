@@ -53,16 +53,13 @@ struct ReconcilePassTests {
         /// limiter's waits move it instead of taking real time.
         let clock: TestClock
 
-        /// A pass on the harness's test clock, or on `clock` (the system's, to see calls spaced in real time).
-        func pass(
-            grace: Duration = .zero, rate: Int = 1_000, interval: Duration = .seconds(60),
-            clock: (any WorkerClock)? = nil
-        ) -> ReconcilePass {
+        /// A pass on the harness's test clock.
+        func pass(grace: Duration = .zero, rate: Int = 1_000, interval: Duration = .seconds(60)) -> ReconcilePass {
             ReconcilePass(
                 processor: processor, ledger: ledger,
                 configuration: Reconciler.Configuration(
                     interval: interval, grace: grace, lookback: .seconds(3_600), maxCallsPerSecond: rate),
-                health: health, metrics: RecordingMetrics(), clock: clock ?? self.clock, logger: EndToEndSystem.logger)
+                health: health, metrics: RecordingMetrics(), clock: clock, logger: EndToEndSystem.logger)
         }
 
         /// A purchase message processed the usual way: its user is now one the reconciler knows.
@@ -78,12 +75,18 @@ struct ReconcilePassTests {
         var calls: [String: Int] { simulator.state.calls }
     }
 
-    /// Gamebase as the simulator answers it, but List Consumables fails with `listFailure` when one is set.
+    /// Gamebase as the simulator answers it, but List Consumables fails with `listFailure` when one is set; the
+    /// instants of its List calls, on the passes' clock, are kept.
     final class ListFailingGamebase: GamebaseAPI {
         let base: any GamebaseAPI
+        let clock: any WorkerClock
         let listFailure = Mutex<GamebaseError?>(nil)
+        let listInstants = Mutex<[ContinuousClock.Instant]>([])
 
-        init(base: any GamebaseAPI) { self.base = base }
+        init(base: any GamebaseAPI, clock: any WorkerClock) {
+            self.base = base
+            self.clock = clock
+        }
 
         func paymentTransaction(accessToken: String, transactionID: GamebaseTransactionID) async throws(GamebaseError)
             -> PaymentTransaction
@@ -94,6 +97,8 @@ struct ReconcilePassTests {
         func listConsumables(userId: String, marketIds: [String]?, transactionID: GamebaseTransactionID)
             async throws(GamebaseError) -> [ConsumableItem]
         {
+            let now = clock.instant
+            listInstants.withLock { $0.append(now) }
             if let failure = listFailure.withLock({ $0 }) { throw failure }
             return try await base.listConsumables(userId: userId, marketIds: marketIds, transactionID: transactionID)
         }
@@ -113,11 +118,11 @@ struct ReconcilePassTests {
                 let gamebase = GamebaseClient(
                     configuration: configuration.gamebaseConfiguration, logger: EndToEndSystem.logger)
                 let publisher = Publisher()
-                let api = ListFailingGamebase(base: gamebase)
                 // Now, to the whole second: the ledgers keep times to the millisecond, and on a clock that stands still
                 // a sighting read back rounded up would look a moment in the future.
                 let clock = TestClock(
                     now: Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)), sleepsAdvance: true)
+                let api = ListFailingGamebase(base: gamebase, clock: clock)
                 let processor = PurchaseProcessor(
                     gamebase: api, ledger: ledger, publisher: publisher,
                     configuration: FulfilmentConfiguration(
@@ -377,15 +382,18 @@ struct ReconcilePassTests {
             #expect(h.calls["consumable"] == nil, "no call while the circuit is open")
             h.health.allows.withLock { $0 = true }
 
-            // 12 lists, then 12 × (Get Payment Transaction + Consume): 36 calls at 10 a second.
-            let started = ContinuousClock.now
-            _ = await h.pass(rate: 10, clock: SystemClock()).run(.init())
-            let elapsed = ContinuousClock.now - started
+            // 12 lists, then 12 × (Get Payment Transaction + Consume): 36 calls at 10 a second, 3.5 s of the clock
+            // (which the limiter's waits move, so none of it is waited in real time).
+            h.gamebase.listInstants.withLock { $0 = [] }
+            let started = h.clock.instant
+            _ = await h.pass(rate: 10).run(.init())
+            let elapsed = h.clock.instant - started
             #expect(h.simulator.state.consumedCount == 24)
             #expect(elapsed >= .milliseconds(3_400), "36 calls at 10/s take at least 3.5 s, took \(elapsed)")
-            let times = h.simulator.state.listTimesByUser.values.flatMap { $0 }.sorted()
-            let gaps = zip(times.dropFirst(), times).map { $0.timeIntervalSince($1) }
-            #expect(gaps.allSatisfy { $0 > 0.08 }, "List calls are spaced by the rate: \(gaps)")
+            let times = h.gamebase.listInstants.withLock { $0 }
+            #expect(times.count == 12)
+            let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
+            #expect(gaps.allSatisfy { $0 >= .milliseconds(80) }, "List calls are spaced by the rate: \(gaps)")
         }
     }
 

@@ -16,7 +16,7 @@ struct WorkerEndToEndTests {
     typealias System = EndToEndSystem
 
     // The worker under test opens its ledger by `ledger.url`.
-    @Test(arguments: LedgerBackend.sql)
+    @Test(.tags(.librdkafka), arguments: LedgerBackend.sql)
     func aMixedWorkloadEndsWithExactlyTheExpectedEvents(backend: LedgerBackend) async throws {
         var payments = (0..<20).map { System.payment("v\($0)", user: "u\($0)") }
         payments.append(System.payment("other-user", user: "owner-x"))
@@ -156,7 +156,7 @@ struct WorkerEndToEndTests {
         }
     }
 
-    @Test func aWrongSecretKeyStopsEverythingUntilARestartWithTheRightOne() async throws {
+    @Test(.tags(.librdkafka)) func aWrongSecretKeyStopsEverythingUntilARestartWithTheRightOne() async throws {
         let payments = (0..<5).map { System.payment("k\($0)", user: "u\($0)") }
         try await System.run(payments: payments) { system in
             try await system.produce((0..<5).map { ("u\($0)", System.message("k\($0)", user: "u\($0)")) })

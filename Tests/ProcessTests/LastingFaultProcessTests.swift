@@ -163,7 +163,7 @@ extension ProcessTests {
             #expect(Set(try await simulatorConsumes(cluster.simulatorURL).keys) == Set((0..<6).map { "p\($0)" }))
         }
 
-        @Test func sigtermDuringSlowVerifiesDeadLettersNothing() async throws {
+        @Test(.tags(.librdkafka)) func sigtermDuringSlowVerifiesDeadLettersNothing() async throws {
             let cluster = try await Cluster.start(purchases: 40, simulatorArguments: ["--latency-ms", "10"])
             let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
             var environment = cluster.workerEnvironment(
@@ -190,7 +190,7 @@ extension ProcessTests {
         }
 
         /// The same with the worker's first verifies (a cold connection pool) the ones cut short.
-        @Test func sigtermWhileTheFirstVerifiesWaitDeadLettersNothing() async throws {
+        @Test(.tags(.librdkafka)) func sigtermWhileTheFirstVerifiesWaitDeadLettersNothing() async throws {
             let cluster = try await Cluster.start(purchases: 20, simulatorArguments: ["--latency-ms", "3000"])
             let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
             var environment = cluster.workerEnvironment(
@@ -206,7 +206,9 @@ extension ProcessTests {
             try await cluster.expectARestartFinishesEverythingOnce(environment, ledgerURL: ledgerURL)
         }
 
-        @Test func sigtermAtAnyMomentOfStartUpExitsZero() async throws {
+        // librdkafka: a consumer stopped before its first assignment is where librdkafka before 2.3 aborts in
+        // rd_kafka_destroy (#4312), which the Kafka layer steps around by version; on the current one it is destroyed.
+        @Test(.tags(.librdkafka)) func sigtermAtAnyMomentOfStartUpExitsZero() async throws {
             let cluster = try await Cluster.start(purchases: 1, simulatorArguments: [])
             let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
             let environment = cluster.workerEnvironment(

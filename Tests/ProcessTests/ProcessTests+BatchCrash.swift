@@ -11,7 +11,7 @@ extension ProcessTests {
     /// The worker writes the grants of many purchases in one transaction (one statement on PostgreSQL). Killed while
     /// such a write is under way, it must leave a ledger in which each grant either committed with its outbox event
     /// or not at all, and the redelivered messages must finish every purchase once.
-    @Test(arguments: [LedgerBackend.sqlite, .postgres])
+    @Test(.tags(.librdkafka), arguments: [LedgerBackend.sqlite, .postgres])
     func killedInTheMiddleOfABatchWriteNothingIsLostOrGrantedTwice(_ backend: LedgerBackend) async throws {
         let cluster = try await Cluster.start(purchases: 500, simulatorArguments: ["--latency-ms", "5"])
         let ledgerURL = try await TestDatabases.freshLedgerURL(backend)
