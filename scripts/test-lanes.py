@@ -16,7 +16,7 @@ the run; so does a unit that ran no test, or one still running after IAP_TEST_UN
 A unit of work is one suite (its own tests, not its nested suites') of the fast tiers, or one test of the tiers whose
 tests are long and mostly wait (Kafka, end to end, process, broker, browser, slow), run as one process of the test
 bundle with `--no-parallel`: no two units share a process, so a CPU-heavy suite never shares a cooperative thread pool
-with one that times a socket. IAP_TEST_LANES units (4) run at once, the longest first by the durations this machine
+with one that times a socket. IAP_TEST_LANES units run at once (6 for `all`, 4 for the others), the longest first by the durations this machine
 last measured (.build/test-lanes/durations.tsv), else by scripts/test-durations.tsv, else by the tier's default; a
 unit never starts beside a copy of itself (the same test in the other phase). The second phase's units run in the same
 pool as the first's, each with its environment (LD_LIBRARY_PATH naming the current librdkafka, IAP_TEST_KAFKA_BROKER
@@ -396,7 +396,9 @@ def main(argv: list) -> int:
         say(f"no such tier: {', '.join(unknown)} (tiers: {', '.join(TIERS)})")
         return 2
     try:
-        lanes = int(os.environ.get("IAP_TEST_LANES", "4"))
+        # The whole run mostly waits on processes and brokers (about half of two cores busy at 4 lanes); the fast
+        # tiers alone keep the cores busy.
+        lanes = int(os.environ.get("IAP_TEST_LANES", "6" if mode in ("all", "current") else "4"))
         bound = float(os.environ.get("IAP_TEST_UNIT_SECONDS", "900"))
         if lanes < 1 or bound <= 0:
             raise ValueError

@@ -2,6 +2,7 @@ import App
 import ArgumentParser
 import Kafka
 import Logging
+import UnixSignals
 
 #if canImport(Glibc)
     import Glibc
@@ -21,6 +22,10 @@ struct RunCommand: AsyncParsableCommand {
     var configFile: String?
 
     func run() async throws {
+        // Trapped before anything else, the configuration's loading included: a SIGTERM in the first moments of
+        // start-up (an orchestrator stopping a pod it just started) then ends in a graceful exit 0, not in the default
+        // action. Only the process's own loading, before this line, is left to it.
+        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
         // A closed standard output (its reader gone) costs log lines, not the daemon: write(2) then fails with
         // EPIPE, which LogOutput drops, instead of SIGPIPE ending the process mid-purchase.
         signal(SIGPIPE, SIG_IGN)
@@ -38,7 +43,7 @@ struct RunCommand: AsyncParsableCommand {
         for warning in configuration.warnings {
             logger.warning("configuration", metadata: ["iap.warning": "\(warning)"])
         }
-        try await WorkerApplication.run(configuration: configuration, logger: logger)
+        try await WorkerApplication.run(configuration: configuration, logger: logger, signals: signals)
         logger.info("stopped")
         LogOutput.standardOutput.flush()
         exitAfterCleanShutdown()

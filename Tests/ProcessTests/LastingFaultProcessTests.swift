@@ -206,9 +206,7 @@ extension ProcessTests {
             try await cluster.expectARestartFinishesEverythingOnce(environment, ledgerURL: ledgerURL)
         }
 
-        // librdkafka: a consumer stopped before its first assignment is where librdkafka before 2.3 aborts in
-        // rd_kafka_destroy (#4312), which the Kafka layer steps around by version; on the current one it is destroyed.
-        @Test(.tags(.librdkafka)) func sigtermAtAnyMomentOfStartUpExitsZero() async throws {
+        @Test func sigtermAtAnyMomentOfStartUpExitsZero() async throws {
             let cluster = try await Cluster.start(purchases: 1, simulatorArguments: [])
             let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
             let environment = cluster.workerEnvironment(

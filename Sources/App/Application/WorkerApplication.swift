@@ -45,9 +45,13 @@ public enum WorkerApplication {
     ///
     /// - Throws: `LedgerError` with code `configuration` when the ledger refuses this configuration (certificate,
     ///   credentials, database): restarting cannot help, so the process should exit non-zero.
-    public static func run(configuration: WorkerConfiguration, logger: Logger) async throws {
+    /// - Parameter signals: SIGTERM and SIGINT, trapped by the caller as early as it could (`nil`: trapped here).
+    public static func run(
+        configuration: WorkerConfiguration, logger: Logger, signals given: UnixSignalsSequence? = nil
+    ) async throws {
         let shutdown = ShutdownRequest()
-        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+        let signals: UnixSignalsSequence
+        if let given { signals = given } else { signals = await UnixSignalsSequence(trapping: .sigterm, .sigint) }
         let listener = Task {
             for await signal in signals {
                 logger.info("signal received, shutting down gracefully", metadata: ["signal": "\(signal)"])
