@@ -148,4 +148,24 @@ extension EngineHarness {
         try await unfinishedGrant(seq)
         try await ledger.markPublished(eventID: "\(seq):item-granted", at: clock.now.addingTimeInterval(-100 * 3_600))
     }
+
+    /// A clock whose sleeps move it (what the reconciliation tests run the rate limiter on): a sleep returns at once,
+    /// having moved the clock by its length; no sleep moves it backwards; a cancelled task's sleep throws.
+    @Test func aClockWhoseSleepsAdvanceMovesByEachSleepAndNeverWaits() async throws {
+        let clock = TestClock(now: Date(timeIntervalSince1970: 1_000), sleepsAdvance: true)
+        let started = ContinuousClock.now
+        try await clock.sleep(for: .seconds(3_600))
+        try await clock.sleep(for: .milliseconds(250))
+        try await clock.sleep(for: .zero)
+        try await clock.sleep(for: .seconds(-5))
+        #expect(clock.elapsed == .seconds(3_600) + .milliseconds(250))
+        #expect(clock.now == Date(timeIntervalSince1970: 1_000 + 3_600.25))
+        #expect(ContinuousClock.now - started < .seconds(5), "an hour of sleep took no real time")
+        let cancelled = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            try await clock.sleep(for: .seconds(1))
+        }
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        #expect(clock.elapsed == .seconds(3_600) + .milliseconds(250), "a cancelled sleep moves nothing")
+    }
 }
