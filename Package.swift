@@ -214,10 +214,14 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        /// `iap-worker run` blocks SIGTERM and SIGINT while the process loads, so a stop in its first moments ends in
+        /// a graceful exit, not the default action. C, because only a load-time constructor runs that early.
+        .target(name: "StopSignalsAtLoad"),
         .executableTarget(
             name: "iap-worker",
             dependencies: [
                 "App",
+                "StopSignalsAtLoad",
                 "Engine",
                 "EventTail",
                 "Fulfilment",

@@ -2,6 +2,7 @@ import App
 import ArgumentParser
 import Kafka
 import Logging
+import StopSignalsAtLoad
 import UnixSignals
 
 #if canImport(Glibc)
@@ -24,8 +25,11 @@ struct RunCommand: AsyncParsableCommand {
     func run() async throws {
         // Trapped before anything else, the configuration's loading included: a SIGTERM in the first moments of
         // start-up (an orchestrator stopping a pod it just started) then ends in a graceful exit 0, not in the default
-        // action. Only the process's own loading, before this line, is left to it.
+        // action. Until this line a handler installed at load (StopSignalsAtLoad) remembers a stop; it is raised again
+        // now, for the sequence. Only the dynamic loader's milliseconds are left to the default action.
         let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+        let caughtAtLoad = iap_stop_signal_caught_at_load()
+        if caughtAtLoad != 0 { kill(getpid(), caughtAtLoad) }
         // A closed standard output (its reader gone) costs log lines, not the daemon: write(2) then fails with
         // EPIPE, which LogOutput drops, instead of SIGPIPE ending the process mid-purchase.
         signal(SIGPIPE, SIG_IGN)

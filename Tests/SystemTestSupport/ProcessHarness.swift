@@ -101,12 +101,31 @@ final class ChildProcess: @unchecked Sendable {
             + lines.suffix(15).joined(separator: "\n")
     }
 
+    /// Waits until the process catches SIGTERM (`SigCgt` of /proc/<pid>/status): from then on the worker, not the
+    /// default action, decides what a SIGTERM does. Before it, only the dynamic loader has run.
+    func waitUntilCatchingSIGTERM(within seconds: Double = 20) async throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            guard process.isRunning else { throw ProcessTestError("\(name) exited before it caught SIGTERM") }
+            if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigCgt:") }),
+                let mask = UInt64(line.dropFirst("SigCgt:".count).trimmingCharacters(in: .whitespaces), radix: 16),
+                mask & (1 << (UInt64(SIGTERM) - 1)) != 0
+            {
+                return
+            }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        throw ProcessTestError("\(name) did not catch SIGTERM within \(seconds) s of its start")
+    }
+
     func kill9() {
         kill(pid, SIGKILL)
         process.waitUntilExit()
     }
 
-    /// Sends SIGTERM and waits; returns the exit status.
+    /// Sends SIGTERM and waits; returns the exit status (a death by signal is the signal's number: see
+    /// ``endedBySignal``).
     func terminate(within seconds: Double = 60) async throws -> Int32 {
         kill(pid, SIGTERM)
         let deadline = Date().addingTimeInterval(seconds)
@@ -119,6 +138,9 @@ final class ChildProcess: @unchecked Sendable {
         }
         return process.terminationStatus
     }
+
+    /// Whether the process, ended, was ended by a signal rather than by exiting.
+    var endedBySignal: Bool { !process.isRunning && process.terminationReason == .uncaughtSignal }
 
     deinit {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
