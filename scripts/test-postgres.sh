@@ -4,6 +4,8 @@
 #   scripts/test-postgres.sh ca      -> prints the path of the test CA that signed the server's certificate
 #   scripts/test-postgres.sh stop
 #   scripts/test-postgres.sh crash | resume     (an immediate stop, and a start of the same folder: ledger outages)
+#   scripts/test-postgres.sh read-only on|off   (default_transaction_read_only for every session, open ones too:
+#                                                a server that answers but takes no writes, SQLSTATE 25006)
 # The server speaks TLS (ssl=on) with a certificate for localhost and 127.0.0.1 signed by a CA made here with
 # openssl; plain connections keep working. Next to the CA lies untrusted-ca.crt, a second CA that signed
 # nothing, for tests that must see verification fail. The server also listens on 127.0.0.2, an address its
@@ -123,8 +125,15 @@ case "${1:-start}" in
     PORT="$(recorded_port)"
     as_owner "$BIN/pg_ctl" -D "$DIR" -w -l "$DIR/server.log" -o "$(server_options)" start >/dev/null
     ;;
+  read-only)
+    # ALTER SYSTEM and a reload reach the sessions already open (the worker's pool), which ALTER DATABASE would not.
+    case "${2:-}" in on | off) ;; *) echo "usage: $0 read-only on|off" >&2; exit 2 ;; esac
+    PORT="$(recorded_port)"
+    as_owner "$BIN/psql" -h "$DIR" -p "$PORT" -U postgres -q -v ON_ERROR_STOP=1 \
+      -c "ALTER SYSTEM SET default_transaction_read_only = $2" -c "SELECT pg_reload_conf()" >/dev/null
+    ;;
   *)
-    echo "usage: $0 start|ca|stop|crash|resume" >&2
+    echo "usage: $0 start|ca|stop|crash|resume|read-only on|off" >&2
     exit 2
     ;;
 esac

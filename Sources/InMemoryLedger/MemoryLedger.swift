@@ -15,7 +15,8 @@ import Synchronization
 /// - Important: Each instance is a ledger of its own, gone with its last reference; it is a test rig, never a backend
 ///   of the worker (`iap-worker` does not link this module).
 public final class MemoryLedger:
-    PurchaseLedger, SweepLedger, ReconciliationLedger, RetentionLedger, HistoryLedger, AdminLedger, RefundLedger
+    PurchaseLedger, SweepLedger, LedgerProbe, ReconciliationLedger, RetentionLedger, HistoryLedger, AdminLedger,
+    RefundLedger
 {
     let state = Mutex(State())
 
@@ -119,6 +120,13 @@ extension MemoryLedger {
     public func oldestUnconsumedGrantedAt() async throws -> Date? {
         state.withLock { $0.grants.values.filter { $0.record.state == .granted }.map(\.record.grantedAt).min() }
     }
+}
+
+// MARK: The probe (memory has no disk to fill)
+
+extension MemoryLedger {
+    public func probeWrite() async throws {}
+    public func storageShortfall() -> LedgerError? { nil }
 }
 
 // MARK: The admin role (the dead letters' reprocess outcome is with them, in +History)

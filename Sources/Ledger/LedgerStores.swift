@@ -15,18 +15,20 @@ public enum LedgerStores {
     ///     commands that look into the ledger, `.untilConnected` for the daemon.
     ///   - convertsToIncrementalVacuum: the daemon's start converts a SQLite ledger made before retention, once
     ///     (``SQLiteLedgerStore/prepareIncrementalVacuum()``); other commands leave the file as it is.
+    ///   - minFreeBytes: `ledger.min_free_bytes`, the daemon's floor of free space for a SQLite ledger (0: none).
     /// - Throws: ``LedgerError`` for a bad URL (`invalidURL`), a ledger that refuses this configuration
     ///   (`configuration`), an unreachable database (`unavailable`) or a failed migration; `CancellationError` when
     ///   cancelled while waiting for the database; or what `body` throws.
     public static func withStore<T: Sendable>(
         url: String, logger: Logger, migrate: Bool = true, maxConnections: Int = 20,
-        connectRetry: LedgerConnectRetry = .once, convertsToIncrementalVacuum: Bool = false,
+        connectRetry: LedgerConnectRetry = .once, convertsToIncrementalVacuum: Bool = false, minFreeBytes: Int64 = 0,
         _ body: @Sendable (any SQLLedgerStore) async throws -> T
     ) async throws -> T {
         switch try LedgerURL(url) {
         case .sqlite(let path):
             let store = try SQLiteLedgerStore(
-                path: path, logger: logger, convertsToIncrementalVacuum: convertsToIncrementalVacuum)
+                path: path, logger: logger, convertsToIncrementalVacuum: convertsToIncrementalVacuum,
+                minFreeBytes: minFreeBytes)
             do {
                 if migrate { try await store.migrate() }
                 let result = try await body(store)

@@ -4,15 +4,17 @@ import Synchronization
 
 /// A real ledger's purchases and sweep roles, counting what they are asked: grant batches, and probes
 /// (``countUnconsumed()``), which can be made slow.
-public final class CountingLedger: PurchaseLedger, SweepLedger {
+public final class CountingLedger: PurchaseLedger, SweepLedger, LedgerProbe {
     public let purchases: any PurchaseLedger
     public let sweep: any SweepLedger
+    public let probe: any LedgerProbe
     private let counts = Mutex((grantBatches: 0, probes: 0))
     private let probeDelay: Duration
 
-    public init(_ base: some PurchaseLedger & SweepLedger, probeDelay: Duration = .zero) {
+    public init(_ base: some PurchaseLedger & SweepLedger & LedgerProbe, probeDelay: Duration = .zero) {
         self.purchases = base
         self.sweep = base
+        self.probe = base
         self.probeDelay = probeDelay
     }
 
@@ -24,11 +26,15 @@ public final class CountingLedger: PurchaseLedger, SweepLedger {
         return try await purchases.insertGrants(writes)
     }
 
-    public func countUnconsumed() async throws -> Int {
+    public func probeWrite() async throws {
         counts.withLock { $0.probes += 1 }
         try await Task.sleep(for: probeDelay)
-        return try await sweep.countUnconsumed()
+        try await probe.probeWrite()
     }
+
+    public func storageShortfall() -> LedgerError? { probe.storageShortfall() }
+
+    public func countUnconsumed() async throws -> Int { try await sweep.countUnconsumed() }
 
     // The rest as the ledger answers it.
     public func lookup(_ keys: [RejectionKey]) async throws -> [LedgerLookup] { try await purchases.lookup(keys) }

@@ -14,6 +14,7 @@ public final class RecordingMetrics: EngineMetrics {
         public var circuitOpen = false
         public var stopped = false
         public var ledgerUnavailable = false
+        public var ledgerWritable = true
         public var lagPartitions: Set<SourcePartition> = []
         public var reconciled: [String: Int] = [:]
         public var reconcileOverruns = 0
@@ -52,6 +53,7 @@ public final class RecordingMetrics: EngineMetrics {
     public func setCircuitOpen(_ open: Bool) { state.withLock { $0.circuitOpen = open } }
     public func setStopped(_ stopped: Bool) { state.withLock { $0.stopped = stopped } }
     public func setLedgerUnavailable(_ unavailable: Bool) { state.withLock { $0.ledgerUnavailable = unavailable } }
+    public func setLedgerWritable(_ writable: Bool) { state.withLock { $0.ledgerWritable = writable } }
     public func trackLag(of partitions: [SourcePartition]) { state.withLock { $0.lagPartitions.formUnion(partitions) } }
     public func untrackLag(of partitions: [SourcePartition]) {
         state.withLock { $0.lagPartitions.subtract(partitions) }

@@ -21,7 +21,8 @@ public enum LedgerBackend: String, CaseIterable, Sendable {
 
 /// A ledger that plays every role: what the conformance tests run against.
 public typealias TestLedger =
-    PurchaseLedger & SweepLedger & ReconciliationLedger & RetentionLedger & HistoryLedger & AdminLedger & RefundLedger
+    PurchaseLedger & SweepLedger & LedgerProbe & ReconciliationLedger & RetentionLedger & HistoryLedger & AdminLedger
+    & RefundLedger
 
 public enum TestDatabases {
     public static var quietLogger: Logger {

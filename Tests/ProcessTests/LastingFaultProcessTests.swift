@@ -318,6 +318,10 @@ struct PrivatePostgres {
     }
 
     func crash() throws { _ = try Self.run(["crash"], port: port, folder: folder) }
+    /// `default_transaction_read_only` for every session, the worker's open ones too: writes fail with 25006.
+    func setReadOnly(_ on: Bool) throws {
+        _ = try Self.run(["read-only", on ? "on" : "off"], port: port, folder: folder)
+    }
     func resume() throws { _ = try Self.run(["resume"], port: port, folder: folder) }
     func stop() {
         _ = try? Self.run(["stop"], port: port, folder: folder)

@@ -63,7 +63,7 @@ public enum WorkerApplication {
             tasks.addTask {
                 try await LedgerStores.withStore(
                     url: configuration.ledgerURL, logger: logger, connectRetry: .untilConnected,
-                    convertsToIncrementalVacuum: true
+                    convertsToIncrementalVacuum: true, minFreeBytes: Int64(configuration.ledgerMinFreeBytes)
                 ) { store in
                     let ledger = store.roles
                     let metrics = WorkerMetrics()

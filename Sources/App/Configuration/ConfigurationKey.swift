@@ -64,6 +64,9 @@ public struct ConfigurationKey: Sendable, Hashable {
             "ledger.url", default: "sqlite:///var/lib/iap-worker/ledger.sqlite",
             "sqlite:///path (one instance) or postgres://user:pass@host:5432/db (shared)", secret: true),
         ConfigurationKey(
+            "ledger.min_free_bytes", default: "67108864",
+            "SQLite: intake pauses while the ledger's file system has less free space than this (64 MiB; 0: no floor)"),
+        ConfigurationKey(
             "ledger.retention.interval_ms", default: "300000",
             "Between pruning passes, at most 3600000 (the first 30 s after start); 0 turns pruning off"),
         ConfigurationKey("ledger.retention.batch_rows", default: "1000", "Rows deleted per transaction"),

@@ -36,6 +36,7 @@ extension WorkerConfiguration {
             ("gamebase.secret_key", gamebaseSecretKey.isEmpty ? "(none)" : "<redacted>"),
             ("gamebase.timeout_ms", String(gamebaseTimeoutMilliseconds)),
             ("gamebase.max_connections", String(gamebaseMaxConnections)), ("ledger.url", redactedLedgerURL),
+            ("ledger.min_free_bytes", String(ledgerMinFreeBytes)),
             ("ledger.retention.interval_ms", String(retention.interval.map(Self.milliseconds) ?? 0)),
             ("ledger.retention.batch_rows", String(retention.batchRows)),
             ("ledger.retention.published_outbox_hours", String(retention.publishedOutboxHours)),

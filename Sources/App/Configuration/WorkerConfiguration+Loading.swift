@@ -114,6 +114,7 @@ extension WorkerConfiguration {
             "gamebase.timeout_ms", default: gamebaseTimeoutMilliseconds, in: 100...600_000)
 
         ledgerURL = try values.string("ledger.url", default: ledgerURL, secret: true)
+        ledgerMinFreeBytes = try values.int("ledger.min_free_bytes", default: ledgerMinFreeBytes, in: 0...(1 << 50))
 
         maxInFlight = try values.int("worker.max_in_flight", default: maxInFlight, in: 1...65_536)
         // Each purchase in flight makes one Gamebase call at a time: fewer connections would queue calls in

@@ -79,6 +79,9 @@ public struct WorkerConfiguration: Sendable {
     static let defaultMaxConnectionsLimit = 1_024
 
     public var ledgerURL = "sqlite:///var/lib/iap-worker/ledger.sqlite"
+    /// `ledger.min_free_bytes`: a SQLite ledger's floor of free space on its file system, below which intake pauses
+    /// (0: no floor). 64 MiB: about 30,000 purchases' rows, and room for the pruner's deletes and a checkpoint.
+    public var ledgerMinFreeBytes = 64 << 20
 
     public var maxInFlight = 512
     public var maxMessageBytes = 65_536

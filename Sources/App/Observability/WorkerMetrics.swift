@@ -21,6 +21,7 @@ public final class WorkerMetrics: EngineMetrics {
         public static let circuitOpen = "iap_circuit_open"
         public static let stopped = "iap_stopped"
         public static let ledgerUnavailable = "iap_ledger_unavailable"
+        public static let ledgerWritable = "iap_ledger_writable"
         public static let rejections = "iap_rejections_total"
         public static let deadLetters = "iap_dead_letters_total"
         public static let oldestUnconsumedGrantAge = "iap_oldest_unconsumed_grant_age_seconds"
@@ -71,6 +72,7 @@ public final class WorkerMetrics: EngineMetrics {
     private let circuitOpen: Gauge
     private let stopped: Gauge
     private let ledgerUnavailable: Gauge
+    private let ledgerWritable: Gauge
     private let oldestUnconsumedGrantAge: Gauge
     private let ready: Gauge
     private let pollAge: Gauge
@@ -136,6 +138,12 @@ public final class WorkerMetrics: EngineMetrics {
             descriptor: Self.describe(Name.stopped, "1 while consumption is stopped by a configuration failure"))
         ledgerUnavailable = registry.makeGauge(
             descriptor: Self.describe(Name.ledgerUnavailable, "1 while ledger calls fail or time out (intake paused)"))
+        ledgerWritable = registry.makeGauge(
+            descriptor: Self.describe(
+                Name.ledgerWritable,
+                "1 while the ledger accepts writes; 0 through a full or read-only disk, an I/O error, a read-only server"
+            ))
+        ledgerWritable.set(to: 1)
         oldestUnconsumedGrantAge = registry.makeGauge(
             descriptor: Self.describe(
                 Name.oldestUnconsumedGrantAge, "Age of the oldest grant still waiting for Consume, 0 when none"))
@@ -241,6 +249,7 @@ public final class WorkerMetrics: EngineMetrics {
     public func setCircuitOpen(_ open: Bool) { circuitOpen.set(to: open ? 1 : 0) }
     public func setStopped(_ isStopped: Bool) { stopped.set(to: isStopped ? 1 : 0) }
     public func setLedgerUnavailable(_ unavailable: Bool) { ledgerUnavailable.set(to: unavailable ? 1 : 0) }
+    public func setLedgerWritable(_ writable: Bool) { ledgerWritable.set(to: writable ? 1 : 0) }
     public func setLedgerPruneCaughtUp(_ secondsSinceEpoch: Double) { ledgerPruneCaughtUp.set(to: secondsSinceEpoch) }
 
     /// Sets `iap_ledger_rows{table}`.

@@ -59,7 +59,7 @@ public struct WorkerServices: Sendable {
             metrics: metrics, health: health, clock: clock, logger: logger,
             onTransition: { intake.set(.gamebase, holding: $0) })
         let ledgerMonitor = LedgerMonitor(
-            ledger: ledger.sweep, metrics: metrics, health: health, clock: clock, logger: logger,
+            probe: ledger.probe, metrics: metrics, health: health, clock: clock, logger: logger,
             onTransition: { intake.set(.ledger, holding: $0) })
         // Every ledger call has a deadline: a database that stops answering is an outage, never a hung purchase.
         // The flow's calls are batched across the purchases in flight (one read or one transaction for many).

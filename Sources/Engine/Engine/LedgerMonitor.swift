@@ -3,42 +3,53 @@ import Fulfilment
 import Logging
 import Synchronization
 
-/// Treats the ledger as a dependency like Gamebase: when ledger calls fail and a probe confirms the ledger does not
-/// answer, intake pauses (not ready, nothing dead-lettered), purchases wait, and ``run()`` probes every
-/// `probeInterval` until it answers again; then everything resumes by itself.
+/// Treats the ledger as a dependency like Gamebase: when it cannot be used, intake pauses (not ready, nothing
+/// dead-lettered), purchases wait, and ``run()`` probes with a write every `probeInterval` until one succeeds; then
+/// everything resumes by itself.
+///
+/// Two kinds of outage, told apart by the error's kind, never by counting a purchase's failures:
+/// - **unreachable**: a call failed and the probe's write failed or timed out too (a server stopped, a network gone);
+/// - **unwritable**: the ledger answers but cannot write (``LedgerError/Code/unwritable``: a full or read-only disk,
+///   an I/O error, a read-only server, a SQLite file system below `ledger.min_free_bytes`). One such error is enough:
+///   it is the storage's, not the purchase's.
 public final class LedgerMonitor: Sendable {
     private let probeInterval: Duration
     private let metrics: any EngineMetrics
     private let health: WorkerHealth
     private let clock: any WorkerClock
     private let logger: Logger
+    private let probe: any LedgerProbe
     /// Called after every transition, outside the locks, with whether intake must be held (paused) now.
     private let onTransition: @Sendable (_ holdIntake: Bool) -> Void
-    private let unavailable = Mutex(false)
+    /// The error that decided the current outage, `nil` while the ledger can be used.
+    private let outage = Mutex<LedgerError?>(nil)
     private let changed = ChangeSignal()
     /// One probe for every purchase whose ledger call failed meanwhile: a failed batch fails hundreds of purchases
     /// at once, and hundreds of probes would queue for the ledger's connections and time out by themselves.
-    private let probes: Coalescer<Void, Bool>
+    private let probes: Coalescer<Void, LedgerError?>
 
-    /// - Parameter ledger: its probe is ``SweepLedger/countUnconsumed()``, which fails when the ledger cannot take writes.
+    /// - Parameter probe: its ``LedgerProbe/probeWrite()`` decides whether the ledger can be used; its
+    ///   ``LedgerProbe/storageShortfall()`` is read every second while it can.
     public init(
-        ledger: any SweepLedger, probeInterval: Duration = .seconds(1), probeDeadline: Duration = .seconds(3),
+        probe: any LedgerProbe, probeInterval: Duration = .seconds(1), probeDeadline: Duration = .seconds(3),
         metrics: any EngineMetrics, health: WorkerHealth, clock: any WorkerClock = .system, logger: Logger,
         onTransition: @escaping @Sendable (_ holdIntake: Bool) -> Void
     ) {
         self.probeInterval = probeInterval
         self.clock = clock
+        self.probe = probe
         let deadline = LedgerDeadline(probeDeadline)
-        probes = Coalescer(maxBatch: .max) { [metrics] calls in
-            let answered: Bool
+        probes = Coalescer(maxBatch: .max) { calls in
+            let failure: LedgerError?
             do {
-                let count = try await deadline.run("ledger probe") { try await ledger.countUnconsumed() }
-                metrics.setUnconsumedGrants(count)
-                answered = true
+                try await deadline.run("ledger probe") { try await probe.probeWrite() }
+                failure = nil
+            } catch let error as LedgerError {
+                failure = error
             } catch {
-                answered = false
+                failure = LedgerError(code: .unavailable, message: "ledger probe: \(error)")
             }
-            return Array(repeating: answered, count: calls.count)
+            return Array(repeating: failure, count: calls.count)
         }
         self.metrics = metrics
         self.health = health
@@ -46,21 +57,33 @@ public final class LedgerMonitor: Sendable {
         self.onTransition = onTransition
     }
 
-    public var isAvailable: Bool { !unavailable.withLock { $0 } }
+    public var isAvailable: Bool { outage.withLock { $0 == nil } }
 
     /// After a ledger call of a purchase failed: is the ledger down (so the purchase must wait, not count a
-    /// failure)? Probes the ledger unless it is known to be down already.
+    /// failure)? An `unwritable` error says so by itself; another ledger error is checked with a probe's write,
+    /// unless the ledger is known to be down already.
     public func isOutage(after error: any Error) async -> Bool {
         if !isAvailable { return true }
-        guard error is LedgerError else { return false }
-        if await answers() { return false }
-        markUnavailable(because: error)
+        guard let error = error as? LedgerError else { return false }
+        if error.code == .unwritable {
+            markUnavailable(because: error)
+            return true
+        }
+        guard let failure = await probeFailure() else { return false }
+        markUnavailable(because: failure.code == .unwritable ? failure : error)
         return true
     }
 
     /// Reports a failure seen outside a purchase (the sweeper): the same check as ``isOutage(after:)``.
     public func reportFailure(_ error: any Error) async {
         _ = await isOutage(after: error)
+    }
+
+    /// Pauses intake now if the ledger's disk is below its free-space floor: called before intake starts, so that
+    /// a worker started on a nearly full disk takes nothing in.
+    public func checkStorage() {
+        guard isAvailable, let shortfall = probe.storageShortfall() else { return }
+        markUnavailable(because: shortfall)
     }
 
     /// Waits until the ledger answers; throws `CancellationError` when the task is cancelled or `stillWanted`
@@ -74,50 +97,96 @@ public final class LedgerMonitor: Sendable {
         }
     }
 
-    /// Probes while the ledger is down; idles otherwise. Ends when the task is cancelled.
+    /// Watches the free-space floor every second while the ledger can be used; probes with a write every
+    /// `probeInterval` while it cannot. Ends when the task is cancelled.
     public func run() async {
         while !Task.isCancelled {
             if isAvailable {
-                await changed.wait(timeout: .seconds(1))
+                checkStorage()
+                if isAvailable { await changed.wait(timeout: .seconds(1)) }
                 continue
             }
-            if await answers() {
+            guard let failure = await probeFailure() else {
                 markAvailable()
                 continue
             }
+            noteStillUnavailable(because: failure)
             do { try await clock.sleep(for: probeInterval) } catch { return }
         }
     }
 
-    private func answers() async -> Bool {
-        (try? await probes.submit(())) ?? false
+    /// Why the ledger cannot be used now: its disk below the floor, else the probe's write failing; `nil` when
+    /// it writes. The floor is asked first, so that a write that still fits never ends an outage the floor holds.
+    private func probeFailure() async -> LedgerError? {
+        if let shortfall = probe.storageShortfall() { return shortfall }
+        do {
+            return try await probes.submit(())
+        } catch {
+            return LedgerError(code: .unavailable, message: "ledger probe: \(error)")
+        }
     }
 
-    private func markUnavailable(because error: any Error) {
-        let changedNow = unavailable.withLock { value -> Bool in
-            defer { value = true }
-            return !value
+    private static func problem(of error: LedgerError) -> String {
+        error.code == .unwritable ? error.message : "unreachable"
+    }
+
+    private func markUnavailable(because error: LedgerError) {
+        let changedNow = outage.withLock { value -> Bool in
+            defer { if value == nil { value = error } }
+            return value == nil
         }
         guard changedNow else { return }
-        logger.error(
-            "the ledger does not answer: intake paused, purchases wait (nothing is dead-lettered); probing every \(probeInterval)",
-            metadata: ["ledger.error": "\(error)"])
-        metrics.setLedgerUnavailable(true)
-        health.setLedgerReachable(false)
-        onTransition(!isAvailable)
+        if error.code == .unwritable {
+            logger.error(
+                "the ledger cannot write: intake paused, purchases wait (nothing is dead-lettered); probing with a write every \(probeInterval)",
+                metadata: ["ledger.problem": "\(error.message)"])
+        } else {
+            logger.error(
+                "the ledger does not answer: intake paused, purchases wait (nothing is dead-lettered); probing every \(probeInterval)",
+                metadata: ["ledger.error": "\(error)"])
+        }
+        publish(error)
+        onTransition(true)
         changed.signal()
     }
 
-    private func markAvailable() {
-        let changedNow = unavailable.withLock { value -> Bool in
-            defer { value = false }
+    /// A failed probe during an outage: readiness and the metrics follow the latest reason (a server that answers
+    /// again but read-only, a disk that went from full to below the floor); a change of kind is logged once.
+    private func noteStillUnavailable(because error: LedgerError) {
+        let previous = outage.withLock { value -> LedgerError? in
+            defer { if value != nil { value = error } }
             return value
         }
-        guard changedNow else { return }
-        logger.notice("the ledger answers again: intake resumed")
-        metrics.setLedgerUnavailable(false)
-        health.setLedgerReachable(true)
-        onTransition(!isAvailable)
+        guard let previous else { return }
+        if Self.problem(of: previous) != Self.problem(of: error) {
+            if (previous.code == .unwritable) != (error.code == .unwritable) {
+                logger.warning(
+                    "the ledger is still not usable, now for another reason",
+                    metadata: ["ledger.problem": "\(Self.problem(of: error))", "ledger.error": "\(error)"])
+            }
+            publish(error)
+        }
+    }
+
+    private func publish(_ error: LedgerError?) {
+        metrics.setLedgerUnavailable(error != nil)
+        metrics.setLedgerWritable(error?.code != .unwritable)
+        health.setLedgerProblem(error.map(Self.problem(of:)))
+    }
+
+    private func markAvailable() {
+        let ended = outage.withLock { value -> LedgerError? in
+            defer { value = nil }
+            return value
+        }
+        guard let ended else { return }
+        if ended.code == .unwritable {
+            logger.notice("the ledger writes again: intake resumed", metadata: ["ledger.problem": "\(ended.message)"])
+        } else {
+            logger.notice("the ledger answers again: intake resumed")
+        }
+        publish(nil)
+        onTransition(false)
         changed.signal()
     }
 }

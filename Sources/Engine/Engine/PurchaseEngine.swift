@@ -81,6 +81,8 @@ public final class PurchaseEngine: Service {
     }
 
     public func run() async throws {
+        // A disk already below the ledger's free-space floor holds intake before the first message.
+        ledgerMonitor.checkStorage()
         // Ready once the group has assigned partitions to this member (possibly none): see handleRebalance.
         try source.start(topic: configuration.purchasesTopic) { [weak self] event in self?.handleRebalance(event) }
         logger.info("consuming", metadata: ["kafka.topic": "\(configuration.purchasesTopic)"])

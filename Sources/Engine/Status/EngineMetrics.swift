@@ -23,6 +23,9 @@ public protocol EngineMetrics: Sendable {
     func setStopped(_ stopped: Bool)
     /// `iap_ledger_unavailable`.
     func setLedgerUnavailable(_ unavailable: Bool)
+    /// `iap_ledger_writable`: 0 while the ledger answers but cannot write (a full or read-only disk, an I/O error, a
+    /// read-only server, a disk below `ledger.min_free_bytes`).
+    func setLedgerWritable(_ writable: Bool)
 
     /// Reports lag for these partitions from now on (an assignment).
     func trackLag(of partitions: [SourcePartition])

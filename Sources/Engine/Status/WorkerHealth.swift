@@ -6,7 +6,8 @@ public final class WorkerHealth: Sendable {
     struct State {
         var subscribed = false
         var lastPoll: ContinuousClock.Instant?
-        var ledgerReachable = true
+        /// Why the ledger cannot be used now (`unreachable`, `disk full (/path)`…), `nil` while it can.
+        var ledgerProblem: String?
         var circuitOpen = false
         var stoppedReason: String?
         var shuttingDown = false
@@ -33,7 +34,8 @@ public final class WorkerHealth: Sendable {
     public func setKafkaProblemSource(_ source: @escaping @Sendable () -> String?) {
         update { $0.kafkaProblem = source }
     }
-    public func setLedgerReachable(_ reachable: Bool) { update { $0.ledgerReachable = reachable } }
+    /// Why the ledger cannot be used (readiness says `ledger: <problem>`), `nil` once it can again.
+    public func setLedgerProblem(_ problem: String?) { update { $0.ledgerProblem = problem } }
     public func setCircuitOpen(_ open: Bool) { update { $0.circuitOpen = open } }
     public func setStopped(_ reason: String?) { update { $0.stoppedReason = reason } }
     public func setShuttingDown() { update { $0.shuttingDown = true } }
@@ -46,7 +48,7 @@ public final class WorkerHealth: Sendable {
 
     /// The circuit, the ledger and a configuration stop, each on its own (readiness folds them into one answer).
     public var facts: (circuitOpen: Bool, ledgerReachable: Bool, stoppedReason: String?) {
-        state.withLock { ($0.circuitOpen, $0.ledgerReachable, $0.stoppedReason) }
+        state.withLock { ($0.circuitOpen, $0.ledgerProblem == nil, $0.stoppedReason) }
     }
 
     /// Liveness: the poll loop is alive.
@@ -67,7 +69,7 @@ public final class WorkerHealth: Sendable {
                     false, problem.map { "not in the consumer group yet: \($0)" } ?? "not in the consumer group yet"
                 )
             }
-            if !state.ledgerReachable { return (false, "ledger unreachable") }
+            if let problem = state.ledgerProblem { return (false, "ledger: \(problem)") }
             if state.circuitOpen { return (false, "Gamebase circuit open") }
             return (true, "ok")
         }

@@ -3,7 +3,7 @@ public struct LedgerError: Error, CustomStringConvertible, Sendable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case invalidURL = "invalid_url"
-            case configuration, unavailable, migration, query, conflict
+            case configuration, unavailable, unwritable, migration, query, conflict
             case missingTable = "missing_table"
         }
         private let base: Base
@@ -17,6 +17,12 @@ public struct LedgerError: Error, CustomStringConvertible, Sendable {
         public static let configuration = Code(.configuration)
         /// The database cannot be reached or opened.
         public static let unavailable = Code(.unavailable)
+        /// The database answers but cannot write: its disk is full or read-only, its storage fails I/O, it is out of
+        /// memory, or the server takes no writes (a standby, `default_transaction_read_only`); for SQLite also a file
+        /// system below `ledger.min_free_bytes`. An outage of the ledger, never a purchase's fault: purchases wait
+        /// until a probe writes again. The message starts with the condition (`disk full (/path)`), what readiness
+        /// says.
+        public static let unwritable = Code(.unwritable)
         public static let migration = Code(.migration)
         public static let query = Code(.query)
         /// A guarded update found the row in another state.
@@ -41,7 +47,7 @@ public struct LedgerError: Error, CustomStringConvertible, Sendable {
 
     /// Database errors are worth retrying (the database may be back); a bad URL, a configuration the database refuses
     /// or a failed migration is not.
-    public var isRetryable: Bool { code == .unavailable || code == .query }
+    public var isRetryable: Bool { code == .unavailable || code == .unwritable || code == .query }
 
     public var description: String { "LedgerError(\(code)): \(message)" }
 }

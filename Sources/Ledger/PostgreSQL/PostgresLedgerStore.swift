@@ -177,7 +177,8 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
             ).decode((Int64, String).self) {
                 guard readOnly == "off" else {
                     throw LedgerError(
-                        code: .unavailable, message: "PostgreSQL takes no writes (transaction_read_only is on)")
+                        code: .unwritable,
+                        message: "read-only (the server takes no writes); PostgreSQL: transaction_read_only is on")
                 }
                 return Int(count)
             }
@@ -199,6 +200,21 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
     /// Nothing to do: the pool closes when ``run()``'s task ends.
     public func close() async throws {}
 
+    // MARK: The probe
+
+    public func probeWrite() async throws {
+        try await wrap {
+            try await client.query(
+                """
+                INSERT INTO ledger_marks (name, value_ms) VALUES ('write_probe', \(Date().epochMilliseconds))
+                ON CONFLICT (name) DO UPDATE SET value_ms = excluded.value_ms
+                """, logger: logger)
+        }
+    }
+
+    /// The server's disk is not this host's to measure: its fullness shows as `53100` on a write.
+    public func storageShortfall() -> LedgerError? { nil }
+
     // MARK: Helpers
 
     @discardableResult
@@ -208,15 +224,37 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
         } catch let error as LedgerError {
             throw error
         } catch {
-            // 42P01 undefined_table, 42883 undefined_function: a ledger an older version migrated.
-            let missing = ["42P01", "42883"].contains((error as? PSQLError)?.serverInfo?[.sqlState] ?? "")
-            throw LedgerError(code: missing ? .missingTable : .query, message: "PostgreSQL: \(Self.describe(error))")
+            throw Self.ledgerError(error)
+        }
+    }
+
+    /// A server's error as the ledger's, its kind decided by its SQLSTATE: the storage's and the server's inability
+    /// to write are `unwritable`, an outage; a table an older version migrated is `missingTable`; the rest are this
+    /// statement's.
+    static func ledgerError(_ error: any Error) -> LedgerError {
+        let state = sqlState(of: error) ?? ""
+        if let condition = storageCondition(sqlState: state) {
+            return LedgerError(code: .unwritable, message: "\(condition); PostgreSQL: \(describe(error))")
+        }
+        // 42P01 undefined_table, 42883 undefined_function: a ledger an older version migrated.
+        let missing = ["42P01", "42883"].contains(state)
+        return LedgerError(code: missing ? .missingTable : .query, message: "PostgreSQL: \(describe(error))")
+    }
+
+    /// What a SQLSTATE says of the server's ability to write, `nil` for a statement's own failure.
+    static func storageCondition(sqlState: String) -> String? {
+        switch sqlState {
+        case "53100": "disk full (the server's)"
+        case "53200": "out of memory (the server's)"
+        case "58030": "I/O error (the server's)"
+        case "25006": "read-only (the server takes no writes)"
+        default: nil
         }
     }
 
     /// The server's message and SQLSTATE, never the query's bound values (they can hold purchase tokens).
     static func describe(_ error: any Error) -> String {
-        if let error = error as? PSQLError {
+        if let error = unwrapped(error) as? PSQLError {
             if let message = error.serverInfo?[.message] {
                 return "\(error.serverInfo?[.sqlState] ?? "") \(message)"
             }

@@ -182,7 +182,7 @@ extension SQLiteLedgerStore {
             do {
                 try await pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(PASSIVE)") }
             } catch {
-                throw Self.wrap(error)
+                throw wrap(error)
             }
         }
         return freed
@@ -245,7 +245,7 @@ extension SQLiteLedgerStore {
 
     /// A write transaction of its own, outside the purchases' group commits.
     func writeAlone<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        do { return try await pool.write(body) } catch { throw Self.wrap(error) }
+        do { return try await pool.write(body) } catch { throw wrap(error) }
     }
 
     static func marks(_ count: Int) -> String {

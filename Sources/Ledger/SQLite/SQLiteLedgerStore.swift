@@ -15,14 +15,19 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
     /// Whether ``migrate()`` converts a ledger file made before retention to incremental vacuum (the daemon's start
     /// does; commands that look into a ledger a daemon may be using never rewrite it).
     let convertsToIncrementalVacuum: Bool
+    /// `ledger.min_free_bytes`: below this much free space on the file's file system the ledger counts as unable to
+    /// write (``storageShortfall()``); 0 checks nothing.
+    let minFreeBytes: Int64
 
     /// Opens (creating if needed) the database at `path`.
     public init(
-        path: String, logger: Logger = Logger(label: "iap-worker.ledger"), convertsToIncrementalVacuum: Bool = false
+        path: String, logger: Logger = Logger(label: "iap-worker.ledger"), convertsToIncrementalVacuum: Bool = false,
+        minFreeBytes: Int64 = 0
     ) throws(LedgerError) {
         self.logger = logger
         self.path = path
         self.convertsToIncrementalVacuum = convertsToIncrementalVacuum
+        self.minFreeBytes = minFreeBytes
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.label = "iap-worker.ledger"
@@ -288,24 +293,83 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
         try pool.close()
     }
 
+    // MARK: The probe
+
+    public func probeWrite() async throws {
+        if let shortfall = storageShortfall() { throw shortfall }
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO ledger_marks (name, value_ms) VALUES ('write_probe', ?)
+                    ON CONFLICT (name) DO UPDATE SET value_ms = excluded.value_ms
+                    """, arguments: [Date().epochMilliseconds])
+        }
+        // The mark alone can fit in WAL pages already on disk; moving them into the file needs the file to grow,
+        // as the flow's writes do once the WAL is full. A checkpoint that cannot grow the file fails like them.
+        do {
+            try await pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(PASSIVE)") }
+        } catch {
+            throw wrap(error)
+        }
+    }
+
+    public func storageShortfall() -> LedgerError? {
+        guard minFreeBytes > 0, let free = Self.freeBytes(near: path) else { return nil }
+        guard free < minFreeBytes else { return nil }
+        return LedgerError(
+            code: .unwritable,
+            message:
+                "disk below ledger.min_free_bytes (\(path)): \(free) bytes free, \(minFreeBytes) wanted; intake waits for space"
+        )
+    }
+
+    /// Bytes an unprivileged writer may still use on the file system holding `path` (its directory, so that a file
+    /// not created yet is measured too); `nil` when it cannot be told.
+    static func freeBytes(near path: String) -> Int64? {
+        var info = statvfs()
+        let directory = (path as NSString).deletingLastPathComponent
+        guard statvfs(directory.isEmpty ? "." : directory, &info) == 0 else { return nil }
+        let (bytes, overflow) = Int64(info.f_bavail).multipliedReportingOverflow(by: Int64(info.f_frsize))
+        return overflow ? .max : bytes
+    }
+
     // MARK: Helpers
 
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        do { return try await pool.read(body) } catch { throw Self.wrap(error) }
+        do { return try await pool.read(body) } catch { throw wrap(error) }
     }
 
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        do { return try await batcher.write(body) } catch { throw Self.wrap(error) }
+        do { return try await batcher.write(body) } catch { throw wrap(error) }
     }
 
-    static func wrap(_ error: any Error) -> LedgerError {
+    /// A database error as the ledger's, its kind decided by SQLite's result code: the storage's failures (a full or
+    /// read-only disk, an I/O error, a file that cannot be opened again) are `unwritable`, an outage; the rest are
+    /// this statement's.
+    func wrap(_ error: any Error) -> LedgerError {
         if let error = error as? LedgerError { return error }
-        if let error = error as? DatabaseError, error.resultCode == .SQLITE_ERROR,
-            error.message?.hasPrefix("no such table") == true
-        {
-            return LedgerError(code: .missingTable, message: "SQLite: \(describe(error))")
+        guard let error = error as? DatabaseError else {
+            return LedgerError(code: .query, message: "SQLite: \(Self.describe(error))")
         }
-        return LedgerError(code: .query, message: "SQLite: \(describe(error))")
+        if let condition = Self.storageCondition(error.resultCode) {
+            return LedgerError(code: .unwritable, message: "\(condition) (\(path)); SQLite: \(Self.describe(error))")
+        }
+        if error.resultCode == .SQLITE_ERROR, error.message?.hasPrefix("no such table") == true {
+            return LedgerError(code: .missingTable, message: "SQLite: \(Self.describe(error))")
+        }
+        return LedgerError(code: .query, message: "SQLite: \(Self.describe(error))")
+    }
+
+    /// What a primary result code says of the storage, `nil` for a statement's own failure. SQLITE_IOERR covers its
+    /// extended codes (a failed write, fsync or read; ENOSPC met while writing the WAL).
+    static func storageCondition(_ code: ResultCode) -> String? {
+        switch code {
+        case .SQLITE_FULL: "disk full"
+        case .SQLITE_READONLY: "read-only"
+        case .SQLITE_IOERR: "I/O error"
+        case .SQLITE_CANTOPEN: "cannot open the file"
+        default: nil
+        }
     }
 
     /// SQLite's own message, without the statement's arguments (they can hold purchase tokens).

@@ -3,8 +3,10 @@
 public struct LedgerRoles: Sendable {
     /// The consume flow's (through ``FlowLedger``).
     public var purchases: any PurchaseLedger
-    /// The sweeper's, and the ledger's readiness probe.
+    /// The sweeper's.
     public var sweep: any SweepLedger
+    /// The ledger monitor's: whether the ledger can write.
+    public var probe: any LedgerProbe
     /// The reconciler's.
     public var reconciliation: any ReconciliationLedger
     /// The pruner's.
@@ -17,11 +19,13 @@ public struct LedgerRoles: Sendable {
     public var refunds: any RefundLedger
 
     public init(
-        purchases: any PurchaseLedger, sweep: any SweepLedger, reconciliation: any ReconciliationLedger,
-        retention: any RetentionLedger, history: any HistoryLedger, admin: any AdminLedger, refunds: any RefundLedger
+        purchases: any PurchaseLedger, sweep: any SweepLedger, probe: any LedgerProbe,
+        reconciliation: any ReconciliationLedger, retention: any RetentionLedger, history: any HistoryLedger,
+        admin: any AdminLedger, refunds: any RefundLedger
     ) {
         self.purchases = purchases
         self.sweep = sweep
+        self.probe = probe
         self.reconciliation = reconciliation
         self.retention = retention
         self.history = history
@@ -31,11 +35,11 @@ public struct LedgerRoles: Sendable {
 
     /// Every role from one store that plays them all.
     public init(
-        _ store: some PurchaseLedger & SweepLedger & ReconciliationLedger & RetentionLedger & HistoryLedger
-            & AdminLedger & RefundLedger
+        _ store: some PurchaseLedger & SweepLedger & LedgerProbe & ReconciliationLedger & RetentionLedger
+            & HistoryLedger & AdminLedger & RefundLedger
     ) {
         self.init(
-            purchases: store, sweep: store, reconciliation: store, retention: store, history: store, admin: store,
-            refunds: store)
+            purchases: store, sweep: store, probe: store, reconciliation: store, retention: store, history: store,
+            admin: store, refunds: store)
     }
 }
