@@ -79,6 +79,60 @@ struct LedgerStorageFaultTests {
         }
     }
 
+    /// The ledger's file gone from its path (a volume detached), then another ledger there, then a copy of its own:
+    /// the store waits without creating a file in the empty place, refuses the other ledger, and opens its own again
+    /// — with every row it had.
+    @Test func aSQLiteLedgerWhoseFileIsGoneWaitsRefusesAnotherLedgerAndOpensItsOwnAgain() async throws {
+        let folder = NSTemporaryDirectory() + "reopen-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/ledger.sqlite"
+        let store = try SQLiteLedgerStore(path: path)
+        try await store.migrate()
+        _ = try await store.insertGrants([
+            GrantWrite(grant: T.grant("kept"), event: T.event("kept:item-granted", seq: "kept"))
+        ])
+        try await store.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        let saved = folder + "/saved.sqlite"
+        try FileManager.default.copyItem(atPath: path, toPath: saved)
+
+        // Gone: nothing at the path.
+        for suffix in ["", "-wal", "-shm"] {
+            try FileManager.default.moveItem(atPath: path + suffix, toPath: folder + "/detached\(suffix)")
+        }
+        #expect(store.storageShortfall()?.message.hasPrefix("cannot open the file (\(path)): it is gone") == true)
+        await #expect(throws: LedgerError.self) { try await store.probeWrite() }
+        #expect(!FileManager.default.fileExists(atPath: path), "no new, empty ledger is created in its place")
+
+        // Another ledger at the path: refused.
+        let other = try SQLiteLedgerStore(path: folder + "/other.sqlite")
+        try await other.migrate()
+        try await other.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        try FileManager.default.copyItem(atPath: folder + "/other.sqlite", toPath: path)
+        await #expect(throws: LedgerError.self) { try await store.probeWrite() }
+        try FileManager.default.removeItem(atPath: path)
+        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+
+        // Its own file back (a copy: another inode): opened again, with its rows.
+        try FileManager.default.copyItem(atPath: saved, toPath: path)
+        try await store.probeWrite()
+        #expect(store.storageShortfall() == nil)
+        #expect(try await store.grant(paymentSeq: "kept") != nil, "the ledger opened again is this one")
+        _ = try await store.insertGrants([
+            GrantWrite(grant: T.grant("after"), event: T.event("after:item-granted", seq: "after"))
+        ])
+        #expect(try await store.grant(paymentSeq: "after") != nil)
+    }
+
+    /// A commit is durable against the machine's crash, not only the process's: the writer syncs the log at each
+    /// commit (GRDB's WAL default, NORMAL, lost committed grants when a volume aborted on a disk error).
+    @Test func theSQLiteWriterSyncsEachCommit() async throws {
+        let store = try SQLiteLedgerStore(path: NSTemporaryDirectory() + "synchronous-\(UUID()).sqlite")
+        let level = try await store.pool.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+        #expect(level == 2, "FULL")
+        try await store.close()
+    }
+
     /// `ledger.min_free_bytes`: below the floor the store says so without a database call, and its probe fails.
     @Test(.enabled(if: ScratchFileSystem.isAvailable, "mounting a tmpfs needs root"))
     func aSQLiteLedgerBelowItsFloorSaysSoAndItsProbeFails() async throws {

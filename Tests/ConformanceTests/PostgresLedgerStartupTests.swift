@@ -48,7 +48,7 @@ struct PostgresLedgerStartupTests {
 
     /// After a failover the pool can reach a server that answers reads and refuses every write: the probe must call
     /// that a ledger outage (purchases wait), not a ledger that works (purchases fail and are dead-lettered).
-    @Test func aServerThatTakesNoWritesFailsTheProbeAsUnavailable() async throws {
+    @Test func aServerThatTakesNoWritesFailsTheProbeAsUnwritable() async throws {
         let server = try PostgresTestServer.current()
         let database = try await server.createDatabase()
         let url = server.url(database: database)
@@ -66,7 +66,16 @@ struct PostgresLedgerStartupTests {
                 try await $0.countUnconsumed()
             }
         }
-        #expect(error?.code == .unavailable, "\(String(describing: error))")
+        #expect(error?.code == .unwritable, "\(String(describing: error))")
+        #expect(error?.message.hasPrefix("read-only (the server takes no writes)") == true)
+        // The monitor's probe writes: refused with 25006, a storage condition, not the statement's fault.
+        let probeError = await #expect(throws: LedgerError.self) {
+            try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger, migrate: false) {
+                try await $0.probeWrite()
+            }
+        }
+        #expect(probeError?.code == .unwritable, "\(String(describing: probeError))")
+        #expect(probeError?.message.contains("25006") == true)
     }
 
     @Test func theStoreReportsTheTLSVersionOfItsConnections() async throws {

@@ -79,6 +79,40 @@ struct MachineFaultProcessTests {
         try await Self.expectAnOutageThatDecidedNothing(cluster, worker, ledgerURL: ledgerURL, admin: admin)
     }
 
+    /// An ext4 volume under the SQLite ledger that turns read-only after a disk error (`errors=remount-ro`), then is
+    /// repaired and mounted again by the operator: the worker waits, then opens its file again on the new mount
+    /// (the descriptors it held stay on the failed one for good) and finishes every purchase once.
+    @Test(.enabled(if: ScratchVolume.isAvailable, "a loop-mounted ext4 image needs root and /dev/loop-control"))
+    func aLedgerVolumeThatTurnsReadOnlyIsAnOutageAndTheRepairedVolumeIsUsedAgain() async throws {
+        let volume = try ScratchVolume(megabytes: 64)
+        defer { volume.unmount() }
+        let cluster = try await Cluster.start(purchases: 600, simulatorArguments: ["--latency-ms", "5"])
+        let ledgerURL = "sqlite://\(volume.path)/ledger.sqlite"
+        var environment = cluster.workerEnvironment(
+            ledgerURL: ledgerURL, group: "readonly-fs-\(UUID().uuidString.prefix(6))", maxInFlight: 32)
+        environment["LEDGER_MIN_FREE_BYTES"] = String(4 << 20)  // a 64 MiB volume: below the default floor
+        let worker = try cluster.worker("worker", environment)
+        let admin = "http://127.0.0.1:\(try await worker.adminPort())"
+        try await cluster.producePurchases()
+        try await cluster.waitFor("a quarter is consumed", within: 120, workers: [worker]) {
+            try await simulatorConsumes(cluster.simulatorURL).count >= 150
+        }
+        try volume.failAsADiskDoes()
+        #expect(volume.isReadOnly)
+        let notReady = try await Self.waitForReadiness(admin, ok: false, within: 60, worker: worker)
+        #expect(
+            notReady.contains("ledger: read-only (\(volume.path)/ledger.sqlite)")
+                || notReady.contains("ledger: I/O error (\(volume.path)/ledger.sqlite)"), "\(notReady)")
+        #expect(try await httpGet("\(admin)/metrics").body.contains("iap_ledger_writable 0"))
+        try await Task.sleep(for: .seconds(5))
+        try volume.repairAndMountAgain()
+        let resumedIn = try await Self.secondsUntilReady(admin, within: 30, worker: worker)
+        #expect(resumedIn <= 5, "resumes within 5 s of the volume being back: \(resumedIn) s")
+        try await worker.waitForLog("the ledger file was opened again", within: 10)
+        try await cluster.waitUntilAllConsumed(within: 180, workers: [worker], ledgerURL: ledgerURL)
+        try await Self.expectAnOutageThatDecidedNothing(cluster, worker, ledgerURL: ledgerURL, admin: admin)
+    }
+
     /// A PostgreSQL server that answers but takes no writes (`default_transaction_read_only`, as a standby or an
     /// operator's switch makes it): SQLSTATE 25006 on every write, while reads answer.
     @Test func aPostgreSQLServerTurnedReadOnlyIsAnOutageAndEveryPurchaseIsGrantedOnceWhenItWritesAgain() async throws {

@@ -115,15 +115,17 @@ public final class LedgerMonitor: Sendable {
         }
     }
 
-    /// Why the ledger cannot be used now: its disk below the floor, else the probe's write failing; `nil` when
-    /// it writes. The floor is asked first, so that a write that still fits never ends an outage the floor holds.
+    /// Why the ledger cannot be used now: the probe's write failing, else its disk below the floor; `nil` when it
+    /// writes and has room. The floor is asked too, so that a write that still fits never ends an outage the floor
+    /// holds; after the write, which may set right what the floor check sees (a ledger file opened again).
     private func probeFailure() async -> LedgerError? {
-        if let shortfall = probe.storageShortfall() { return shortfall }
+        let failure: LedgerError?
         do {
-            return try await probes.submit(())
+            failure = try await probes.submit(())
         } catch {
-            return LedgerError(code: .unavailable, message: "ledger probe: \(error)")
+            failure = LedgerError(code: .unavailable, message: "ledger probe: \(error)")
         }
+        return failure ?? probe.storageShortfall()
     }
 
     private static func problem(of error: LedgerError) -> String {

@@ -3,14 +3,21 @@ import Fulfilment
 import GRDB
 import GRDBSQLite
 import Logging
+import Synchronization
 import Wire
 
 /// The embedded ledger: one SQLite file in WAL mode, for one worker instance.
 public final class SQLiteLedgerStore: SQLLedgerStore {
-    let pool: DatabasePool
+    /// The open database: replaced by ``reopen()`` when the file's volume went read-only or away and came back.
+    let opened: Mutex<OpenedFile>
+    /// The ledger's `ledger_identity` mark, read by ``migrate()``: a file opened again must carry the same.
+    let identityMark = Mutex<Int64?>(nil)
+    /// The last file found at the path that was not this ledger (said once).
+    let refusedFile = Mutex<FileIdentity?>(nil)
+    /// The databases open before a ``reopen()``, kept open for good (see there).
+    let retiredFiles = Mutex<[OpenedFile]>([])
     /// The database file's path.
     let path: String
-    private let batcher: SQLiteWriteBatcher
     let logger: Logger
     /// Whether ``migrate()`` converts a ledger file made before retention to incremental vacuum (the daemon's start
     /// does; commands that look into a ledger a daemon may be using never rewrite it).
@@ -18,6 +25,9 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
     /// `ledger.min_free_bytes`: below this much free space on the file's file system the ledger counts as unable to
     /// write (``storageShortfall()``); 0 checks nothing.
     let minFreeBytes: Int64
+
+    var pool: DatabasePool { opened.withLock { $0.pool } }
+    private var batcher: SQLiteWriteBatcher { opened.withLock { $0.batcher } }
 
     /// Opens (creating if needed) the database at `path`.
     public init(
@@ -28,16 +38,12 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
         self.path = path
         self.convertsToIncrementalVacuum = convertsToIncrementalVacuum
         self.minFreeBytes = minFreeBytes
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(10)
-        configuration.label = "iap-worker.ledger"
         do {
-            pool = try DatabasePool(path: path, configuration: configuration)
+            opened = Mutex(try OpenedFile(path: path))
         } catch {
             throw LedgerError(
                 code: .unavailable, message: "cannot open SQLite ledger at \(path): \(Self.describe(error))")
         }
-        batcher = SQLiteWriteBatcher(pool: pool)
     }
 
     public func migrate() async throws {
@@ -63,6 +69,7 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
         } catch {
             throw LedgerError(code: .migration, message: "migrating the SQLite ledger failed: \(Self.describe(error))")
         }
+        await markIdentity()
     }
 
     public func grant(paymentSeq: String) async throws -> GrantRecord? {
@@ -291,46 +298,6 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
 
     public func close() async throws {
         try pool.close()
-    }
-
-    // MARK: The probe
-
-    public func probeWrite() async throws {
-        if let shortfall = storageShortfall() { throw shortfall }
-        try await write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO ledger_marks (name, value_ms) VALUES ('write_probe', ?)
-                    ON CONFLICT (name) DO UPDATE SET value_ms = excluded.value_ms
-                    """, arguments: [Date().epochMilliseconds])
-        }
-        // The mark alone can fit in WAL pages already on disk; moving them into the file needs the file to grow,
-        // as the flow's writes do once the WAL is full. A checkpoint that cannot grow the file fails like them.
-        do {
-            try await pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(PASSIVE)") }
-        } catch {
-            throw wrap(error)
-        }
-    }
-
-    public func storageShortfall() -> LedgerError? {
-        guard minFreeBytes > 0, let free = Self.freeBytes(near: path) else { return nil }
-        guard free < minFreeBytes else { return nil }
-        return LedgerError(
-            code: .unwritable,
-            message:
-                "disk below ledger.min_free_bytes (\(path)): \(free) bytes free, \(minFreeBytes) wanted; intake waits for space"
-        )
-    }
-
-    /// Bytes an unprivileged writer may still use on the file system holding `path` (its directory, so that a file
-    /// not created yet is measured too); `nil` when it cannot be told.
-    static func freeBytes(near path: String) -> Int64? {
-        var info = statvfs()
-        let directory = (path as NSString).deletingLastPathComponent
-        guard statvfs(directory.isEmpty ? "." : directory, &info) == 0 else { return nil }
-        let (bytes, overflow) = Int64(info.f_bavail).multipliedReportingOverflow(by: Int64(info.f_frsize))
-        return overflow ? .max : bytes
     }
 
     // MARK: Helpers

@@ -1,0 +1,188 @@
+import Foundation
+import Fulfilment
+import GRDB
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The database a ``SQLiteLedgerStore`` has open: its pool, the pool's write batcher, and which file they hold.
+struct OpenedFile: Sendable {
+    let pool: DatabasePool
+    let batcher: SQLiteWriteBatcher
+    /// The device and inode of the file when it was opened; `nil` if they could not be read.
+    let identity: FileIdentity?
+
+    /// Opens (creating if needed) the database at `path`.
+    init(path: String) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.label = "iap-worker.ledger"
+        pool = try DatabasePool(path: path, configuration: configuration)
+        // GRDB sets WAL's `synchronous = NORMAL`: a commit is then durable against the process's crash but not the
+        // machine's (power lost, a file system that aborts on a disk error), which rolls back the last commits — grants
+        // whose Consume was already called, then re-read as consumed elsewhere. FULL syncs the log at each commit
+        // (the group commit shares one sync among the purchases in a batch).
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        batcher = SQLiteWriteBatcher(pool: pool)
+        identity = FileIdentity(of: path)
+    }
+}
+
+/// Which file a path leads to: its device and inode.
+struct FileIdentity: Equatable, Sendable {
+    let device: UInt64
+    let inode: UInt64
+
+    /// `nil` when nothing is at `path` (or it cannot be read).
+    init?(of path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+    }
+}
+
+// MARK: The probe (LedgerProbe)
+
+extension SQLiteLedgerStore {
+    public func probeWrite() async throws {
+        if let shortfall = floorShortfall() { throw shortfall }
+        // The path leads to another file than the one open: its volume was repaired and mounted again (the
+        // descriptors held on a volume that turned read-only stay read-only for good), or replaced. Open it again if
+        // it is this ledger, before writing, so that the write lands where the next start would read.
+        if let moved = fileMoved() {
+            guard let reopened = reopen() else { throw moved }
+            logger.notice(
+                "the ledger file was opened again", metadata: ["ledger.path": "\(path)", "ledger.file": "\(reopened)"])
+        }
+        do { try await writeProbeMark() } catch { throw wrap(error) }
+    }
+
+    public func storageShortfall() -> LedgerError? {
+        fileMoved() ?? floorShortfall()
+    }
+
+    /// The free space of the file's file system against `ledger.min_free_bytes`.
+    private func floorShortfall() -> LedgerError? {
+        guard minFreeBytes > 0, let free = Self.freeBytes(near: path), free < minFreeBytes else { return nil }
+        return LedgerError(
+            code: .unwritable,
+            message:
+                "disk below ledger.min_free_bytes (\(path)): \(free) bytes free, \(minFreeBytes) wanted; intake waits for space"
+        )
+    }
+
+    /// A mark row, then a passive checkpoint: the mark alone can fit in WAL pages already on disk, while moving them
+    /// into the file needs the file to grow, as the flow's writes do once the WAL is full. A checkpoint that cannot
+    /// grow the file fails like them.
+    private func writeProbeMark() async throws {
+        let pool = pool
+        let now = Date().epochMilliseconds
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO ledger_marks (name, value_ms) VALUES ('write_probe', ?)
+                    ON CONFLICT (name) DO UPDATE SET value_ms = excluded.value_ms
+                    """, arguments: [now])
+        }
+        try await pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(PASSIVE)") }
+    }
+
+    /// Why the path no longer leads to the open file (gone, or another file there), `nil` while it does.
+    func fileMoved() -> LedgerError? {
+        guard let identity = opened.withLock({ $0.identity }) else { return nil }
+        guard let current = FileIdentity(of: path) else {
+            return LedgerError(
+                code: .unwritable,
+                message: "cannot open the file (\(path)): it is gone; its volume was detached or the file removed")
+        }
+        guard current != identity else { return nil }
+        return LedgerError(
+            code: .unwritable,
+            message:
+                "cannot open the file (\(path)): another file is there now; its volume was mounted again or the file replaced"
+        )
+    }
+
+    /// Opens the file at `path` again and uses it from now on, if it is this ledger (its `ledger_identity` mark the
+    /// one ``migrate()`` read; without one, a file with the ledger's tables). Returns why it was opened again, `nil`
+    /// when nothing changed because the file that is there is not this ledger or cannot be opened (a volume not
+    /// mounted yet: never a new file created in the empty mount point).
+    func reopen() -> String? {
+        guard FileIdentity(of: path) != nil else { return nil }
+        let candidate: OpenedFile
+        do { candidate = try OpenedFile(path: path) } catch { return nil }
+        let expected = identityMark.withLock { $0 }
+        let found: Int64?
+        let hasGrants: Bool
+        do {
+            (found, hasGrants) = try candidate.pool.read { db in
+                (
+                    try Int64.fetchOne(db, sql: "SELECT value_ms FROM ledger_marks WHERE name = 'ledger_identity'"),
+                    try db.tableExists("grants")
+                )
+            }
+        } catch {
+            return nil
+        }
+        guard hasGrants, expected == nil || found == expected else {
+            // Said once for each file found there, not at every probe.
+            let firstTime = refusedFile.withLock { refused in
+                defer { refused = candidate.identity }
+                return refused != candidate.identity
+            }
+            guard firstTime else { return nil }
+            logger.error(
+                "the file at the ledger's path is another ledger: not used; the worker waits for its own file",
+                metadata: [
+                    "ledger.path": "\(path)", "ledger.identity": "\(expected.map(String.init) ?? "-")",
+                    "ledger.found_identity": "\(found.map(String.init) ?? "-")",
+                ])
+            return nil
+        }
+        let previous = opened.withLock { file in
+            defer { file = candidate }
+            return file
+        }
+        // Never closed: SQLite's last connection to a file deletes its -wal and -shm by path when it closes, and the
+        // path leads to the new file now. Closing the old pool would delete the live ledger's log and index under the
+        // new pool (commits lost). Its few descriptors stay open on the failed volume until the process ends.
+        retiredFiles.withLock { $0.append(previous) }
+        return "file \(candidate.identity.map { "\($0.device):\($0.inode)" } ?? "?")"
+    }
+
+    /// Writes the ledger's `ledger_identity` mark (a random number, in `value_ms` for want of another column) if it
+    /// has none (a ledger made before it), and remembers it. Best effort: a ledger that cannot write at start (a full
+    /// disk) is waited for by the monitor, not refused here.
+    func markIdentity() async {
+        do {
+            let identity = Int64.random(in: 1...Int64.max)
+            let mark = try await write { db in
+                try db.execute(
+                    sql:
+                        "INSERT INTO ledger_marks (name, value_ms) VALUES ('ledger_identity', ?) ON CONFLICT (name) DO NOTHING",
+                    arguments: [identity])
+                return try Int64.fetchOne(db, sql: "SELECT value_ms FROM ledger_marks WHERE name = 'ledger_identity'")
+            }
+            identityMark.withLock { $0 = mark }
+        } catch {
+            let mark = try? await read { db in
+                try Int64.fetchOne(db, sql: "SELECT value_ms FROM ledger_marks WHERE name = 'ledger_identity'")
+            }
+            identityMark.withLock { $0 = mark ?? nil }
+        }
+    }
+
+    /// Bytes an unprivileged writer may still use on the file system holding `path` (its directory, so that a file
+    /// not created yet is measured too); `nil` when it cannot be told.
+    static func freeBytes(near path: String) -> Int64? {
+        var info = statvfs()
+        let directory = (path as NSString).deletingLastPathComponent
+        guard statvfs(directory.isEmpty ? "." : directory, &info) == 0 else { return nil }
+        let (bytes, overflow) = Int64(info.f_bavail).multipliedReportingOverflow(by: Int64(info.f_frsize))
+        return overflow ? .max : bytes
+    }
+}
