@@ -19,6 +19,9 @@ public struct RecordingLogHandler: LogHandler {
         public func count(where predicate: (Entry) -> Bool) -> Int { all.filter(predicate).count }
         fileprivate func append(_ entry: Entry) { entries.withLock { $0.append(entry) } }
 
+        /// A handler that records here (to wrap in another handler).
+        public func handler() -> RecordingLogHandler { RecordingLogHandler(recorder: self) }
+
         /// A logger that records at every level.
         public func logger(label: String = "test") -> Logger {
             Logger(label: label) { _ in RecordingLogHandler(recorder: self) }

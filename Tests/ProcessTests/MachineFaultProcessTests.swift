@@ -141,6 +141,42 @@ struct MachineFaultProcessTests {
         try await Self.expectAnOutageThatDecidedNothing(cluster, worker, ledgerURL: ledgerURL, admin: admin)
     }
 
+    /// The worker's standard output on a file system that is full: every log write fails (ENOSPC). The log is lost;
+    /// the purchases are not, and the worker neither stalls nor dies.
+    @Test(.enabled(if: ScratchFileSystem.isAvailable, "mounting a tmpfs needs root"))
+    func aWorkerWhoseLogGoesToAFullDiskFulfilsEveryPurchase() async throws {
+        let disk = try ScratchFileSystem(megabytes: 1)
+        defer { disk.unmount() }
+        let logPath = disk.path + "/worker.log"
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        try disk.fill()
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        try await Self.expectEveryPurchaseFulfilledWithTheLogAt(log, group: "fulllog")
+    }
+
+    /// The worker's standard output a pipe whose reader is gone (a log shipper that died): every log write fails
+    /// (EPIPE, SIGPIPE ignored). The worker carries on.
+    @Test func aWorkerWhoseLogReaderIsGoneFulfilsEveryPurchase() async throws {
+        let pipe = Pipe()
+        try pipe.fileHandleForReading.close()
+        try await Self.expectEveryPurchaseFulfilledWithTheLogAt(pipe.fileHandleForWriting, group: "closedlog")
+    }
+
+    static func expectEveryPurchaseFulfilledWithTheLogAt(_ log: FileHandle, group: String) async throws {
+        let cluster = try await Cluster.start(purchases: 400, simulatorArguments: [])
+        let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
+        let worker = try ChildProcess(
+            "worker", ["run"],
+            environment: cluster.workerEnvironment(
+                ledgerURL: ledgerURL, group: "\(group)-\(UUID().uuidString.prefix(6))", maxInFlight: 32),
+            folder: cluster.folder, output: log)
+        try log.close()
+        try await cluster.producePurchases()
+        try await cluster.waitUntilAllConsumed(within: 120, workers: [worker], ledgerURL: ledgerURL)
+        try await cluster.expectInvariants(ledgerURL: ledgerURL)
+        #expect(try await worker.terminate(within: 30) == 0, "a clean stop, its last lines lost too")
+    }
+
     // MARK: Helpers
 
     /// After the outage: the money invariants, no dead letter, no consume-failed event (every purchase here is

@@ -39,9 +39,11 @@ final class ChildProcess: @unchecked Sendable {
 
     /// Starts `iap-worker arguments…`, or `iap-dev arguments…` for a development tool (`executable`: another build's,
     /// say the previous version's); stdout and stderr go to two files in `folder`.
+    /// - Parameter output: where stdout and stderr go instead of the two files (a pipe whose reader is gone, a file
+    ///   on a full disk); the output helpers then read nothing.
     init(
         _ name: String, _ arguments: [String], environment: [String: String] = [:], folder: URL,
-        executable: String? = nil
+        executable: String? = nil, output: FileHandle? = nil
     ) throws {
         self.name = name
         let stem = folder.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(6))").path
@@ -61,8 +63,8 @@ final class ChildProcess: @unchecked Sendable {
         var env = ProcessInfo.processInfo.environment
         env.merge(environment) { $1 }
         process.environment = env
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        process.standardOutput = try output ?? FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
+        process.standardError = try output ?? FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
         try process.run()
     }
 
