@@ -48,6 +48,7 @@ struct RunCommand: AsyncParsableCommand {
             logger.warning("configuration", metadata: ["iap.warning": "\(warning)"])
         }
         try await WorkerApplication.run(configuration: configuration, logger: logger, signals: signals)
+        LogThrottle.shared.flushAll()
         logger.info("stopped")
         LogOutput.standardOutput.flush()
         exitAfterCleanShutdown()

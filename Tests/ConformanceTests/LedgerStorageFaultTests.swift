@@ -15,7 +15,8 @@ struct LedgerStorageFaultTests {
 
     @Test(arguments: [
         (ResultCode.SQLITE_FULL, "disk full"), (.SQLITE_IOERR, "I/O error"), (.SQLITE_READONLY, "read-only"),
-        (.SQLITE_CANTOPEN, "cannot open the file"),
+        (.SQLITE_CANTOPEN, "cannot open the file"), (.SQLITE_CORRUPT, "corrupt"), (.SQLITE_NOTADB, "corrupt"),
+        (.SQLITE_NOMEM, "out of memory"),
     ])
     func eachSQLiteStorageCodeIsUnwritable(code: ResultCode, condition: String) throws {
         let store = try SQLiteLedgerStore(path: NSTemporaryDirectory() + "classify-\(UUID()).sqlite")
@@ -79,22 +80,26 @@ struct LedgerStorageFaultTests {
         }
     }
 
-    /// The ledger's file gone from its path (a volume detached), then another ledger there, then a copy of its own:
-    /// the store waits without creating a file in the empty place, refuses the other ledger, and opens its own again
-    /// — with every row it had.
-    @Test func aSQLiteLedgerWhoseFileIsGoneWaitsRefusesAnotherLedgerAndOpensItsOwnAgain() async throws {
+    /// The ledger's file gone from its path (a volume detached), then another ledger there, then an older copy of
+    /// its own, then a whole copy: the store waits without creating a file in the empty place, refuses the other
+    /// ledger and the copy that lacks its last grant, and opens the whole copy — with every row it had.
+    @Test func aSQLiteLedgerWhoseFileIsGoneWaitsRefusesOthersAndOpensAWholeCopyOfItself() async throws {
         let folder = NSTemporaryDirectory() + "reopen-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let path = folder + "/ledger.sqlite"
         let store = try SQLiteLedgerStore(path: path)
         try await store.migrate()
-        _ = try await store.insertGrants([
-            GrantWrite(grant: T.grant("kept"), event: T.event("kept:item-granted", seq: "kept"))
-        ])
+        func grant(_ seq: String) async throws {
+            _ = try await store.insertGrants([
+                GrantWrite(grant: T.grant(seq), event: T.event("\(seq):item-granted", seq: seq))
+            ])
+        }
+        try await grant("kept")
         try await store.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
-        let saved = folder + "/saved.sqlite"
-        try FileManager.default.copyItem(atPath: path, toPath: saved)
+        let older = folder + "/older.sqlite"
+        try FileManager.default.copyItem(atPath: path, toPath: older)
+        try await grant("later")
 
         // Gone: nothing at the path.
         for suffix in ["", "-wal", "-shm"] {
@@ -104,23 +109,28 @@ struct LedgerStorageFaultTests {
         await #expect(throws: LedgerError.self) { try await store.probeWrite() }
         #expect(!FileManager.default.fileExists(atPath: path), "no new, empty ledger is created in its place")
 
+        func place(_ source: String, wal: String? = nil) throws {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            try FileManager.default.copyItem(atPath: source, toPath: path)
+            if let wal { try FileManager.default.copyItem(atPath: wal, toPath: path + "-wal") }
+        }
         // Another ledger at the path: refused.
         let other = try SQLiteLedgerStore(path: folder + "/other.sqlite")
         try await other.migrate()
         try await other.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
-        try FileManager.default.copyItem(atPath: folder + "/other.sqlite", toPath: path)
+        try place(folder + "/other.sqlite")
         await #expect(throws: LedgerError.self) { try await store.probeWrite() }
-        try FileManager.default.removeItem(atPath: path)
-        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        // A copy of this ledger taken before its last grant: refused too (opening it would lose that grant).
+        try place(older)
+        await #expect(throws: LedgerError.self) { try await store.probeWrite() }
 
-        // Its own file back (a copy: another inode): opened again, with its rows.
-        try FileManager.default.copyItem(atPath: saved, toPath: path)
+        // A whole copy (another inode): opened again, with its rows.
+        try place(folder + "/detached", wal: folder + "/detached-wal")
         try await store.probeWrite()
         #expect(store.storageShortfall() == nil)
         #expect(try await store.grant(paymentSeq: "kept") != nil, "the ledger opened again is this one")
-        _ = try await store.insertGrants([
-            GrantWrite(grant: T.grant("after"), event: T.event("after:item-granted", seq: "after"))
-        ])
+        #expect(try await store.grant(paymentSeq: "later") != nil, "with its last grant")
+        try await grant("after")
         #expect(try await store.grant(paymentSeq: "after") != nil)
     }
 

@@ -10,7 +10,13 @@ public final class ScratchFileSystem: Sendable {
     public let path: String
     private var fillerPath: String { path + "/filler" }
 
-    public static var isAvailable: Bool { geteuid() == 0 }
+    /// Whether this process can mount one: root with the right to mount (not every container's root has it), tried
+    /// once.
+    public static let isAvailable: Bool = {
+        guard geteuid() == 0, let trial = try? ScratchFileSystem(megabytes: 1) else { return false }
+        trial.unmount()
+        return true
+    }()
 
     /// Mounts a tmpfs of `megabytes` at a new folder.
     public init(megabytes: Int) throws {
@@ -76,8 +82,11 @@ public final class ScratchVolume: Sendable {
     public let path: String
     private let image: String
 
+    /// Whether loop devices and ext4's error trigger are there (mounting rights as ``ScratchFileSystem``).
     public static var isAvailable: Bool {
-        geteuid() == 0 && FileManager.default.fileExists(atPath: "/dev/loop-control")
+        ScratchFileSystem.isAvailable && FileManager.default.fileExists(atPath: "/dev/loop-control")
+            && FileManager.default.fileExists(atPath: "/sys/fs/ext4")
+            && FileManager.default.fileExists(atPath: "/sbin/mkfs.ext4")
     }
 
     public init(megabytes: Int) throws {

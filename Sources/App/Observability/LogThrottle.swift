@@ -44,6 +44,8 @@ public final class LogThrottle: Sendable {
         let now = now()
         enum Verdict {
             case write
+            /// The window that ended still counted lines its scheduled summary has not written yet: said first.
+            case summarizeThenWrite(@Sendable (Int) -> Void, Int)
             case suppressFirst(ContinuousClock.Instant)
             case suppress
         }
@@ -54,16 +56,22 @@ public final class LogThrottle: Sendable {
                 windows[key] = window
                 return window.suppressed == 1 ? .suppressFirst(window.ends) : .suppress
             }
+            if let ended = windows[key], ended.suppressed > 0, let pending = ended.summary {
+                windows[key] = Window(ends: now + interval)
+                return .summarizeThenWrite(pending, ended.suppressed)
+            }
             if windows[key] == nil, windows.count >= maxKinds {
                 windows = windows.filter { now < $0.value.ends || $0.value.suppressed > 0 }
                 if windows.count >= maxKinds { return .write }
             }
-            // A window whose end passed with lines still counted is summarised by flushDue(), which runs at its end.
             windows[key] = Window(ends: now + interval)
             return .write
         }
         switch verdict {
         case .write:
+            return true
+        case .summarizeThenWrite(let pending, let count):
+            pending(count)
             return true
         case .suppressFirst(let ends):
             if schedulesSummaries {
@@ -78,6 +86,18 @@ public final class LogThrottle: Sendable {
         case .suppress:
             return false
         }
+    }
+
+    /// Writes the summary of every window with lines counted, ended or not: at a clean stop, before the last flush.
+    public func flushAll() {
+        let due = windows.withLock { windows -> [(summary: @Sendable (Int) -> Void, count: Int)] in
+            defer { windows = [:] }
+            return windows.values.compactMap { window in
+                guard window.suppressed > 0, let summary = window.summary else { return nil }
+                return (summary, window.suppressed)
+            }
+        }
+        for (summary, count) in due { summary(count) }
     }
 
     /// Writes the summary of every window that ended with lines counted, and forgets windows long over.

@@ -23,6 +23,20 @@ public final class LedgerMonitor: Sendable {
     private let onTransition: @Sendable (_ holdIntake: Bool) -> Void
     /// The error that decided the current outage, `nil` while the ledger can be used.
     private let outage = Mutex<LedgerError?>(nil)
+    /// When the current outage began, how long it lasts at least, and whether any of its reasons was the storage's.
+    /// An outage that comes back within ``relapseWindow`` of its end lasts twice as long as the last (up to
+    /// ``maxHold``): a storage the probe's small write gets through while the flow's writes still fail (a data
+    /// disk full but for the probe's page, one bad sector) then costs a transition a minute at most, not one a
+    /// second.
+    private struct Course {
+        var began: ContinuousClock.Instant?
+        var hold: Duration
+        var ended: ContinuousClock.Instant?
+        var storage = false
+    }
+    private let course: Mutex<Course>
+    static let relapseWindow: Duration = .seconds(30)
+    static let maxHold: Duration = .seconds(60)
     private let changed = ChangeSignal()
     /// One probe for every purchase whose ledger call failed meanwhile: a failed batch fails hundreds of purchases
     /// at once, and hundreds of probes would queue for the ledger's connections and time out by themselves.
@@ -38,6 +52,7 @@ public final class LedgerMonitor: Sendable {
         self.probeInterval = probeInterval
         self.clock = clock
         self.probe = probe
+        self.course = Mutex(Course(hold: .zero))
         let deadline = LedgerDeadline(probeDeadline)
         probes = Coalescer(maxBatch: .max) { calls in
             let failure: LedgerError?
@@ -107,7 +122,11 @@ public final class LedgerMonitor: Sendable {
                 continue
             }
             guard let failure = await probeFailure() else {
-                markAvailable()
+                if heldLongEnough() {
+                    markAvailable()
+                    continue
+                }
+                do { try await clock.sleep(for: probeInterval) } catch { return }
                 continue
             }
             noteStillUnavailable(because: failure)
@@ -128,6 +147,12 @@ public final class LedgerMonitor: Sendable {
         return failure ?? probe.storageShortfall()
     }
 
+    /// Whether the current outage has lasted its hold.
+    private func heldLongEnough() -> Bool {
+        let now = clock.instant
+        return course.withLock { course in course.began.map { now - $0 >= course.hold } ?? true }
+    }
+
     private static func problem(of error: LedgerError) -> String {
         error.code == .unwritable ? error.message : "unreachable"
     }
@@ -138,6 +163,19 @@ public final class LedgerMonitor: Sendable {
             return value == nil
         }
         guard changedNow else { return }
+        let now = clock.instant
+        let hold = course.withLock { course -> Duration in
+            let relapse = course.ended.map { now - $0 < Self.relapseWindow } ?? false
+            course.hold = relapse ? min(Self.maxHold, max(probeInterval, course.hold * 2)) : .zero
+            course.began = now
+            course.storage = error.code == .unwritable
+            return course.hold
+        }
+        if hold > .zero {
+            logger.warning(
+                "the ledger failed again soon after it came back: this outage lasts \(hold) at least",
+                metadata: ["ledger.problem": "\(Self.problem(of: error))"])
+        }
         if error.code == .unwritable {
             logger.error(
                 "the ledger cannot write: intake paused, purchases wait (nothing is dead-lettered); probing with a write every \(probeInterval)",
@@ -170,9 +208,16 @@ public final class LedgerMonitor: Sendable {
         }
     }
 
+    /// The metrics and readiness for the current state. `iap_ledger_writable` stays 0 for the whole of an outage
+    /// any of whose reasons was the storage's: a failing disk that alternates between refused writes and probes that
+    /// time out must not reset the alert's `for:` at each turn.
     private func publish(_ error: LedgerError?) {
+        let storage = course.withLock { course -> Bool in
+            if error?.code == .unwritable { course.storage = true }
+            return error != nil && course.storage
+        }
         metrics.setLedgerUnavailable(error != nil)
-        metrics.setLedgerWritable(error?.code != .unwritable)
+        metrics.setLedgerWritable(!storage)
         health.setLedgerProblem(error.map(Self.problem(of:)))
     }
 
@@ -182,11 +227,17 @@ public final class LedgerMonitor: Sendable {
             return value
         }
         guard let ended else { return }
+        let now = clock.instant
+        course.withLock { course in
+            course.ended = now
+            course.began = nil
+        }
         if ended.code == .unwritable {
             logger.notice("the ledger writes again: intake resumed", metadata: ["ledger.problem": "\(ended.message)"])
         } else {
             logger.notice("the ledger answers again: intake resumed")
         }
+        course.withLock { $0.storage = false }
         publish(nil)
         onTransition(false)
         changed.signal()

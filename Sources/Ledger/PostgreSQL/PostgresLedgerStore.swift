@@ -232,6 +232,8 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
     /// to write are `unwritable`, an outage; a table an older version migrated is `missingTable`; the rest are this
     /// statement's.
     static func ledgerError(_ error: any Error) -> LedgerError {
+        // A ledger error thrown inside a transaction comes back wrapped by postgres-nio: it keeps its kind.
+        if let error = unwrapped(error) as? LedgerError { return error }
         let state = sqlState(of: error) ?? ""
         if let condition = storageCondition(sqlState: state) {
             return LedgerError(code: .unwritable, message: "\(condition); PostgreSQL: \(describe(error))")

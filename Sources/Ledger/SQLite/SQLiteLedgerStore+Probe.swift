@@ -50,6 +50,7 @@ struct FileIdentity: Equatable, Sendable {
 extension SQLiteLedgerStore {
     public func probeWrite() async throws {
         if let shortfall = floorShortfall() { throw shortfall }
+        if identityMark.withLock({ $0 }) == nil, fileMoved() == nil { await markIdentity() }
         // The path leads to another file than the one open: its volume was repaired and mounted again (the
         // descriptors held on a volume that turned read-only stay read-only for good), or replaced. Open it again if
         // it is this ledger, before writing, so that the write lands where the next start would read.
@@ -78,17 +79,20 @@ extension SQLiteLedgerStore {
     /// A mark row, then a passive checkpoint: the mark alone can fit in WAL pages already on disk, while moving them
     /// into the file needs the file to grow, as the flow's writes do once the WAL is full. A checkpoint that cannot
     /// grow the file fails like them.
+    ///
+    /// Both go through the write batcher, in turn with the flow's writes: under load a probe queued behind the
+    /// batcher's drain would wait past its deadline and call a working ledger unreachable.
     private func writeProbeMark() async throws {
-        let pool = pool
         let now = Date().epochMilliseconds
-        try await pool.write { db in
+        let batcher = batcher
+        try await batcher.write { db in
             try db.execute(
                 sql: """
                     INSERT INTO ledger_marks (name, value_ms) VALUES ('write_probe', ?)
                     ON CONFLICT (name) DO UPDATE SET value_ms = excluded.value_ms
                     """, arguments: [now])
         }
-        try await pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(PASSIVE)") }
+        try await batcher.checkpoint()
     }
 
     /// Why the path no longer leads to the open file (gone, or another file there), `nil` while it does.
@@ -107,28 +111,33 @@ extension SQLiteLedgerStore {
         )
     }
 
-    /// Opens the file at `path` again and uses it from now on, if it is this ledger (its `ledger_identity` mark the
-    /// one ``migrate()`` read; without one, a file with the ledger's tables). Returns why it was opened again, `nil`
-    /// when nothing changed because the file that is there is not this ledger or cannot be opened (a volume not
-    /// mounted yet: never a new file created in the empty mount point).
+    /// Opens the file at `path` again and uses it from now on, if it is this ledger, whole: its `ledger_identity`
+    /// mark the one ``migrate()`` read, and at least every grant the open file holds, when that can still be read (a
+    /// copy taken before the last grants is not this ledger any more). Returns why it was opened again; `nil` when
+    /// nothing changed because the file there is not this ledger, cannot be opened (a volume not mounted yet: never a
+    /// new file created in the empty mount point), or this ledger's identity was never recorded (a start on a disk
+    /// too full to write it: only a restart opens the file again then).
     func reopen() -> String? {
-        guard FileIdentity(of: path) != nil else { return nil }
+        guard FileIdentity(of: path) != nil, let expected = identityMark.withLock({ $0 }) else { return nil }
         let candidate: OpenedFile
         do { candidate = try OpenedFile(path: path) } catch { return nil }
-        let expected = identityMark.withLock { $0 }
+        // Through the writer: the one connection a pool keeps for good. A reader may be opened afresh, by the path,
+        // which leads to the candidate now.
+        let lastGrant = { (pool: DatabasePool) in
+            try? pool.writeWithoutTransaction { db in try Int64.fetchOne(db, sql: "SELECT MAX(rowid) FROM grants") ?? 0
+            }
+        }
         let found: Int64?
-        let hasGrants: Bool
         do {
-            (found, hasGrants) = try candidate.pool.read { db in
-                (
-                    try Int64.fetchOne(db, sql: "SELECT value_ms FROM ledger_marks WHERE name = 'ledger_identity'"),
-                    try db.tableExists("grants")
-                )
+            found = try candidate.pool.read { db in
+                try Int64.fetchOne(db, sql: "SELECT value_ms FROM ledger_marks WHERE name = 'ledger_identity'")
             }
         } catch {
             return nil
         }
-        guard hasGrants, expected == nil || found == expected else {
+        let held = lastGrant(opened.withLock { $0.pool })
+        let complete = held.map { held in (lastGrant(candidate.pool) ?? -1) >= held } ?? true
+        guard found == expected, complete else {
             // Said once for each file found there, not at every probe.
             let firstTime = refusedFile.withLock { refused in
                 defer { refused = candidate.identity }
@@ -136,10 +145,11 @@ extension SQLiteLedgerStore {
             }
             guard firstTime else { return nil }
             logger.error(
-                "the file at the ledger's path is another ledger: not used; the worker waits for its own file",
+                "the file at the ledger's path is another ledger, or an older copy of this one: not used; the worker waits for its own file",
                 metadata: [
-                    "ledger.path": "\(path)", "ledger.identity": "\(expected.map(String.init) ?? "-")",
+                    "ledger.path": "\(path)", "ledger.identity": "\(expected)",
                     "ledger.found_identity": "\(found.map(String.init) ?? "-")",
+                    "ledger.complete": "\(complete)",
                 ])
             return nil
         }
@@ -180,7 +190,9 @@ extension SQLiteLedgerStore {
     /// not created yet is measured too); `nil` when it cannot be told.
     static func freeBytes(near path: String) -> Int64? {
         var info = statvfs()
-        let directory = (path as NSString).deletingLastPathComponent
+        // The file system of the file itself, a symbolic link followed (SQLite follows it too).
+        let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        let directory = (resolved as NSString).deletingLastPathComponent
         guard statvfs(directory.isEmpty ? "." : directory, &info) == 0 else { return nil }
         let (bytes, overflow) = Int64(info.f_bavail).multipliedReportingOverflow(by: Int64(info.f_frsize))
         return overflow ? .max : bytes

@@ -27,7 +27,7 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
     let minFreeBytes: Int64
 
     var pool: DatabasePool { opened.withLock { $0.pool } }
-    private var batcher: SQLiteWriteBatcher { opened.withLock { $0.batcher } }
+    var batcher: SQLiteWriteBatcher { opened.withLock { $0.batcher } }
 
     /// Opens (creating if needed) the database at `path`.
     public init(
@@ -328,13 +328,17 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
     }
 
     /// What a primary result code says of the storage, `nil` for a statement's own failure. SQLITE_IOERR covers its
-    /// extended codes (a failed write, fsync or read; ENOSPC met while writing the WAL).
+    /// extended codes (a failed write, fsync or read; ENOSPC met while writing the WAL). A corrupt file (often met
+    /// after a disk error and its repair) is the storage's too: waiting for a human beats dead-lettering purchases
+    /// one by one while it lasts; the process out of memory likewise.
     static func storageCondition(_ code: ResultCode) -> String? {
         switch code {
         case .SQLITE_FULL: "disk full"
         case .SQLITE_READONLY: "read-only"
         case .SQLITE_IOERR: "I/O error"
         case .SQLITE_CANTOPEN: "cannot open the file"
+        case .SQLITE_CORRUPT, .SQLITE_NOTADB: "corrupt"
+        case .SQLITE_NOMEM: "out of memory"
         default: nil
         }
     }

@@ -16,6 +16,8 @@ final class SQLiteWriteBatcher: Sendable {
 
     private struct State {
         var pending: [Pending] = []
+        /// Callers waiting for a checkpoint, run between two transactions of the drain.
+        var checkpoints: [CheckedContinuation<Void, any Error>] = []
         var draining = false
     }
 
@@ -40,16 +42,37 @@ final class SQLiteWriteBatcher: Sendable {
         return value as! T
     }
 
-    /// Runs on GRDB's writer queue until no write is waiting.
+    /// A passive checkpoint, between two of the drain's transactions: under a steady flow of writes the writer queue
+    /// is the drain's for as long as writes keep coming, and a checkpoint queued behind it would wait that long.
+    func checkpoint() async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let startDrain = state.withLock { state in
+                state.checkpoints.append(continuation)
+                guard !state.draining else { return false }
+                state.draining = true
+                return true
+            }
+            if startDrain { pool.asyncWriteWithoutTransaction { db in self.drain(db) } }
+        }
+    }
+
+    /// Runs on GRDB's writer queue until no write or checkpoint is waiting.
     private func drain(_ db: Database) {
         while true {
-            let batch = state.withLock { state in
+            let (batch, checkpoints) = state.withLock { state in
                 let batch = state.pending
+                let checkpoints = state.checkpoints
                 state.pending = []
-                if batch.isEmpty { state.draining = false }
-                return batch
+                state.checkpoints = []
+                if batch.isEmpty, checkpoints.isEmpty { state.draining = false }
+                return (batch, checkpoints)
             }
-            guard !batch.isEmpty else { return }
+            if !checkpoints.isEmpty {
+                let result = Result { try db.execute(sql: "PRAGMA wal_checkpoint(PASSIVE)") }
+                for waiter in checkpoints { waiter.resume(with: result) }
+            }
+            guard !batch.isEmpty || !checkpoints.isEmpty else { return }
+            guard !batch.isEmpty else { continue }
             var results: [Result<any Sendable, any Error>] = []
             results.reserveCapacity(batch.count)
             do {
@@ -63,6 +86,10 @@ final class SQLiteWriteBatcher: Sendable {
                             }
                             results.append(.success(value!))
                         } catch {
+                            // SQLite rolls the whole transaction back by itself after some errors (a full disk, an
+                            // I/O error): what ran before is gone, and what follows would run outside it. The batch
+                            // ends with this error, which says what happened to every write of it.
+                            guard db.isInsideTransaction else { throw error }
                             results.append(.failure(error))
                         }
                     }

@@ -59,6 +59,26 @@ struct LogThrottleTests {
         #expect(recorder.all[3].metadata["log.repeated"] == nil)
     }
 
+    /// A line that comes after its window ended, before the scheduled summary ran: the count is said first, never
+    /// overwritten by the new window.
+    @Test func aLineAfterTheWindowEndsSaysTheCountFirst() {
+        let throttle = throttle()
+        let log = logger(throttle)
+        for _ in 0..<5 { log.error("a poll failed") }
+        advance(.seconds(11))
+        log.error("a poll failed")
+        #expect(recorder.all.map { $0.metadata["log.repeated"] } == [nil, "4", nil])
+    }
+
+    /// At a clean stop every count still open is said.
+    @Test func aStopSaysEveryCountStillOpen() {
+        let throttle = throttle()
+        let log = logger(throttle)
+        for _ in 0..<3 { log.error("a poll failed") }
+        throttle.flushAll()
+        #expect(recorder.all.map { $0.metadata["log.repeated"] } == [nil, "2"])
+    }
+
     @Test func kindsAreCountedApartByLoggerAndMessage() {
         let throttle = throttle()
         let worker = logger(throttle, label: "iap-worker")

@@ -85,9 +85,8 @@ struct LedgerMonitorUnwritableTests {
         #expect(await monitor.isOutage(after: Self.diskFull))
         let watching = Task { await monitor.run() }
         defer { watching.cancel() }
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(await eventually(within: 5) { probe.writes.withLock { $0 } >= 3 }, "probed every interval")
         #expect(!monitor.isAvailable, "the probe's write still fails")
-        #expect(probe.writes.withLock { $0 } >= 3, "probed every interval")
         probe.writeFailure.withLock { $0 = nil }
         #expect(await eventually(within: 2) { monitor.isAvailable })
         #expect(health.ready == (true, "ok"))
@@ -123,6 +122,43 @@ struct LedgerMonitorUnwritableTests {
         #expect(health.ready.detail == "ledger: unreachable")
         #expect(metrics.values.ledgerWritable == true)
         #expect(metrics.values.ledgerUnavailable == true)
+    }
+
+    /// The probe's small write gets through while the flow's writes keep failing (a data disk full but for the
+    /// probe's page): each outage that comes back right after its end lasts twice as long as the last, so the
+    /// transitions slow down instead of repeating every probe.
+    @Test func aStorageThatFailsAgainRightAfterEachRecoveryIsHeldLongerEachTime() async throws {
+        let monitor = monitor()
+        let watching = Task { await monitor.run() }
+        defer { watching.cancel() }
+        var lasted: [Duration] = []
+        for _ in 0..<5 {
+            let start = ContinuousClock.now
+            #expect(await monitor.isOutage(after: Self.diskFull))
+            #expect(await eventually(within: 5) { monitor.isAvailable })
+            lasted.append(ContinuousClock.now - start)
+        }
+        // Holds of 0, 20, 40, 80, 160 ms (the probe interval doubled): the last outages last their hold at least.
+        #expect(lasted[3] >= .milliseconds(80), "\(lasted)")
+        #expect(lasted[4] >= .milliseconds(160), "\(lasted)")
+        #expect(holds.withLock { $0 }.count == 10, "one pause and one resume per outage")
+    }
+
+    /// A failing disk alternates between refused writes and probes that time out: the metric stays 0 for the whole
+    /// outage, so the alert's `for:` is not reset at each turn.
+    @Test func notWritableStaysSoForTheWholeOutageWhateverItsLaterReasons() async throws {
+        let monitor = monitor()
+        probe.writeFailure.withLock { $0 = LedgerError(code: .unavailable, message: "the ledger did not answer") }
+        #expect(await monitor.isOutage(after: Self.diskFull))
+        let watching = Task { await monitor.run() }
+        defer { watching.cancel() }
+        #expect(
+            await eventually(within: 5) { health.ready.detail == "ledger: unreachable" },
+            "readiness follows the latest reason")
+        #expect(metrics.values.ledgerWritable == false, "the storage's outage is still the storage's")
+        probe.writeFailure.withLock { $0 = nil }
+        #expect(await eventually(within: 2) { monitor.isAvailable })
+        #expect(metrics.values.ledgerWritable == true)
     }
 
     /// `ledger.min_free_bytes`: a disk already below the floor holds intake before the first message; while
