@@ -133,8 +133,11 @@ extension ProcessTests.Cluster {
             if (try? await condition()) == true { return }
             try await Task.sleep(for: .milliseconds(250))
         }
+        let consumed = (try? await simulatorConsumes(simulatorURL).count).map(String.init) ?? "unread"
         throw ProcessTestError(
-            "not within \(seconds) s: \(what)\n" + workers.map(\.diagnosticOutput).joined(separator: "\n"))
+            "not within \(seconds) s: \(what) (Gamebase consumed \(consumed))\n"
+                + workers.map(\.diagnosticOutput).joined(separator: "\n") + "\nKafka (\(kafka.kind)), last lines:\n"
+                + kafka.diagnosticOutput.split(separator: "\n").suffix(40).joined(separator: "\n"))
     }
 
     /// The group's committed offsets of partitions of `purchase.completed`, read by a consumer that never joins.
