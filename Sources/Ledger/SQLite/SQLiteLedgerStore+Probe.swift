@@ -50,11 +50,12 @@ struct FileIdentity: Equatable, Sendable {
 extension SQLiteLedgerStore {
     public func probeWrite() async throws {
         if let shortfall = floorShortfall() { throw shortfall }
-        if identityMark.withLock({ $0 }) == nil, fileMoved() == nil { await markIdentity() }
+        let moved = fileMoved()
+        if moved == nil, identityMark.withLock({ $0 }) == nil { await markIdentity() }
         // The path leads to another file than the one open: its volume was repaired and mounted again (the
         // descriptors held on a volume that turned read-only stay read-only for good), or replaced. Open it again if
         // it is this ledger, before writing, so that the write lands where the next start would read.
-        if let moved = fileMoved() {
+        if let moved {
             guard let reopened = reopen() else { throw moved }
             logger.notice(
                 "the ledger file was opened again", metadata: ["ledger.path": "\(path)", "ledger.file": "\(reopened)"])
@@ -189,11 +190,16 @@ extension SQLiteLedgerStore {
     /// Bytes an unprivileged writer may still use on the file system holding `path` (its directory, so that a file
     /// not created yet is measured too); `nil` when it cannot be told.
     static func freeBytes(near path: String) -> Int64? {
-        var info = statvfs()
         // The file system of the file itself, a symbolic link followed (SQLite follows it too).
         let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
         let directory = (resolved as NSString).deletingLastPathComponent
-        guard statvfs(directory.isEmpty ? "." : directory, &info) == 0 else { return nil }
+        return freeBytes(inDirectory: directory.isEmpty ? "." : directory)
+    }
+
+    /// Bytes an unprivileged writer may still use on the file system holding `directory`; `nil` when unknown.
+    static func freeBytes(inDirectory directory: String) -> Int64? {
+        var info = statvfs()
+        guard statvfs(directory, &info) == 0 else { return nil }
         let (bytes, overflow) = Int64(info.f_bavail).multipliedReportingOverflow(by: Int64(info.f_frsize))
         return overflow ? .max : bytes
     }

@@ -229,14 +229,11 @@ extension SQLiteLedgerStore {
         let environment = ProcessInfo.processInfo.environment
         let temporary = environment["SQLITE_TMPDIR"] ?? environment["TMPDIR"] ?? "/var/tmp"
         let directory = URL(fileURLWithPath: pool.path).deletingLastPathComponent().path
-        func free(_ path: String) -> Int64? {
-            (try? FileManager.default.attributesOfFileSystem(forPath: path)[.systemFreeSize] as? NSNumber)?.int64Value
-        }
         var problems: [String] = []
-        if let available = free(directory), available < needed {
+        if let available = Self.freeBytes(inDirectory: directory), available < needed {
             problems.append("\(directory) has \(available) bytes free for a write-ahead log of \(needed)")
         }
-        if let available = free(temporary), available < needed {
+        if let available = Self.freeBytes(inDirectory: temporary), available < needed {
             problems.append(
                 "\(temporary) (SQLITE_TMPDIR, TMPDIR or /var/tmp) has \(available) bytes free for a copy of \(needed)")
         }
