@@ -14,6 +14,8 @@ command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
 # The machine-fault tests put a SQLite ledger on an ext4 image (mkfs.ext4, e2fsck) mounted through a loop device.
 command -v mkfs.ext4 >/dev/null 2>&1 || need+=(e2fsprogs)
 command -v losetup >/dev/null 2>&1 || need+=(mount)
+# The clock-step test runs the worker under libfaketime, its wall clock stepped from a file.
+ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || need+=(libfaketime)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}" >&2

@@ -104,7 +104,7 @@ extension MemoryLedger {
             let key = BinaryText(name)
             var row = state.pollMarks[key] ?? PollRow(mark: HistoryPollMark(name: name))
             if let holder = row.leaseOwner, BinaryText(holder) != BinaryText(owner),
-                let until = row.leaseUntil, until >= now.epochMilliseconds
+                let held = row.leaseUntil, held >= now.epochMilliseconds, held <= until.epochMilliseconds
             {
                 return nil
             }

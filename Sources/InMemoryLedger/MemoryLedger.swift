@@ -84,7 +84,7 @@ extension MemoryLedger {
         return state.withLock { state in
             let due = state.grants.filter { _, row in
                 row.record.state == .granted && row.record.grantedAt.epochMilliseconds < before
-                    && (row.sweepClaimedUntil.map { $0 < nowMs } ?? true)
+                    && (row.sweepClaimedUntil.map { $0 < nowMs || $0 > until } ?? true)
             }
             .sorted { ($0.value.record.grantedAt, $0.value.row) < ($1.value.record.grantedAt, $1.value.row) }
             return limited(due, limit).map { key, row in
@@ -103,7 +103,7 @@ extension MemoryLedger {
         return state.withLock { state in
             let due = state.outbox.filter { _, row in
                 row.event.publishedAt == nil && row.event.createdAt.epochMilliseconds < before
-                    && (row.claimedUntil.map { $0 < nowMs } ?? true)
+                    && (row.claimedUntil.map { $0 < nowMs || $0 > until } ?? true)
             }
             .sorted { ($0.value.event.createdAt, $0.value.row) < ($1.value.event.createdAt, $1.value.row) }
             return limited(due, limit).map { key, row in

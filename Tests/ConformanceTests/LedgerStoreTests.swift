@@ -174,6 +174,36 @@ struct LedgerStoreTests {
         }
     }
 
+    /// A wall clock stepped back an hour after a sweeper leased its rows: the leases' ends lie further ahead than a
+    /// lease reaches, so they have ended (before, they held for the hour).
+    @Test(arguments: LedgerBackend.allCases)
+    func aSweeperLeaseTakenBeforeTheClockSteppedBackEndsWithItsLength(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            let old = Date().addingTimeInterval(-7_200)
+            _ = try await store.insertGrant(
+                Self.grant("600", at: old), event: Self.event("600:item-granted", seq: "600", at: old))
+            let (cutoff, now) = (Date().addingTimeInterval(-5_400), Date())
+            #expect(
+                try await store.claimUnconsumedGrants(grantedBefore: cutoff, limit: 10, lease: .seconds(30), now: now)
+                    .count == 1)
+            #expect(
+                try await store.claimUnpublishedEvents(createdBefore: cutoff, limit: 10, lease: .seconds(30), now: now)
+                    .count == 1)
+            let back = now.addingTimeInterval(-3_600)
+            #expect(
+                try await store.claimUnconsumedGrants(grantedBefore: cutoff, limit: 10, lease: .seconds(30), now: back)
+                    .count == 1, "a lease ending an hour and 30 s ahead is from before the step")
+            #expect(
+                try await store.claimUnpublishedEvents(createdBefore: cutoff, limit: 10, lease: .seconds(30), now: back)
+                    .count == 1)
+            // The new leases hold for their length on the stepped clock.
+            #expect(
+                try await store.claimUnconsumedGrants(
+                    grantedBefore: cutoff, limit: 10, lease: .seconds(30), now: back.addingTimeInterval(10)
+                ).isEmpty)
+        }
+    }
+
     @Test(arguments: LedgerBackend.allCases)
     func concurrentGrantsOfOnePaymentMakeExactlyOneRow(backend: LedgerBackend) async throws {
         try await TestDatabases.withFreshLedger(backend, maxConnections: 30) { store in

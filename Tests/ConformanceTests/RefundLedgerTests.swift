@@ -219,6 +219,23 @@ struct RefundLedgerTests {
         }
     }
 
+    /// A lease taken before the wall clock stepped back an hour ends with its length, not an hour later: its end lies
+    /// further ahead than any lease reaches.
+    @Test(arguments: LedgerBackend.allCases)
+    func aHistoryLeaseTakenBeforeTheClockSteppedBackEndsWithItsLength(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            let t0 = Self.now
+            let first = try await store.claimHistoryPoll(name: "apple:REFUND", owner: "a", until: t0 + 120, now: t0)
+            #expect(first != nil)
+            let back = t0 - 3_600
+            #expect(
+                try await store.claimHistoryPoll(name: "apple:REFUND", owner: "b", until: back + 120, now: back) != nil)
+            #expect(
+                try await store.claimHistoryPoll(name: "apple:REFUND", owner: "c", until: back + 130, now: back + 10)
+                    == nil, "a lease within its length still holds")
+        }
+    }
+
     /// A pass that reads on renews its lease with each page saved; one that read its window to the end gives the lease
     /// up, so another instance (or this one restarted under a new name) takes the next pass at once.
     @Test(arguments: LedgerBackend.allCases)

@@ -20,10 +20,13 @@ struct ReconcilePassTests {
     /// The dependencies' verdicts, set by the test.
     final class Health: ReconcileHealth {
         let allows = Mutex(true)
-        let since = Mutex(Date.distantPast)
+        /// When intake last resumed, on a test clock; `nil`: it has always flowed.
+        let resumed = Mutex<(at: ContinuousClock.Instant, clock: TestClock)?>(nil)
         var allowsGamebaseCalls: Bool { allows.withLock { $0 } }
         var ledgerAvailable: Bool { true }
-        var processingSince: Date { since.withLock { $0 } }
+        var processingFor: Duration? {
+            resumed.withLock { $0 }.map { $0.clock.instant - $0.at } ?? .seconds(Int64.max)
+        }
         let verdict = Mutex(GamebaseProbeVerdict.answers)
         func verdictAfterFailure() async -> GamebaseProbeVerdict { verdict.withLock { $0 } }
         let rejections = Mutex<[GamebaseError]>([])
@@ -179,6 +182,29 @@ struct ReconcilePassTests {
         }
     }
 
+    /// A step forward of the wall clock (NTP, a VM resumed) makes the sighting look two hours old: the grace is still
+    /// a minute of the monotonic clock, and so is the wait after a hold of intake.
+    @Test func aForwardStepOfTheWallClockCutsNoGraceShort() async throws {
+        let payments = [EndToEndSystem.payment("m4", user: "u4"), EndToEndSystem.payment("q4", user: "u4")]
+        try await Self.withHarness(payments: payments) { h in
+            try await h.message("m4", user: "u4")
+            let pass = h.pass(grace: .seconds(60))
+            #expect(Self.outcomes(await pass.run(.init())) == ["q4": .skippedGrace])
+            h.clock.advance(by: .seconds(10))
+            h.clock.stepWall(by: .seconds(7_200))
+            #expect(Self.outcomes(await pass.run(.init())) == ["q4": .skippedGrace], "taken 10 s after it was seen")
+            // Intake held and resumed, then the clock steps again: the wait after the hold is not cut either.
+            let resumedAt = h.clock.instant
+            h.health.resumed.withLock { [clock = h.clock] in $0 = (resumedAt, clock) }
+            h.clock.advance(by: .seconds(51))
+            h.clock.stepWall(by: .seconds(7_200))
+            #expect(Self.outcomes(await pass.run(.init())) == ["q4": .skippedGrace], "taken 51 s after a hold")
+            h.clock.advance(by: .seconds(10))
+            #expect(Self.outcomes(await pass.run(.init())) == ["q4": .granted])
+            #expect(h.simulator.state.consumes["q4"] == 1)
+        }
+    }
+
     @Test func aHoldOfTheWorkersIntakeRestartsTheGrace() async throws {
         let payments = [EndToEndSystem.payment("m2", user: "u2"), EndToEndSystem.payment("q2", user: "u2")]
         try await Self.withHarness(payments: payments) { h in
@@ -187,8 +213,8 @@ struct ReconcilePassTests {
             _ = await pass.run(.init())
             h.clock.advance(by: .milliseconds(1_100))
             // Intake was held until just now (an outage): messages it held back may still be on their way.
-            let now = h.clock.now
-            h.health.since.withLock { $0 = now }
+            let resumedAt = h.clock.instant
+            h.health.resumed.withLock { [clock = h.clock] in $0 = (resumedAt, clock) }
             #expect(Self.outcomes(await pass.run(.init())) == ["q2": .skippedGrace])
             h.clock.advance(by: .milliseconds(1_100))
             #expect(Self.outcomes(await pass.run(.init())) == ["q2": .granted])

@@ -18,6 +18,8 @@ public final class RecordingMetrics: EngineMetrics {
         public var lagPartitions: Set<SourcePartition> = []
         public var reconciled: [String: Int] = [:]
         public var reconcileOverruns = 0
+        /// Wall-clock steps seen: `true` forward.
+        public var wallClockSteps: [Bool] = []
         public var reconcilePasses: [WorkerStatus.ReconcilePass] = []
         public var ledgerRows: [String: Int] = [:]
         public var pruned: [String: Int] = [:]
@@ -62,6 +64,7 @@ public final class RecordingMetrics: EngineMetrics {
         state.withLock { $0.reconciled[outcome, default: 0] += count }
     }
     public func countReconcileOverrun() { state.withLock { $0.reconcileOverruns += 1 } }
+    public func countWallClockStep(forward: Bool) { state.withLock { $0.wallClockSteps.append(forward) } }
     public func recordReconcilePass(_ duration: Duration, summary: WorkerStatus.ReconcilePass) {
         state.withLock { $0.reconcilePasses.append(summary) }
     }

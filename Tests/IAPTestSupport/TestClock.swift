@@ -18,6 +18,8 @@ public final class TestClock: WorkerClock {
     }
     private struct State {
         var offset: Duration = .zero
+        /// How far the wall clock was stepped (``stepWall(by:)``), apart from the monotonic time.
+        var wallStep: Duration = .zero
         var sleepers: [Sleeper] = []
         var nextID: UInt64 = 0
         /// Sleepers cancelled before they were registered.
@@ -27,6 +29,7 @@ public final class TestClock: WorkerClock {
     private let startDate: Date
     private let startInstant: ContinuousClock.Instant
     private let sleepsAdvance: Bool
+    public let wallSteps: WallClockSteps
 
     /// - Parameters:
     ///   - now: the wall-clock time the clock starts at.
@@ -36,9 +39,23 @@ public final class TestClock: WorkerClock {
         startDate = now
         startInstant = .now
         self.sleepsAdvance = sleepsAdvance
+        wallSteps = WallClockSteps(wall: now, instant: startInstant)
     }
 
-    public var now: Date { startDate.addingTimeInterval(state.withLock { $0.offset }.secondsValue) }
+    public var now: Date { startDate.addingTimeInterval(state.withLock { $0.offset + $0.wallStep }.secondsValue) }
+
+    public func wallCutoff(olderThan age: Duration) -> Date {
+        let (wall, instant) = state.withLock { state in
+            (startDate.addingTimeInterval((state.offset + state.wallStep).secondsValue), startInstant + state.offset)
+        }
+        return wallSteps.cutoff(olderThan: age, wall: wall, instant: instant)
+    }
+
+    /// Steps the wall clock by `duration` (back when negative), as NTP or an operator does: ``now`` jumps, the
+    /// monotonic ``instant`` and the sleepers do not.
+    public func stepWall(by duration: Duration) {
+        state.withLock { $0.wallStep += duration }
+    }
 
     public var instant: ContinuousClock.Instant { startInstant + state.withLock { $0.offset } }
 

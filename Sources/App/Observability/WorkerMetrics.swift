@@ -31,6 +31,7 @@ public final class WorkerMetrics: EngineMetrics {
         public static let reconciled = "iap_reconciled_total"
         public static let reconcileDuration = "iap_reconcile_duration_seconds"
         public static let reconcileOverruns = "iap_reconcile_overruns_total"
+        public static let wallClockSteps = "iap_wall_clock_steps_total"
         public static let ledgerRows = "iap_ledger_rows"
         public static let ledgerPrunedRows = "iap_ledger_pruned_rows_total"
         public static let ledgerPruneCaughtUp = "iap_ledger_prune_caught_up_timestamp_seconds"
@@ -89,6 +90,7 @@ public final class WorkerMetrics: EngineMetrics {
     private let reconcileDuration: DurationHistogram
     /// Reconciliation passes that could not check every due user within `reconcile.interval_ms`.
     private let reconcileOverruns: Counter
+    private let wallClockSteps: (forward: Counter, back: Counter)
     private let ledgerRowGauges: [String: Gauge]
     private let prunedRowCounters: [String: Counter]
     /// When this instance last finished a pruning pass with nothing left due (its start time until then; 0: off).
@@ -169,6 +171,13 @@ public final class WorkerMetrics: EngineMetrics {
             descriptor: Self.describe(
                 Name.reconcileOverruns,
                 "Reconciliation passes that could not check every due user within the interval"))
+        let stepHelp = "Steps of the wall clock against the monotonic one (NTP, a VM resumed, date -s), by direction"
+        wallClockSteps = (
+            registry.makeCounter(
+                descriptor: Self.describe(Name.wallClockSteps, stepHelp), labels: [("direction", "forward")]),
+            registry.makeCounter(
+                descriptor: Self.describe(Name.wallClockSteps, stepHelp), labels: [("direction", "back")])
+        )
         var rows: [String: Gauge] = [:]
         var pruned: [String: Counter] = [:]
         for table in LedgerTables.all {
@@ -318,6 +327,10 @@ public final class WorkerMetrics: EngineMetrics {
     public var reconciledCounts: [String: Int] { reconciledTallies.withLock { $0 } }
 
     /// A reconciliation pass ended before checking every due user (`iap_reconcile_overruns_total`).
+    public func countWallClockStep(forward: Bool) {
+        (forward ? wallClockSteps.forward : wallClockSteps.back).increment()
+    }
+
     public func countReconcileOverrun() {
         reconcileOverruns.increment()
     }

@@ -42,6 +42,8 @@ public struct WorkerServices: Sendable {
     public let gamebaseMonitor: GamebaseMonitor
     public let ledgerMonitor: LedgerMonitor
     public let health: WorkerHealth
+    /// Sees and says steps of the wall clock.
+    public let clockWatch: WallClockWatch
     let reconciles: Bool
 
     /// - Parameters:
@@ -93,12 +95,13 @@ public struct WorkerServices: Sendable {
         self.gamebaseMonitor = gamebaseMonitor
         self.ledgerMonitor = ledgerMonitor
         self.health = health
+        clockWatch = WallClockWatch(clock: clock, metrics: metrics, logger: logger)
         reconciles = configuration.reconcile.isEnabled
     }
 
     /// The background services, then the engine (last, so that it shuts down first).
     public var services: [any Service] {
-        var services: [any Service] = [sweeper, pruner]
+        var services: [any Service] = [clockWatch, sweeper, pruner]
         if reconciles { services.append(reconciler) }
         services.append(engine)
         return services

@@ -19,22 +19,26 @@ public final class IntakeSwitch: Sendable {
     private let clock: any WorkerClock
     private struct State {
         var holds: Set<Reason> = []
-        /// When intake last started flowing (the switch's creation, or the end of the last hold); `nil` while held.
-        var flowingSince: Date?
+        /// When intake last started flowing (the switch's creation, or the end of the last hold), on the monotonic
+        /// clock; `nil` while held.
+        var flowingSince: ContinuousClock.Instant?
     }
     private let state: Mutex<State>
 
     public init(source: any PurchaseSource, clock: any WorkerClock = .system) {
         self.source = source
         self.clock = clock
-        state = Mutex(State(flowingSince: clock.now))
+        state = Mutex(State(flowingSince: clock.instant))
     }
 
     public var isHeld: Bool { state.withLock { !$0.holds.isEmpty } }
 
-    /// Since when intake has flowed without a hold; `nil` while it is held. The reconciler waits a grace period
-    /// after it, so it does not race messages that a hold kept waiting.
-    public var flowingSince: Date? { state.withLock { $0.flowingSince } }
+    /// How long intake has flowed without a hold, measured on the monotonic clock; `nil` while it is held. The
+    /// reconciler waits a grace period after a hold, so it does not race messages that the hold kept waiting.
+    public var flowingFor: Duration? {
+        let since = state.withLock { $0.flowingSince }
+        return since.map { clock.instant - $0 }
+    }
 
     public func set(_ reason: Reason, holding: Bool) {
         // Applied under the lock, so two changes at once cannot land in the wrong order (pause and resume only
@@ -44,7 +48,7 @@ public final class IntakeSwitch: Sendable {
             if !state.holds.isEmpty {
                 state.flowingSince = nil
             } else if state.flowingSince == nil {
-                state.flowingSince = clock.now
+                state.flowingSince = clock.instant
             }
             let partitions = source.assignment
             if state.holds.isEmpty { source.resume(partitions) } else { source.pause(partitions) }

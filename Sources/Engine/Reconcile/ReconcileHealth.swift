@@ -12,9 +12,10 @@ public protocol ReconcileHealth: Sendable {
     var allowsGamebaseCalls: Bool { get }
     /// Whether the ledger is believed to answer.
     var ledgerAvailable: Bool { get }
-    /// Since when purchase messages have been processed without a pause (intake not held): a payment is taken only
-    /// once this, too, is a grace period ago, so messages held back by an outage are not raced when it ends.
-    var processingSince: Date { get }
+    /// How long purchase messages have been processed without a pause (intake not held), on the monotonic clock;
+    /// `nil` while paused. A payment is taken only once this, too, is a grace period, so messages held back by an
+    /// outage are not raced when it ends.
+    var processingFor: Duration? { get }
     /// After a call failed transiently through its retries: does Gamebase answer at all?
     func verdictAfterFailure() async -> GamebaseProbeVerdict
     /// Gamebase refused the worker's configuration.
@@ -31,7 +32,7 @@ struct WorkerReconcileHealth: ReconcileHealth {
 
     var allowsGamebaseCalls: Bool { gamebaseMonitor.allowsCalls }
     var ledgerAvailable: Bool { ledgerMonitor.isAvailable }
-    var processingSince: Date { intake.flowingSince ?? .distantFuture }
+    var processingFor: Duration? { intake.flowingFor }
     func verdictAfterFailure() async -> GamebaseProbeVerdict { await gamebaseMonitor.verdictAfterFailure() }
     func configurationRejected(_ error: GamebaseError) { gamebaseMonitor.configurationRejected(error) }
     func ledgerFailed(_ error: any Error) async { await ledgerMonitor.reportFailure(error) }
@@ -47,7 +48,7 @@ public struct StandaloneReconcileHealth: ReconcileHealth {
 
     public var allowsGamebaseCalls: Bool { true }
     public var ledgerAvailable: Bool { true }
-    public var processingSince: Date { .distantPast }
+    public var processingFor: Duration? { .seconds(Int64.max) }
     public func verdictAfterFailure() async -> GamebaseProbeVerdict {
         await gamebase.probe(transactionID: GamebaseTransactionID())
     }

@@ -121,10 +121,11 @@ public struct ReconcilePass: Sendable {
         }
         // The pruner deletes the reconciler's stale state in batches; with pruning off, each claiming pass does.
         if options.claim, !options.dryRun, configuration.prunesOwnState {
-            let before = now.addingTimeInterval(-configuration.lookback.seconds)
+            let before = clock.wallCutoff(olderThan: configuration.lookback)
             try await reconciliation("reconciliation pruning") { try await $0.pruneReconciliation(before: before) }
         }
-        let activeSince = now.addingTimeInterval(-configuration.lookback.seconds)
+        // Widened, never narrowed, by a forward step of the wall clock.
+        let activeSince = clock.wallCutoff(olderThan: configuration.lookback)
         // Due users are read from the users table: bring it up to date before the first page — a backlog (after an
         // upgrade, or the reconciler held by an open circuit) over a few refreshes of bounded time each, the rest by
         // the next passes, saying so.
@@ -349,8 +350,15 @@ public struct ReconcilePass: Sendable {
                         detail: "its sighting was not recorded"))
                 continue
             }
-            let takeAt = max(firstSeen, health.processingSince).addingTimeInterval(configuration.grace.seconds)
-            if now < takeAt {
+            // Both waits are measured so a step of the wall clock cannot cut them short: the sighting's against a
+            // cutoff held back by a forward step, the intake's on the monotonic clock.
+            let grace = configuration.grace
+            let sightingCutoff = clock.wallCutoff(olderThan: grace)
+            let processingFor = health.processingFor
+            if firstSeen > sightingCutoff || processingFor.map({ $0 < grace }) ?? true {
+                let takeAt = max(
+                    firstSeen.addingTimeInterval(now.timeIntervalSince(sightingCutoff)),
+                    now.addingTimeInterval((grace - (processingFor ?? .zero)).seconds))
                 let seen =
                     sightings[message.paymentSeq] == nil
                     ? "not seen before (its grace starts now)" : "first seen \(RFC3339.string(firstSeen))"

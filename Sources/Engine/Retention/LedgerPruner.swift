@@ -87,11 +87,10 @@ public struct LedgerPruner: Service {
     /// One pass; never throws (a failure is logged and the next pass tries again).
     public func pruneOnce() async -> Pass {
         var pass = Pass()
-        let now = clock.now
         let started = clock.instant
         do {
             kinds: for rows in Self.order {
-                guard let cutoff = try await cutoff(of: rows, now: now) else { continue }
+                guard let cutoff = try await cutoff(of: rows) else { continue }
                 while true {
                     guard
                         let deleted = try await deadline.run(
@@ -155,8 +154,9 @@ public struct LedgerPruner: Service {
 
     /// Rows of `rows` older than the answer are deleted: its age limit, raised to its count bound's cutoff where it
     /// has one and holds more; `nil` when nothing of that kind is due for deletion.
-    func cutoff(of rows: PrunableRows, now: Date) async throws -> Date? {
-        var cutoff = policy.maximumAge(of: rows).map { now.addingTimeInterval(-$0.seconds) }
+    func cutoff(of rows: PrunableRows) async throws -> Date? {
+        // Held back by a forward step of the wall clock: a row stamped before it is not older by the step.
+        var cutoff = policy.maximumAge(of: rows).map { clock.wallCutoff(olderThan: $0) }
         if let keeping = policy.maximumCount(of: rows),
             let bound = try await deadline.run(
                 "ledger count bound",

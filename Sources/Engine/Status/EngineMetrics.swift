@@ -26,6 +26,8 @@ public protocol EngineMetrics: Sendable {
     /// `iap_ledger_writable`: 0 while the ledger answers but cannot write (a full or read-only disk, an I/O error, a
     /// read-only server, a disk below `ledger.min_free_bytes`).
     func setLedgerWritable(_ writable: Bool)
+    /// The wall clock stepped against the monotonic one (`iap_wall_clock_steps_total{direction}`: forward, back).
+    func countWallClockStep(forward: Bool)
 
     /// Reports lag for these partitions from now on (an assignment).
     func trackLag(of partitions: [SourcePartition])

@@ -60,7 +60,8 @@ public struct Sweeper: Service {
     public func sweepOnce() async -> Result {
         var result = Result()
         let now = clock.now
-        let cutoff = now.addingTimeInterval(-configuration.grace.seconds)
+        // Held back by a forward step of the wall clock: a grant stamped just before it is not a leftover.
+        let cutoff = clock.wallCutoff(olderThan: configuration.grace)
         let deadline = processor.ledger.deadline
         let (ledger, limit, lease) = (ledger, configuration.batchSize, configuration.lease)
         guard ledgerMonitor.isAvailable else { return result }

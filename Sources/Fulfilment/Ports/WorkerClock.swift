@@ -9,14 +9,25 @@ public protocol WorkerClock: Sendable {
     var instant: ContinuousClock.Instant { get }
     /// Waits for `duration`; throws `CancellationError` when the task is cancelled first.
     func sleep(for duration: Duration) async throws
+    /// The wall time a stored stamp must be before to be at least `age` old: `now - age`, held back by a forward
+    /// step of the wall clock seen within the last `age` (``WallClockSteps``), so a step never makes a young row
+    /// look old. Every comparison of a stored time with a window (a grace, a retention) reads this, not `now`.
+    func wallCutoff(olderThan age: Duration) -> Date
+    /// The steps of this clock's wall time seen so far.
+    var wallSteps: WallClockSteps { get }
 }
 
-/// The system's clock: `Date()`, `ContinuousClock` and `Task.sleep`.
+/// The system's clock: `Date()`, `ContinuousClock` and `Task.sleep`; its steps are the process's
+/// (``WallClockSteps/system``).
 public struct SystemClock: WorkerClock {
     public init() {}
     public var now: Date { Date() }
     public var instant: ContinuousClock.Instant { .now }
     public func sleep(for duration: Duration) async throws { try await Task.sleep(for: duration) }
+    public func wallCutoff(olderThan age: Duration) -> Date {
+        WallClockSteps.system.cutoff(olderThan: age, wall: Date(), instant: .now)
+    }
+    public var wallSteps: WallClockSteps { .system }
 }
 
 extension WorkerClock where Self == SystemClock {

@@ -84,7 +84,8 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
                 WHERE payment_seq IN (
                     SELECT payment_seq FROM grants
                     WHERE state = 'granted' AND granted_at_ms < \(grantedBefore.epochMilliseconds)
-                      AND (sweep_claimed_until_ms IS NULL OR sweep_claimed_until_ms < \(nowMs))
+                      AND (sweep_claimed_until_ms IS NULL OR sweep_claimed_until_ms < \(nowMs)
+                           OR sweep_claimed_until_ms > \(until))
                     ORDER BY granted_at_ms LIMIT \(Int64(limit))
                     FOR UPDATE SKIP LOCKED)
                 RETURNING \(unescaped: LedgerSchema.grantColumns)
@@ -107,7 +108,7 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
                 WHERE id IN (
                     SELECT id FROM outbox
                     WHERE published_at_ms IS NULL AND created_at_ms < \(createdBefore.epochMilliseconds)
-                      AND (claimed_until_ms IS NULL OR claimed_until_ms < \(nowMs))
+                      AND (claimed_until_ms IS NULL OR claimed_until_ms < \(nowMs) OR claimed_until_ms > \(until))
                     ORDER BY created_at_ms LIMIT \(Int64(limit))
                     FOR UPDATE SKIP LOCKED)
                 RETURNING \(unescaped: LedgerSchema.outboxColumns)

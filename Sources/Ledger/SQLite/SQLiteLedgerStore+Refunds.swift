@@ -159,10 +159,13 @@ extension SQLiteLedgerStore {
                 db,
                 sql: """
                     UPDATE store_poll_marks SET lease_owner = ?, lease_until_ms = ?
-                    WHERE name = ? AND (lease_owner IS NULL OR lease_owner = ? OR lease_until_ms < ?)
+                    WHERE name = ?
+                      AND (lease_owner IS NULL OR lease_owner = ? OR lease_until_ms < ? OR lease_until_ms > ?)
                     RETURNING name, window_start_ms, window_end_ms, pagination_token, last_success_ms
                     """,
-                arguments: [owner, until.epochMilliseconds, name, owner, now.epochMilliseconds]
+                arguments: [
+                    owner, until.epochMilliseconds, name, owner, now.epochMilliseconds, until.epochMilliseconds,
+                ]
             ).map(Self.pollMark(from:))
         }
     }

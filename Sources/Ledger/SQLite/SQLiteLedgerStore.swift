@@ -204,11 +204,11 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
                         WHERE payment_seq IN (
                             SELECT payment_seq FROM grants
                             WHERE state = 'granted' AND granted_at_ms < ?
-                              AND (sweep_claimed_until_ms IS NULL OR sweep_claimed_until_ms < ?)
+                              AND (sweep_claimed_until_ms IS NULL OR sweep_claimed_until_ms < ? OR sweep_claimed_until_ms > ?)
                             ORDER BY granted_at_ms LIMIT ?)
                         RETURNING \(LedgerSchema.grantColumns)
                         """),
-                arguments: [until, grantedBefore.epochMilliseconds, nowMs, limit]
+                arguments: [until, grantedBefore.epochMilliseconds, nowMs, until, limit]
             ).map(Self.grant(from:))
         }
     }
@@ -226,11 +226,11 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
                         WHERE id IN (
                             SELECT id FROM outbox
                             WHERE published_at_ms IS NULL AND created_at_ms < ?
-                              AND (claimed_until_ms IS NULL OR claimed_until_ms < ?)
+                              AND (claimed_until_ms IS NULL OR claimed_until_ms < ? OR claimed_until_ms > ?)
                             ORDER BY created_at_ms LIMIT ?)
                         RETURNING \(LedgerSchema.outboxColumns)
                         """),
-                arguments: [until, createdBefore.epochMilliseconds, nowMs, limit]
+                arguments: [until, createdBefore.epochMilliseconds, nowMs, until, limit]
             ).map(Self.event(from:))
         }
     }

@@ -6,7 +6,8 @@ import Foundation
 /// Every method throws ``LedgerError``.
 public protocol SweepLedger: Sendable {
     /// Claims up to `limit` grants still `granted` since before `grantedBefore`, leasing them until `now + lease` so
-    /// other workers' sweepers skip them.
+    /// other workers' sweepers skip them. A lease that ends before `now`, or after `now + lease` (no lease is that
+    /// long: it was taken by a clock that has since stepped back), has ended.
     func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws
         -> [GrantRecord]
 
