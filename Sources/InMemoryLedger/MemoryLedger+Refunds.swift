@@ -104,7 +104,8 @@ extension MemoryLedger {
             let key = BinaryText(name)
             var row = state.pollMarks[key] ?? PollRow(mark: HistoryPollMark(name: name))
             if let holder = row.leaseOwner, BinaryText(holder) != BinaryText(owner),
-                let held = row.leaseUntil, held >= now.epochMilliseconds, held <= until.epochMilliseconds
+                let held = row.leaseUntil, held >= now.epochMilliseconds,
+                held <= LeaseEnd.latest(now: now.epochMilliseconds, until: until.epochMilliseconds)
             {
                 return nil
             }

@@ -81,10 +81,11 @@ extension MemoryLedger {
         let before = grantedBefore.epochMilliseconds
         let nowMs = now.epochMilliseconds
         let until = nowMs + Int64(lease.components.seconds * 1000)
+        let beyond = LeaseEnd.latest(now: nowMs, until: until)
         return state.withLock { state in
             let due = state.grants.filter { _, row in
                 row.record.state == .granted && row.record.grantedAt.epochMilliseconds < before
-                    && (row.sweepClaimedUntil.map { $0 < nowMs || $0 > until } ?? true)
+                    && (row.sweepClaimedUntil.map { $0 < nowMs || $0 > beyond } ?? true)
             }
             .sorted { ($0.value.record.grantedAt, $0.value.row) < ($1.value.record.grantedAt, $1.value.row) }
             return limited(due, limit).map { key, row in
@@ -100,10 +101,11 @@ extension MemoryLedger {
         let before = createdBefore.epochMilliseconds
         let nowMs = now.epochMilliseconds
         let until = nowMs + Int64(lease.components.seconds * 1000)
+        let beyond = LeaseEnd.latest(now: nowMs, until: until)
         return state.withLock { state in
             let due = state.outbox.filter { _, row in
                 row.event.publishedAt == nil && row.event.createdAt.epochMilliseconds < before
-                    && (row.claimedUntil.map { $0 < nowMs || $0 > until } ?? true)
+                    && (row.claimedUntil.map { $0 < nowMs || $0 > beyond } ?? true)
             }
             .sorted { ($0.value.event.createdAt, $0.value.row) < ($1.value.event.createdAt, $1.value.row) }
             return limited(due, limit).map { key, row in

@@ -189,6 +189,17 @@ struct LedgerStoreTests {
             #expect(
                 try await store.claimUnpublishedEvents(createdBefore: cutoff, limit: 10, lease: .seconds(30), now: now)
                     .count == 1)
+            // A claimant whose `now` is 20 s behind (read before a slow step, or a clock a little behind) leaves a
+            // running lease alone: only one further ahead than a whole lease beyond its own is from before a step.
+            let behind = now.addingTimeInterval(-20)
+            #expect(
+                try await store.claimUnconsumedGrants(
+                    grantedBefore: cutoff, limit: 10, lease: .seconds(30), now: behind
+                ).isEmpty)
+            #expect(
+                try await store.claimUnpublishedEvents(
+                    createdBefore: cutoff, limit: 10, lease: .seconds(30), now: behind
+                ).isEmpty)
             let back = now.addingTimeInterval(-3_600)
             #expect(
                 try await store.claimUnconsumedGrants(grantedBefore: cutoff, limit: 10, lease: .seconds(30), now: back)

@@ -44,11 +44,13 @@ public final class TestClock: WorkerClock {
 
     public var now: Date { startDate.addingTimeInterval(state.withLock { $0.offset + $0.wallStep }.secondsValue) }
 
-    public func wallCutoff(olderThan age: Duration) -> Date {
-        let (wall, instant) = state.withLock { state in
-            (startDate.addingTimeInterval((state.offset + state.wallStep).secondsValue), startInstant + state.offset)
+    public func clockReading() -> (wall: Date, instant: ContinuousClock.Instant, spread: Duration) {
+        state.withLock { state in
+            (
+                startDate.addingTimeInterval((state.offset + state.wallStep).secondsValue), startInstant + state.offset,
+                .zero
+            )
         }
-        return wallSteps.cutoff(olderThan: age, wall: wall, instant: instant)
     }
 
     /// Steps the wall clock by `duration` (back when negative), as NTP or an operator does: ``now`` jumps, the

@@ -13,7 +13,8 @@ import Foundation
 ///   on the real clock: C11's is not converted at all (a step forward of an hour makes every wait an hour long), and
 ///   libfaketime converts the other once, when the wait starts, whereas the kernel reads a stepped wall clock again.
 ///   librdkafka waits on the wall clock (confluentinc/librdkafka#2145): its threads would hang past the test. The
-///   library waits in slices of 50 ms of the monotonic clock instead, reading the faked wall clock after each.
+///   library waits at most 50 ms of the monotonic clock at a time instead, and returns as a spurious wakeup so the
+///   caller reads the faked wall clock again.
 /// - its initialiser adds `FAKETIME_SHARED` to the environment, and a Swift program finds its arguments through
 ///   `environ` at load (swiftlang/swift#76080): started directly, the program would see none. It is started through a
 ///   shell (preloaded too, so the variable is set before the program's initialiser runs) that `exec`s it.
@@ -80,7 +81,6 @@ struct FakeWallClock {
         #include <dlfcn.h>
         #include <errno.h>
         #include <pthread.h>
-        #include <stdatomic.h>
         #include <stdint.h>
         #include <sys/syscall.h>
         #include <sys/timerfd.h>
@@ -88,7 +88,8 @@ struct FakeWallClock {
         #include <time.h>
         #include <unistd.h>
 
-        /* The clock of each timer descriptor (plus one; 0: not a timer this library saw made). */
+        /* The clock of each timer descriptor (plus one; 0: not a timer this library saw made). A descriptor closed and
+           reused for another timer is recorded again when that one is made. */
         static int clock_of[65536];
 
         int timerfd_create(int clockid, int flags) {
@@ -120,54 +121,33 @@ struct FakeWallClock {
             return syscall(SYS_clock_nanosleep, clockid, flags, request, remain) == 0 ? 0 : errno;
         }
 
-        /* Condition variables made with a monotonic clock (a small open-addressed set of their addresses). */
-        #define MONOTONIC_CONDS 4096
-        static pthread_cond_t *_Atomic monotonic_conds[MONOTONIC_CONDS];
+        /* glibc keeps a condition variable's clock in bit 1 of __wrefs (nptl/pthread_cond_common.c): set for one made
+           with CLOCK_MONOTONIC, whose deadlines are monotonic already. */
+        static int is_monotonic_cond(const pthread_cond_t *cond) { return (cond->__data.__wrefs & 2) != 0; }
 
-        static size_t cond_slot(pthread_cond_t *cond) { return ((uintptr_t)cond >> 4) % MONOTONIC_CONDS; }
-
-        static int is_monotonic_cond(pthread_cond_t *cond) {
-            for (size_t i = 0, slot = cond_slot(cond); i < MONOTONIC_CONDS; i++, slot = (slot + 1) % MONOTONIC_CONDS) {
-                pthread_cond_t *seen = atomic_load(&monotonic_conds[slot]);
-                if (seen == cond) return 1;
-                if (seen == NULL) return 0;
-            }
-            return 0;
-        }
-
-        int pthread_cond_init(pthread_cond_t *cond, const pthread_condattr_t *attr) {
-            clockid_t clockid = CLOCK_REALTIME;
-            if (attr != NULL) pthread_condattr_getclock(attr, &clockid);
-            if (!is_wall(clockid) && !is_monotonic_cond(cond)) {
-                for (size_t i = 0, slot = cond_slot(cond); i < MONOTONIC_CONDS; i++, slot = (slot + 1) % MONOTONIC_CONDS) {
-                    pthread_cond_t *expected = NULL;
-                    if (atomic_compare_exchange_strong(&monotonic_conds[slot], &expected, cond)) break;
-                }
-            }
-            int (*next)(pthread_cond_t *, const pthread_condattr_t *) =
-                (int (*)(pthread_cond_t *, const pthread_condattr_t *))dlsym(RTLD_NEXT, "pthread_cond_init");
-            return next(cond, attr);
-        }
-
-        /* A wait until a time of the (stepped) wall clock, as the kernel waits for a real one: in slices of at most
-           50 ms of the monotonic clock, the wall clock read again after each, so a step forward ends the wait and a
-           step back lengthens it. (libfaketime converts the deadline once, when the wait starts.) */
+        /* A wait until a time of the (stepped) wall clock, as the kernel waits for a real one: for at most 50 ms of the
+           monotonic clock, after which it returns as a spurious wakeup (POSIX allows one; every caller waits in a loop
+           on its condition and calls again), so the wall clock is read again — a step forward ends the wait, a step
+           back lengthens it — and a signal is never held back. (libfaketime converts the deadline once, when the wait
+           starts; C11's wait it does not convert at all.) */
         int pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *deadline) {
+            if (deadline->tv_nsec < 0 || deadline->tv_nsec >= 1000000000L) return EINVAL;
             if (is_monotonic_cond(cond)) return pthread_cond_clockwait(cond, mutex, CLOCK_MONOTONIC, deadline);
-            for (;;) {
-                struct timespec wall, slice;
-                clock_gettime(CLOCK_REALTIME, &wall);
-                long long left = (long long)(deadline->tv_sec - wall.tv_sec) * 1000000000LL
-                    + (deadline->tv_nsec - wall.tv_nsec);
-                if (left <= 0) return ETIMEDOUT;
-                if (left > 50000000LL) left = 50000000LL;
-                clock_gettime(CLOCK_MONOTONIC, &slice);
-                slice.tv_nsec += left;
-                slice.tv_sec += slice.tv_nsec / 1000000000L;
-                slice.tv_nsec %= 1000000000L;
-                int result = pthread_cond_clockwait(cond, mutex, CLOCK_MONOTONIC, &slice);
-                if (result != ETIMEDOUT) return result;
-            }
+            struct timespec wall, slice;
+            clock_gettime(CLOCK_REALTIME, &wall);
+            long long seconds = (long long)deadline->tv_sec - (long long)wall.tv_sec;
+            long long left = seconds > 1 ? 1000000000LL : seconds * 1000000000LL + (deadline->tv_nsec - wall.tv_nsec);
+            if (left <= 0) return ETIMEDOUT;
+            if (left > 50000000LL) left = 50000000LL;
+            clock_gettime(CLOCK_MONOTONIC, &slice);
+            slice.tv_nsec += left;
+            slice.tv_sec += slice.tv_nsec / 1000000000L;
+            slice.tv_nsec %= 1000000000L;
+            int result = pthread_cond_clockwait(cond, mutex, CLOCK_MONOTONIC, &slice);
+            if (result != ETIMEDOUT) return result;
+            clock_gettime(CLOCK_REALTIME, &wall);
+            int past = wall.tv_sec > deadline->tv_sec || (wall.tv_sec == deadline->tv_sec && wall.tv_nsec >= deadline->tv_nsec);
+            return past ? ETIMEDOUT : 0;
         }
 
         /* C11's (librdkafka's): glibc's cnd_t and mtx_t are its pthread types. */

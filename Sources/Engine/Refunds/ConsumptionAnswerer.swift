@@ -84,14 +84,15 @@ public final class ConsumptionAnswerer: Service {
         let (refunds, until, limit) = (
             refunds, now.addingTimeInterval(configuration.lease.seconds), configuration.batchSize
         )
-        // Each answer may take an App Store call's whole timeout: none is begun that could outlast the claim.
-        let lastStart = until.addingTimeInterval(-Self.callBudget)
+        // Each answer may take an App Store call's whole timeout: none is begun that could outlast the claim (measured
+        // on the monotonic clock: a step of the wall clock does not stretch it).
+        let lastStart = clock.instant + configuration.lease - .seconds(Self.callBudget)
         do {
             let claimed = try await deadline.run("claim consumption requests") {
                 try await refunds.claimConsumptionRequests(now: now, until: until, limit: limit)
             }
             for request in claimed {
-                guard clock.now < lastStart else { break }  // the rest is claimed again once the claim lapses
+                guard clock.instant < lastStart else { break }  // the rest is claimed again once the claim lapses
                 let answer = await answer(request)
                 let recorded = try await deadline.run("record a consumption answer") {
                     try await refunds.recordConsumptionAnswer(answer, claim: request)

@@ -31,7 +31,7 @@ public final class WallClockWatch: Service {
     /// Reads the clocks once and reports the steps seen since the last check (by this or by a cutoff); returns them.
     @discardableResult
     public func check() -> [WallClockSteps.Step] {
-        clock.wallSteps.observe(wall: clock.now, instant: clock.instant)
+        clock.wallSteps.observe(reading: clock.clockReading)
         let steps = reported.withLock { reported in
             let (steps, count) = clock.wallSteps.steps(after: reported)
             reported = count

@@ -15,6 +15,14 @@ public protocol WorkerClock: Sendable {
     func wallCutoff(olderThan age: Duration) -> Date
     /// The steps of this clock's wall time seen so far.
     var wallSteps: WallClockSteps { get }
+    /// Both clocks read together, with how far apart the monotonic readings around the wall one lay.
+    func clockReading() -> (wall: Date, instant: ContinuousClock.Instant, spread: Duration)
+}
+
+extension WorkerClock {
+    public func wallCutoff(olderThan age: Duration) -> Date {
+        wallSteps.cutoff(olderThan: age, reading: clockReading)
+    }
 }
 
 /// The system's clock: `Date()`, `ContinuousClock` and `Task.sleep`; its steps are the process's
@@ -24,10 +32,10 @@ public struct SystemClock: WorkerClock {
     public var now: Date { Date() }
     public var instant: ContinuousClock.Instant { .now }
     public func sleep(for duration: Duration) async throws { try await Task.sleep(for: duration) }
-    public func wallCutoff(olderThan age: Duration) -> Date {
-        WallClockSteps.system.cutoff(olderThan: age, wall: Date(), instant: .now)
-    }
     public var wallSteps: WallClockSteps { .system }
+    public func clockReading() -> (wall: Date, instant: ContinuousClock.Instant, spread: Duration) {
+        WallClockSteps.systemReading()
+    }
 }
 
 extension WorkerClock where Self == SystemClock {

@@ -219,7 +219,7 @@ extension PostgresLedgerStore {
                 UPDATE store_poll_marks SET lease_owner = \(owner), lease_until_ms = \(until.epochMilliseconds)
                 WHERE name = \(name)
                   AND (lease_owner IS NULL OR lease_owner = \(owner) OR lease_until_ms < \(now.epochMilliseconds)
-                       OR lease_until_ms > \(until.epochMilliseconds))
+                       OR lease_until_ms > \(LeaseEnd.latest(now: now.epochMilliseconds, until: until.epochMilliseconds)))
                 RETURNING name, window_start_ms, window_end_ms, pagination_token, last_success_ms
                 """, logger: logger)
             {

@@ -77,6 +77,7 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
     {
         let nowMs = now.epochMilliseconds
         let until = nowMs + Int64(lease.components.seconds * 1000)
+        let beyond = LeaseEnd.latest(now: nowMs, until: until)
         return try await wrap {
             let rows = try await client.query(
                 """
@@ -85,7 +86,7 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
                     SELECT payment_seq FROM grants
                     WHERE state = 'granted' AND granted_at_ms < \(grantedBefore.epochMilliseconds)
                       AND (sweep_claimed_until_ms IS NULL OR sweep_claimed_until_ms < \(nowMs)
-                           OR sweep_claimed_until_ms > \(until))
+                           OR sweep_claimed_until_ms > \(beyond))
                     ORDER BY granted_at_ms LIMIT \(Int64(limit))
                     FOR UPDATE SKIP LOCKED)
                 RETURNING \(unescaped: LedgerSchema.grantColumns)
@@ -101,6 +102,7 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
     {
         let nowMs = now.epochMilliseconds
         let until = nowMs + Int64(lease.components.seconds * 1000)
+        let beyond = LeaseEnd.latest(now: nowMs, until: until)
         return try await wrap {
             let rows = try await client.query(
                 """
@@ -108,7 +110,7 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
                 WHERE id IN (
                     SELECT id FROM outbox
                     WHERE published_at_ms IS NULL AND created_at_ms < \(createdBefore.epochMilliseconds)
-                      AND (claimed_until_ms IS NULL OR claimed_until_ms < \(nowMs) OR claimed_until_ms > \(until))
+                      AND (claimed_until_ms IS NULL OR claimed_until_ms < \(nowMs) OR claimed_until_ms > \(beyond))
                     ORDER BY created_at_ms LIMIT \(Int64(limit))
                     FOR UPDATE SKIP LOCKED)
                 RETURNING \(unescaped: LedgerSchema.outboxColumns)

@@ -164,7 +164,8 @@ extension SQLiteLedgerStore {
                     RETURNING name, window_start_ms, window_end_ms, pagination_token, last_success_ms
                     """,
                 arguments: [
-                    owner, until.epochMilliseconds, name, owner, now.epochMilliseconds, until.epochMilliseconds,
+                    owner, until.epochMilliseconds, name, owner, now.epochMilliseconds,
+                    LeaseEnd.latest(now: now.epochMilliseconds, until: until.epochMilliseconds),
                 ]
             ).map(Self.pollMark(from:))
         }

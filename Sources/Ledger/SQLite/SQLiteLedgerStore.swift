@@ -196,6 +196,7 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
     {
         let nowMs = now.epochMilliseconds
         let until = nowMs + Int64(lease.components.seconds * 1000)
+        let beyond = LeaseEnd.latest(now: nowMs, until: until)
         return try await write { db in
             try Row.fetchAll(
                 db.cachedStatement(
@@ -208,7 +209,7 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
                             ORDER BY granted_at_ms LIMIT ?)
                         RETURNING \(LedgerSchema.grantColumns)
                         """),
-                arguments: [until, grantedBefore.epochMilliseconds, nowMs, until, limit]
+                arguments: [until, grantedBefore.epochMilliseconds, nowMs, beyond, limit]
             ).map(Self.grant(from:))
         }
     }
@@ -218,6 +219,7 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
     {
         let nowMs = now.epochMilliseconds
         let until = nowMs + Int64(lease.components.seconds * 1000)
+        let beyond = LeaseEnd.latest(now: nowMs, until: until)
         return try await write { db in
             try Row.fetchAll(
                 db.cachedStatement(
@@ -230,7 +232,7 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
                             ORDER BY created_at_ms LIMIT ?)
                         RETURNING \(LedgerSchema.outboxColumns)
                         """),
-                arguments: [until, createdBefore.epochMilliseconds, nowMs, until, limit]
+                arguments: [until, createdBefore.epochMilliseconds, nowMs, beyond, limit]
             ).map(Self.event(from:))
         }
     }

@@ -12,6 +12,15 @@ import Testing
 struct WallClockStepTests {
     static let start = Date(timeIntervalSince1970: 1_800_000_000)
 
+    /// A reading of both clocks, `seconds` of monotonic time after `instant`, the wall clock at `wall`.
+    static func reading(
+        _ wall: Date, _ instant: ContinuousClock.Instant, after seconds: Int64, spread: Duration = .zero
+    )
+        -> () -> (wall: Date, instant: ContinuousClock.Instant, spread: Duration)
+    {
+        { (wall, instant + .seconds(seconds), spread) }
+    }
+
     @Test func aCutoffIsHeldBackByAForwardStepForItsWindowThenFollowsTheWallClock() {
         let instant = ContinuousClock.now
         let steps = WallClockSteps(wall: Self.start, instant: instant)
@@ -19,38 +28,56 @@ struct WallClockStepTests {
         // 10 s later, stepped forward two hours: a stamp of 10 s ago is not older than a minute.
         let afterStep = Self.start.addingTimeInterval(10 + 7_200)
         #expect(
-            steps.cutoff(olderThan: .seconds(60), wall: afterStep, instant: instant + .seconds(10))
+            steps.cutoff(olderThan: .seconds(60), reading: Self.reading(afterStep, instant, after: 10))
                 == afterStep.addingTimeInterval(-60 - 7_200))
         // A window of an hour: held back for an hour after the step, then the wall clock's.
         #expect(
-            steps.cutoff(olderThan: hour, wall: afterStep.addingTimeInterval(3_599), instant: instant + .seconds(3_609))
+            steps.cutoff(olderThan: hour, reading: Self.reading(afterStep + 3_599, instant, after: 3_609))
                 == afterStep.addingTimeInterval(3_599 - 3_600 - 7_200))
         #expect(
-            steps.cutoff(olderThan: hour, wall: afterStep.addingTimeInterval(3_601), instant: instant + .seconds(3_611))
+            steps.cutoff(olderThan: hour, reading: Self.reading(afterStep + 3_601, instant, after: 3_611))
                 == afterStep.addingTimeInterval(3_601 - 3_600))
         // The minute's window has long passed: the wall clock's.
         #expect(
-            steps.cutoff(
-                olderThan: .seconds(60), wall: afterStep.addingTimeInterval(61), instant: instant + .seconds(71))
+            steps.cutoff(olderThan: .seconds(60), reading: Self.reading(afterStep + 61, instant, after: 71))
                 == afterStep.addingTimeInterval(1))
     }
 
-    @Test func aStepBackAndSlewAreNotHeldBackAndOnlyJumpsAreSteps() {
+    @Test func aStepBackIsNotHeldBackAndReadingsThatSayNothingAreSkipped() {
         let instant = ContinuousClock.now
         let steps = WallClockSteps(wall: Self.start, instant: instant)
-        // An hour at NTP's 500 ppm slew: 1.8 s apart, within the allowance for the time between readings.
-        #expect(steps.observe(wall: Self.start.addingTimeInterval(3_601.8), instant: instant + .seconds(3_600)) == nil)
+        // Half a second off after an hour: noise, not a step.
+        #expect(steps.observe(reading: Self.reading(Self.start + 3_600.5, instant, after: 3_600)) == nil)
         // An hour back, then the cutoff follows the wall clock (earlier stamps look younger: waits are longer).
-        let back = steps.observe(
-            wall: Self.start.addingTimeInterval(3_602.8 - 3_600), instant: instant + .seconds(3_601))
+        let back = steps.observe(reading: Self.reading(Self.start + 1.5, instant, after: 3_601))
         #expect(back.map { ($0.seconds * 10).rounded() / 10 } == -3_600)
         #expect(
-            steps.cutoff(
-                olderThan: .seconds(30), wall: Self.start.addingTimeInterval(5), instant: instant + .seconds(3_603))
+            steps.cutoff(olderThan: .seconds(30), reading: Self.reading(Self.start + 5, instant, after: 3_604))
                 == Self.start.addingTimeInterval(-25))
-        // Readings out of order (two threads) say nothing.
-        #expect(steps.observe(wall: Self.start.addingTimeInterval(9_000), instant: instant + .seconds(1)) == nil)
+        // A reading older than the last, or one whose monotonic readings lie far apart (the thread was preempted
+        // between them), says nothing, and leaves the last reading as it was.
+        #expect(steps.observe(reading: Self.reading(Self.start + 9_000, instant, after: 1)) == nil)
+        #expect(
+            steps.observe(
+                reading: Self.reading(Self.start + 9_000, instant, after: 3_700, spread: .milliseconds(500))) == nil)
+        #expect(steps.observe(reading: Self.reading(Self.start + 101.5, instant, after: 3_701)) == nil)
         #expect(steps.steps(after: 0).steps.count == 1)
+    }
+
+    /// More forward steps than are kept: the oldest are merged, and the cutoff is held back by all of them still.
+    @Test func manyForwardStepsWithinAWindowAllHoldItBack() {
+        let instant = ContinuousClock.now
+        let steps = WallClockSteps(wall: Self.start, instant: instant)
+        var wall = Self.start
+        for i in 1...300 {
+            wall += 1 + 2  // a second of time, two of step
+            #expect(steps.observe(reading: Self.reading(wall, instant, after: Int64(i))) != nil)
+        }
+        let day = Duration.seconds(86_400)
+        #expect(
+            steps.cutoff(olderThan: day, reading: Self.reading(wall, instant, after: 300))
+                == wall.addingTimeInterval(-86_400 - 600))
+        #expect(steps.steps(after: 0).steps.count == 64, "the reporter's recent steps are bounded")
     }
 
     @Test func theSweeperLeavesAGrantToItsFlowForTheWholeGraceAcrossAForwardStep() async throws {
@@ -65,6 +92,23 @@ struct WallClockStepTests {
         let result = await harness.services.sweeper.sweepOnce()
         #expect(result.consumed == 1)
         #expect(try await harness.ledger.grant(paymentSeq: "s1")?.state == .consumed)
+    }
+
+    @Test func aForwardStepEndsNoLeaseTheSweeperStillHolds() async throws {
+        let harness = EngineHarness(sweep: .init(interval: .seconds(10), grace: .zero, lease: .seconds(55)))
+        try await harness.unfinishedGrant("s3")
+        harness.clock.advance(by: .seconds(1))
+        harness.gamebase.failConsume([FakeGamebase.timeout, FakeGamebase.timeout])
+        _ = await harness.services.sweeper.sweepOnce()
+        #expect(harness.gamebase.consumeCalls == 2, "the first pass tries (and retries) Consume, leasing until 56 s")
+        harness.clock.advance(by: .seconds(10))
+        harness.clock.stepWall(by: .seconds(7_200))
+        _ = await harness.services.sweeper.sweepOnce()
+        #expect(harness.gamebase.consumeCalls == 2, "a step forward ended a lease 45 s before its end")
+        harness.clock.advance(by: .seconds(46))
+        _ = await harness.services.sweeper.sweepOnce()
+        #expect(harness.gamebase.consumeCalls == 3, "the lease ran out by the monotonic clock")
+        #expect(try await harness.ledger.grant(paymentSeq: "s3")?.state == .consumed)
     }
 
     @Test func thePrunerDeletesNothingAForwardStepMadeLookOld() async throws {

@@ -27,7 +27,7 @@ public protocol RefundLedger: RefundHistoryLedger {
     func refusals(limit: Int) async throws -> [RefusedNotification]
 
     /// Takes (or renews) the lease of the named history position until `until`: the position, or `nil` while another
-    /// owner's lease runs. A lease ending after `until` has ended (no lease is longer: a clock stepped back since).
+    /// owner's lease runs. A lease ending beyond ``LeaseEnd/latest(now:until:)`` has ended (a clock stepped back since).
     func claimHistoryPoll(name: String, owner: String, until: Date, now: Date) async throws -> HistoryPollMark?
 
     /// Saves the position, only while `owner` holds its lease: `false` when another owner took it over meanwhile. The

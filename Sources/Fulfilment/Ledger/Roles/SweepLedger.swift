@@ -6,8 +6,8 @@ import Foundation
 /// Every method throws ``LedgerError``.
 public protocol SweepLedger: Sendable {
     /// Claims up to `limit` grants still `granted` since before `grantedBefore`, leasing them until `now + lease` so
-    /// other workers' sweepers skip them. A lease that ends before `now`, or after `now + lease` (no lease is that
-    /// long: it was taken by a clock that has since stepped back), has ended.
+    /// other workers' sweepers skip them. A lease that ends before `now`, or beyond ``LeaseEnd/latest(now:until:)``
+    /// (taken by a clock that has since stepped back), has ended.
     func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws
         -> [GrantRecord]
 
@@ -21,4 +21,18 @@ public protocol SweepLedger: Sendable {
 
     /// When the oldest grant still waiting for Consume was granted; `nil` when none waits.
     func oldestUnconsumedGrantedAt() async throws -> Date?
+}
+
+/// When a lease read from the ledger has ended, for every claim that leases rows (the sweeper's, a store history
+/// position's).
+public enum LeaseEnd {
+    /// The latest end, in milliseconds, a lease still running at `now` can have, for a claim that leases until
+    /// `until`: one lease length beyond `until`. A lease ending later was taken by a clock that has since stepped back
+    /// by more than a lease, and has ended. The slack of a whole lease keeps a claimant whose `now` is a little stale,
+    /// or whose clock is a little behind another instance's, from taking a lease that still runs.
+    public static func latest(now: Int64, until: Int64) -> Int64 {
+        let (length, overflow) = until.subtractingReportingOverflow(now)
+        guard !overflow, length > 0 else { return until }
+        return until.addingReportingOverflow(length).overflow ? .max : until + length
+    }
 }
