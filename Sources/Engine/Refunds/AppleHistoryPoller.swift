@@ -137,15 +137,12 @@ public final class AppleHistoryPoller: Service {
     func poll(_ type: String, into pass: inout Pass) async throws {
         let now = clock.now
         let (refunds, owner, name) = (recorder.refunds, owner, "apple:\(type)")
-        // Leases are compared with the wall clock held back by a forward step seen within a lease.
-        let leaseNow = clock.wallCutoff(olderThan: configuration.lease).addingTimeInterval(
-            configuration.lease.seconds)
-        let until = leaseNow.addingTimeInterval(configuration.lease.seconds)
+        let until = now.addingTimeInterval(configuration.lease.seconds)
         guard
             var mark = try await recorder.deadline.run(
                 "claim a history position",
                 {
-                    try await refunds.claimHistoryPoll(name: name, owner: owner, until: until, now: leaseNow)
+                    try await refunds.claimHistoryPoll(name: name, owner: owner, until: until, now: now)
                 })
         else {
             pass.heldElsewhere += 1

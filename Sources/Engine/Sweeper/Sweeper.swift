@@ -55,12 +55,6 @@ public struct Sweeper: Service {
         public var settledRefunds = 0
     }
 
-    /// The time leases are compared with and run from: the wall clock, held back by a forward step seen within a
-    /// lease, so a step forward never ends a lease another pass still works under.
-    func leaseNow() -> Date {
-        clock.wallCutoff(olderThan: configuration.lease).addingTimeInterval(configuration.lease.seconds)
-    }
-
     /// One pass; never throws (a failing ledger is reported to the ledger monitor, which pauses intake if it is down).
     /// Grants are left alone while the Gamebase circuit is open or stopped: their Consume would only fail.
     public func sweepOnce() async -> Result {
@@ -72,7 +66,7 @@ public struct Sweeper: Service {
         let (ledger, limit, lease) = (ledger, configuration.batchSize, configuration.lease)
         guard ledgerMonitor.isAvailable else { return result }
         do {
-            let claimedAt = leaseNow()
+            let claimedAt = clock.now
             let events = try await deadline.run("claim unpublished events") {
                 try await ledger.claimUnpublishedEvents(
                     createdBefore: cutoff, limit: limit, lease: lease, now: claimedAt)
@@ -104,7 +98,7 @@ public struct Sweeper: Service {
             }
             if gamebaseMonitor.allowsCalls {
                 // Read again: publishing above can take a producer's whole delivery timeout.
-                let claimedAt = leaseNow()
+                let claimedAt = clock.now
                 let grants = try await deadline.run("claim unconsumed grants") {
                     try await ledger.claimUnconsumedGrants(
                         grantedBefore: cutoff, limit: limit, lease: lease, now: claimedAt)

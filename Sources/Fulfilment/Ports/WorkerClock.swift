@@ -15,7 +15,8 @@ public protocol WorkerClock: Sendable {
     func wallCutoff(olderThan age: Duration) -> Date
     /// The steps of this clock's wall time seen so far.
     var wallSteps: WallClockSteps { get }
-    /// Both clocks read together, with how far apart the monotonic readings around the wall one lay.
+    /// Both clocks read together, with how far apart the monotonic readings around the wall one lay. Called under
+    /// ``WallClockSteps``'s lock: it must not read a cutoff itself.
     func clockReading() -> (wall: Date, instant: ContinuousClock.Instant, spread: Duration)
 }
 

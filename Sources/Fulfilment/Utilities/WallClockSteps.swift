@@ -4,8 +4,7 @@ import Wire
 
 /// The steps of the wall clock, seen by reading it beside the monotonic one: an NTP correction that steps, a VM
 /// resumed after hours, an operator's `date -s`. Stored times are stamped with the wall clock, so a step forward makes
-/// every stamp written before it look older by the step — a grace cut short, a row pruned before its window, a lease
-/// ended early.
+/// every stamp written before it look older by the step — a grace cut short, a row pruned before its window.
 ///
 /// ``cutoff(olderThan:reading:)`` is the answer: the wall time a stamp must be before to be at least `age` old, held
 /// back by every forward step seen within the last `age` of monotonic time. Once `age` has passed since a step,
@@ -103,8 +102,13 @@ public final class WallClockSteps: Sendable {
     ) -> Date {
         state.withLock { state in
             let now = reading()
+            // A reading too torn to record a step from is still held back by how far it lies ahead of the last one:
+            // a preempted reading can only understate a forward drift.
+            let unrecorded =
+                now.spread > Self.readingSpread && now.instant >= state.lastInstant
+                ? max(0, now.wall.timeIntervalSince(state.lastWall) - (now.instant - state.lastInstant).seconds) : 0
             _ = Self.observe(now, &state)
-            let ahead = state.forward.reduce(0.0) { sum, step in
+            let ahead = state.forward.reduce(unrecorded) { sum, step in
                 now.instant - step.seenAt < age ? sum + step.seconds : sum
             }
             return now.wall.addingTimeInterval(-age.seconds - ahead)
