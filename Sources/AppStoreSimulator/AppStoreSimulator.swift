@@ -8,8 +8,8 @@ import ServiceLifecycle
 import Synchronization
 import Wire
 
-/// Apple's App Store Server API as far as the worker uses it, over real HTTP: Get Notification History (a window of at
-/// most 180 days, one type, pages of ``Configuration/pageSize`` with a pagination token bound to its query) and Send
+/// Apple's App Store Server API as far as the worker uses it, over real HTTP: Get Notification History (a window that
+/// starts at most 180 days back in production, 30 in the sandbox, one type, pages of ``Configuration/pageSize`` with a pagination token bound to its query) and Send
 /// Consumption Information (recorded, answered 202). Every call must carry a valid ES256 bearer token of the
 /// configured key (issuer, key id, audience, bundle id, at most an hour long); anything else is answered 401, as Apple
 /// does.
@@ -126,14 +126,17 @@ public final class AppStoreSimulator: Service {
         }
         let type = String(typeText.dropFirst().dropLast())
         let now = Int64(Date().timeIntervalSince1970 * 1_000)
-        guard start < end, start >= now - 180 * 86_400_000 else {
-            return Self.error(400, 4_000_111, "the window must lie within the last 180 days")
+        // Apple's codes: StartDateAfterEndDateError, StartDateTooFarInPastError (the history kept: 180 days in
+        // production, 30 in the sandbox).
+        guard start < end else { return Self.error(400, 4_000_013, "startDate must be before endDate") }
+        guard start >= now - state.historyDays * 86_400_000 else {
+            return Self.error(400, 4_000_012, "startDate is earlier than \(state.historyDays) days ago")
         }
         let query = "\(start)|\(end)|\(type)"
         var offset = 0
         if let token = request.uri.queryParameters["paginationToken"].map(String.init) {
             guard let parsed = Self.offset(of: token, query: query) else {
-                return Self.error(400, 4_000_112, "invalid pagination token")
+                return Self.error(400, 4_000_014, "invalid pagination token")
             }
             offset = parsed
         }

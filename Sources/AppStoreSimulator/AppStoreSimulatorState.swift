@@ -35,6 +35,9 @@ public final class AppStoreSimulatorState: Sendable {
     public let bundleId: String
     /// `Production` or `Sandbox`.
     public let environment: String
+    /// How far back Get Notification History reaches: 180 days in production, 30 in the sandbox (Apple refuses an
+    /// older `startDate` with errorCode 4000012, StartDateTooFarInPastError).
+    public var historyDays: Int64 { environment == "Sandbox" ? 30 : 180 }
 
     public init(chain: AppleSigningChain, bundleId: String, environment: String = "Production") {
         self.chain = chain

@@ -38,6 +38,8 @@ struct AppStoreSimCommand: AsyncParsableCommand {
         name: .customLong("consumption-request"),
         help: "A transaction id Apple asks consumption information about from the start (repeatable).")
     var consumptionRequests: [String] = []
+    @Option(help: "The App Store environment: production (180 days of history) or sandbox (30 days).")
+    var environment = "production"
 
     static let issuerId = "sim-issuer"
     static let keyId = "SIMKEY0001"
@@ -46,6 +48,9 @@ struct AppStoreSimCommand: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard (1...1_000).contains(pageSize) else { throw ValidationError("--page-size must be between 1 and 1000") }
         guard !bundleId.isEmpty else { throw ValidationError("--bundle-id must not be empty") }
+        guard ["production", "sandbox"].contains(environment) else {
+            throw ValidationError("--environment must be production or sandbox")
+        }
     }
 
     func run() async throws {
@@ -70,7 +75,8 @@ struct AppStoreSimCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError("cannot write the key and the root into \(files): \(error)")
         }
-        let state = AppStoreSimulatorState(chain: chain, bundleId: bundleId)
+        let state = AppStoreSimulatorState(
+            chain: chain, bundleId: bundleId, environment: environment == "sandbox" ? "Sandbox" : "Production")
         for transactionId in consumptionRequests {
             try state.addNotification(type: "CONSUMPTION_REQUEST", transactionId: transactionId)
         }
@@ -85,7 +91,7 @@ struct AppStoreSimCommand: AsyncParsableCommand {
         let variables = [
             ("REFUNDS_APPLE_BUNDLE_ID", bundleId), ("REFUNDS_APPLE_ISSUER_ID", Self.issuerId),
             ("REFUNDS_APPLE_KEY_ID", Self.keyId), ("REFUNDS_APPLE_PRIVATE_KEY_FILE", keyFile.path),
-            ("REFUNDS_APPLE_ROOT_CERTIFICATES_FILE", rootFile.path),
+            ("REFUNDS_APPLE_ROOT_CERTIFICATES_FILE", rootFile.path), ("REFUNDS_APPLE_ENVIRONMENT", environment),
         ]
         // The base URL first, then the worker's variables (one per line).
         try await SimulatorAnnouncer.serve(simulator, logger: logger) {

@@ -26,11 +26,11 @@ struct AppStoreSimCommandTests {
                 "--refund", "2000000000000042", "--consumption-request", "2000000000000043",
             ], folder: folder)
         let deadline = Date().addingTimeInterval(20)
-        while simulator.output.split(separator: "\n").count < 7, Date() < deadline {
+        while simulator.output.split(separator: "\n").count < 8, Date() < deadline {
             try await Task.sleep(for: .milliseconds(50))
         }
         let lines = simulator.output.split(separator: "\n").map(String.init)
-        #expect(lines.count == 7, "\(simulator.diagnosticOutput)")
+        #expect(lines.count == 8, "\(simulator.diagnosticOutput)")
         var variables: [String: String] = [:]
         for line in lines.dropFirst() {
             let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
@@ -39,6 +39,7 @@ struct AppStoreSimCommandTests {
         let url = try #require(lines.first)
         #expect(variables["REFUNDS_APPLE_BASE_URL"] == url)
         #expect(variables["REFUNDS_APPLE_BUNDLE_ID"] == bundle)
+        #expect(variables["REFUNDS_APPLE_ENVIRONMENT"] == "production")
         let keyFile = try #require(variables["REFUNDS_APPLE_PRIVATE_KEY_FILE"])
         let permissions = try FileManager.default.attributesOfItem(atPath: keyFile)[.posixPermissions] as? Int
         #expect(permissions == 0o600, "the key is readable by its owner alone")
@@ -64,6 +65,16 @@ struct AppStoreSimCommandTests {
                 try #require(seeded.signedPayloads.first), receivedAt: Date())
             #expect((try? read.get())?.paymentId == "2000000000000042", "\(read)")
             #expect((try? read.get())?.kind == .refund)
+            // A start older than the 180 days Apple keeps in production: refused as Apple refuses it.
+            do {
+                _ = try await client.notificationHistory(
+                    NotificationHistoryRequest(
+                        startDate: Date().addingTimeInterval(-181 * 86_400), endDate: Date(),
+                        notificationType: "REFUND"))
+                Issue.record("a 181-day window was answered")
+            } catch {
+                #expect(error.httpStatus == 400 && error.appleErrorCode == 4_000_012, "\(error)")
+            }
 
             // A refund added while it runs is served at the next reading.
             var add = HTTPClientRequest(url: url + "/admin/notifications")

@@ -54,20 +54,15 @@ struct AppleRefundProcessTests {
         let appStoreURL = await appStore.baseURL()
 
         // The key and the test root as an operator gives them: files.
-        let keyFile = cluster.folder.appendingPathComponent("AuthKey_KEY1.p8")
-        try Data(key.pemRepresentation.utf8).write(to: keyFile)
-        let rootFile = cluster.folder.appendingPathComponent("test-root.pem")
-        try Data(try chain.rootPEM.utf8).write(to: rootFile)
+        let (keyFile, rootFile) = try Self.writeKeyAndRoot(key, chain, in: cluster.folder)
 
         let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
         var environment = cluster.workerEnvironment(
             ledgerURL: ledgerURL, group: "apple-\(UUID().uuidString.prefix(6))", maxInFlight: 16)
+        environment.merge(Self.appStoreVariables(url: appStoreURL, keyFile: keyFile, rootFile: rootFile)) { $1 }
         for (name, value) in [
-            ("REFUNDS_APPLE_BUNDLE_ID", Self.bundleId), ("REFUNDS_APPLE_ISSUER_ID", "issuer-1"),
-            ("REFUNDS_APPLE_KEY_ID", "KEY1"), ("REFUNDS_APPLE_PRIVATE_KEY_FILE", keyFile.path),
-            ("REFUNDS_APPLE_BASE_URL", appStoreURL), ("REFUNDS_APPLE_INTERVAL_MS", "1000"),
-            ("REFUNDS_APPLE_ROOT_CERTIFICATES_FILE", rootFile.path), ("REFUNDS_APPLE_CONSUMPTION_INFO", "true"),
-            ("REFUNDS_APPLE_CUSTOMER_CONSENTED", "true"), ("REFUNDS_APPLE_REFUND_PREFERENCE", "DECLINE"),
+            ("REFUNDS_APPLE_CONSUMPTION_INFO", "true"), ("REFUNDS_APPLE_CUSTOMER_CONSENTED", "true"),
+            ("REFUNDS_APPLE_REFUND_PREFERENCE", "DECLINE"),
         ] {
             environment[name] = value
         }
@@ -208,6 +203,65 @@ struct AppleRefundProcessTests {
         #expect(
             calls.allSatisfy { $0.body["deliveryStatus"] == #""DELIVERED""# && $0.body["customerConsented"] == "true" })
         #expect(calls.allSatisfy { $0.body["refundPreference"] == #""DECLINE""# })
+    }
+
+    /// `refunds.apple.environment: sandbox` against an App Store that keeps the sandbox's 30 days of history and refuses
+    /// an older start as Apple does (HTTP 400, errorCode 4000012). Before, the poller asked for 179 days in both
+    /// environments: every pass was refused, no refund was ever read, and the failure was logged on every pass.
+    @Test func inTheSandboxARefundIsReadFromTheThirtyDaysOfHistoryAndRevokesItsGrant() async throws {
+        let cluster = try await Cluster.start(purchases: 1, simulatorArguments: [], payments: [Self.payment(0)])
+        let key = P256.Signing.PrivateKey()
+        let chain = try AppleSigningChain(around: Date())
+        let state = AppStoreSimulatorState(chain: chain, bundleId: Self.bundleId, environment: "Sandbox")
+        let appStore = AppStoreSimulator(
+            configuration: .init(issuerId: "issuer-1", keyId: "KEY1", publicKey: key.publicKey),
+            state: state, logger: EndToEndSystem.logger)
+        let served = Task { try await appStore.run() }
+        defer { served.cancel() }
+        let (keyFile, rootFile) = try Self.writeKeyAndRoot(key, chain, in: cluster.folder)
+        let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
+        var environment = cluster.workerEnvironment(
+            ledgerURL: ledgerURL, group: "sandbox-\(UUID().uuidString.prefix(6))")
+        environment.merge(Self.appStoreVariables(url: await appStore.baseURL(), keyFile: keyFile, rootFile: rootFile)) {
+            $1
+        }
+        environment["REFUNDS_APPLE_ENVIRONMENT"] = "sandbox"
+        try await cluster.producePurchases()
+        let worker = try cluster.worker("worker", environment)
+        try await cluster.waitUntilAllConsumed(within: 120, workers: [worker], ledgerURL: ledgerURL)
+        try state.addNotification(
+            type: "REFUND", transactionId: Self.transactionId(0), revocationDate: Date(), revocationReason: 1)
+        try await Self.waitFor("the sandbox refund revokes p0", ledgerURL: ledgerURL, worker: worker, within: 60) {
+            try await $0.revocation(paymentSeq: "p0")?.store == .apple
+        }
+        let admin = "http://127.0.0.1:\(try await worker.adminPort())"
+        let metrics = try await httpGet("\(admin)/metrics").body
+        #expect(!metrics.contains("iap_apple_poll_failures_total{"), "\(metrics)")
+        #expect(worker.logLines(containing: "notification history failed").isEmpty, "no failed pass logged")
+        #expect(worker.logLines(containing: "Apple refused the window's start").isEmpty, "no window narrowed")
+        #expect(try await worker.terminate() == 0)
+    }
+
+    /// The studio's key (a .p8) and the test root certificate, written into `folder`.
+    static func writeKeyAndRoot(_ key: P256.Signing.PrivateKey, _ chain: AppleSigningChain, in folder: URL) throws
+        -> (key: URL, root: URL)
+    {
+        let keyFile = folder.appendingPathComponent("AuthKey_KEY1.p8")
+        try Data(key.pemRepresentation.utf8).write(to: keyFile)
+        let rootFile = folder.appendingPathComponent("test-root.pem")
+        try Data(try chain.rootPEM.utf8).write(to: rootFile)
+        return (keyFile, rootFile)
+    }
+
+    /// The worker's variables for the App Store (the simulator at `url`): the key and the test root as files, as an
+    /// operator gives them, a pass a second.
+    static func appStoreVariables(url: String, keyFile: URL, rootFile: URL) -> [String: String] {
+        [
+            "REFUNDS_APPLE_BUNDLE_ID": Self.bundleId, "REFUNDS_APPLE_ISSUER_ID": "issuer-1",
+            "REFUNDS_APPLE_KEY_ID": "KEY1",
+            "REFUNDS_APPLE_PRIVATE_KEY_FILE": keyFile.path, "REFUNDS_APPLE_BASE_URL": url,
+            "REFUNDS_APPLE_INTERVAL_MS": "1000", "REFUNDS_APPLE_ROOT_CERTIFICATES_FILE": rootFile.path,
+        ]
     }
 
     /// Waits until `done` holds of the ledger.

@@ -1,6 +1,7 @@
 import Foundation
 import Fulfilment
 import Stores
+
 @testable import Wire
 
 /// The store-notifications topic's reader on any bytes (docs/fuzzing.md, "The store notification target"): anyone who
@@ -48,12 +49,12 @@ public enum StoreNotifications {
     /// Google's notification read bare and inside a Pub/Sub push envelope.
     static func checkEnvelope(_ notification: [UInt8]) async {
         let bare = await read(notification)
-            let wrapped =
-                #"{"message":{"data":"\#(Data(notification).base64EncodedString())","messageId":"m-1"},"#
-                + #""subscription":"projects/p/subscriptions/s"}"#
-            let inside = await read(Array(wrapped.utf8))
-            // The same notification, bare or in its push envelope, is one notification (recorded once): believed in
-            // both, under one id. (An envelope may be refused for its size alone; one inside another is no notification.)
+        let wrapped =
+            #"{"message":{"data":"\#(Data(notification).base64EncodedString())","messageId":"m-1"},"#
+            + #""subscription":"projects/p/subscriptions/s"}"#
+        let inside = await read(Array(wrapped.utf8))
+        // The same notification, bare or in its push envelope, is one notification (recorded once): believed in
+        // both, under one id. (An envelope may be refused for its size alone; one inside another is no notification.)
         if case .success(let plain) = bare, wrapped.utf8.count <= 65_536,
             let keys = topLevelKeys(notification), keys.isDisjoint(with: ["message", "data", "messageId"])
         {
@@ -102,10 +103,12 @@ public enum StoreNotifications {
         case .success(let read):
             let n = read.notification
             fuzzCheck(n.store == .google, "believed as Apple's without Apple's signature: \(n)")
-            fuzzCheck(!n.notificationId.isEmpty && n.notificationId.utf8.count <= 128, "notification id \(n.notificationId)")
+            fuzzCheck(
+                !n.notificationId.isEmpty && n.notificationId.utf8.count <= 128, "notification id \(n.notificationId)")
             if let hash = n.purchaseTokenHash {
                 fuzzCheck(
-                    hash.utf8.count == 64 && hash.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) },
+                    hash.utf8.count == 64
+                        && hash.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) },
                     "a token hash that is no SHA-256 hex: \(hash)")
             }
             for (name, value) in [

@@ -141,7 +141,10 @@ public enum WorkerApplication {
             appStore = client
             poller = AppleHistoryPoller(
                 api: client, reader: reader, recorder: services.refunds,
-                configuration: AppleHistoryPoller.Configuration(interval: configuration.refunds.applePollInterval),
+                configuration: AppleHistoryPoller.Configuration(
+                    interval: configuration.refunds.applePollInterval,
+                    historyKept: configuration.refunds.appleEnvironment == "sandbox"
+                        ? AppleHistoryPoller.sandboxHistory : AppleHistoryPoller.productionHistory),
                 owner: "\(workerName)-\(UUID().uuidString.prefix(8).lowercased())", metrics: metrics, logger: logger)
             if var answers = configuration.refunds.consumptionAnswers {
                 // Requests the poller brings are looked for at least as often as it reads them (a minute at most).

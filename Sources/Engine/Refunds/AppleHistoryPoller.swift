@@ -20,9 +20,9 @@ public final class AppleHistoryPoller: Service {
         public var lease: Duration
         /// Apple's notification types read, each its own position.
         public var types: [String]
-        /// How far back a first window reaches: Apple's history keeps 180 days; a day less leaves a window cut short a day
-        /// to be read on from its page.
-        public var historyReach: Duration
+        /// How far back Apple's history reaches for the environment: 180 days in production, 30 in the sandbox. A first
+        /// window reaches back a day less (a window cut short then has a day to be read on from its page).
+        public var historyKept: Duration
         /// How far each window reaches back over the previous one: a notification that appears in the history late, or
         /// instances whose clocks disagree, are still read (reading one again changes nothing).
         public var overlap: Duration
@@ -32,17 +32,26 @@ public final class AppleHistoryPoller: Service {
         public init(
             interval: Duration = .seconds(300), lease: Duration = .seconds(120),
             types: [String] = ["REFUND", "REFUND_REVERSED", "REFUND_DECLINED", "CONSUMPTION_REQUEST"],
-            historyReach: Duration = .seconds(179 * 86_400), overlap: Duration = .seconds(6 * 3_600),
+            historyKept: Duration = AppleHistoryPoller.productionHistory, overlap: Duration = .seconds(6 * 3_600),
             maxPages: Int = 100
         ) {
             self.interval = interval
             self.lease = lease
             self.types = types
-            self.historyReach = historyReach
+            self.historyKept = historyKept
             self.overlap = overlap
             self.maxPages = maxPages
         }
     }
+
+    /// Apple's history in production: 180 days.
+    public static let productionHistory: Duration = .seconds(180 * 86_400)
+    /// Apple's history in the sandbox: 30 days.
+    public static let sandboxHistory: Duration = .seconds(30 * 86_400)
+    /// Apple's errorCode for a `startDate` before the history it keeps (StartDateTooFarInPastError).
+    static let startDateTooFarInPast: Int64 = 4_000_012
+    /// The shortest window a refused start date narrows to.
+    static let narrowestReach: TimeInterval = 86_400
 
     /// What one pass did.
     public struct Pass: Sendable, Hashable {
@@ -160,10 +169,10 @@ public final class AppleHistoryPoller: Service {
             pass.notDue += 1
             return
         }
-        let earliest = now.addingTimeInterval(-configuration.historyReach.seconds)
-        // A window cut short is read on from its page while Apple still accepts its start (180 days, less an hour for
-        // clocks that disagree).
-        let accepted = now.addingTimeInterval(-180 * 86_400 + 3_600)
+        let earliest = now.addingTimeInterval(-configuration.historyKept.seconds + 86_400)
+        // A window cut short is read on from its page while Apple still accepts its start (the history kept, less an
+        // hour for clocks that disagree).
+        let accepted = now.addingTimeInterval(-configuration.historyKept.seconds + 3_600)
         if let start = mark.windowStart, mark.paginationToken != nil, mark.windowEnd != nil, start >= accepted {
             // Resumed as it stood.
         } else {
@@ -190,6 +199,22 @@ public final class AppleHistoryPoller: Service {
             switch await fetch(request) {
             case .success(let fetched):
                 page = fetched
+            case .failure(let error)
+            where error.appleErrorCode == Self.startDateTooFarInPast
+                && (mark.windowEnd ?? now).timeIntervalSince(mark.windowStart ?? earliest) > Self.narrowestReach:
+                // Apple keeps less history than configured (the sandbox's 30 days for a key configured as
+                // production, say): the window starts half as far back and reading goes on; never a failure for ever.
+                let end = mark.windowEnd ?? now
+                let reach = end.timeIntervalSince(mark.windowStart ?? earliest)
+                mark.windowStart = end.addingTimeInterval(-max(Self.narrowestReach, reach / 2))
+                mark.paginationToken = nil
+                logger.warning(
+                    "Apple refused the window's start as older than the history it keeps; reading a shorter window",
+                    metadata: [
+                        "iap.poll": "\(name)", "iap.window_start": "\(RFC3339.string(mark.windowStart ?? end))",
+                        "iap.error": "\(error)",
+                    ])
+                continue
             case .failure(let error):
                 guard error.code == .invalidRequest, mark.paginationToken != nil else { throw error }
                 // A pagination token Apple no longer takes (expired): the window is read again from its first page

@@ -33,6 +33,9 @@ struct AppleHistoryPollerTests {
         let callTakes = Mutex<(clock: TestClock, duration: Duration)?>(nil)
         /// Fails the call of that index (0 for the first call ever).
         func fail(call index: Int, _ error: AppStoreError) { script.withLock { $0.failures[index] = error } }
+        /// When set, a `startDate` older than the simulator's history (180 days, 30 in the sandbox) by this clock is
+        /// refused as Apple refuses it: HTTP 400, errorCode 4000012.
+        let keepsHistory = Mutex<TestClock?>(nil)
 
         func notificationHistory(_ request: NotificationHistoryRequest) async throws(AppStoreError)
             -> NotificationHistoryPage
@@ -42,6 +45,12 @@ struct AppleHistoryPollerTests {
                 return script.failures[script.requests.count - 1]
             }
             if let failure { throw failure }
+            if let clock = keepsHistory.withLock({ $0 }),
+                request.startDate < clock.now.addingTimeInterval(-Double(state.historyDays) * 86_400)
+            {
+                throw AppStoreError(
+                    .invalidRequest, httpStatus: 400, appleErrorCode: 4_000_012, "Get Notification History was refused")
+            }
             if let takes = callTakes.withLock({ $0 }) { takes.clock.advance(by: takes.duration) }
             let matching = state.history(type: request.notificationType, start: request.startDate, end: request.endDate)
             let offset = request.paginationToken.flatMap(Int.init) ?? 0
@@ -73,11 +82,17 @@ struct AppleHistoryPollerTests {
         let appStore: ScriptedAppStore
         let poller: AppleHistoryPoller
 
-        init() throws {
+        /// - Parameters:
+        ///   - store: the App Store's environment (`Production`, `Sandbox`): the history it keeps and signs for.
+        ///   - configured: the history the poller is configured for (`refunds.apple.environment`).
+        init(store: String = "Production", configured: Duration = AppleHistoryPoller.productionHistory) throws {
             chain = try AppleSigningChain(around: harness.clock.now)
             appStore = ScriptedAppStore(
-                state: AppStoreSimulatorState(chain: chain, bundleId: AppleHistoryPollerTests.bundleId))
-            poller = Self.poller(owner: "instance-a", harness: harness, chain: chain, appStore: appStore)
+                state: AppStoreSimulatorState(
+                    chain: chain, bundleId: AppleHistoryPollerTests.bundleId, environment: store))
+            poller = Self.poller(
+                owner: "instance-a", harness: harness, chain: chain, appStore: appStore, historyKept: configured,
+                environment: store == "Sandbox" ? .sandbox : .production)
         }
 
         /// Another instance's poller over the same ledger, App Store and clock.
@@ -87,17 +102,20 @@ struct AppleHistoryPollerTests {
 
         static func poller(
             owner: String, harness: EngineHarness, chain: AppleSigningChain, appStore: ScriptedAppStore,
-            maxPages: Int = 100
+            maxPages: Int = 100, historyKept: Duration = AppleHistoryPoller.productionHistory,
+            environment: AppleNotification.Environment = .production
         ) -> AppleHistoryPoller {
             var logger = Logger(label: "poller.test")
             logger.logLevel = .critical
             let reader = StoreNotificationReader(
                 googlePackageName: nil,
                 apple: .init(
-                    verifier: chain.verifier, bundleId: AppleHistoryPollerTests.bundleId, environment: .production))
+                    verifier: chain.verifier, bundleId: AppleHistoryPollerTests.bundleId, environment: environment))
             return AppleHistoryPoller(
                 api: appStore, reader: reader, recorder: harness.services.refunds,
-                configuration: .init(types: ["REFUND", "REFUND_REVERSED"], maxPages: maxPages), owner: owner,
+                configuration: .init(
+                    types: ["REFUND", "REFUND_REVERSED"], historyKept: historyKept, maxPages: maxPages),
+                owner: owner,
                 metrics: harness.metrics,
                 clock: harness.clock, logger: logger)
         }
@@ -150,6 +168,42 @@ struct AppleHistoryPollerTests {
         #expect(next.startDate == rig.clock.now.addingTimeInterval(-300 - 21_600), "six hours' overlap")
         #expect(second.notifications == 0)
         #expect(rig.harness.publisher.records(on: "iap.item-revoked").count == 1, "nothing new")
+    }
+
+    /// `refunds.apple.environment: sandbox`: Apple keeps 30 days of history there and refuses an older start
+    /// (before, the poller asked for 179 days and every pass was refused, for ever).
+    @Test func aSandboxPollerAsksForTheThirtyDaysTheSandboxKeeps() async throws {
+        let rig = try Rig(store: "Sandbox", configured: AppleHistoryPoller.sandboxHistory)
+        rig.appStore.keepsHistory.withLock { $0 = rig.clock }
+        try await rig.grant("701", transactionId: "2000000000000701")
+        try rig.refund("2000000000000701", hoursAgo: 24 * 20)
+        let pass = await rig.poller.pollOnce()
+        #expect(pass.failed == 0 && pass.notifications == 1, "\(pass)")
+        #expect(rig.appStore.requests.first?.startDate == rig.clock.now.addingTimeInterval(-29 * 86_400))
+        #expect(try await rig.ledger.revocation(paymentSeq: "701")?.store == .apple)
+        #expect(rig.harness.metrics.values.applePollSucceededAt == rig.clock.now.timeIntervalSince1970)
+    }
+
+    /// A store that keeps less history than the poller was configured for (a sandbox key configured as production):
+    /// the refused start narrows the window, by halves, until Apple takes it; the pass goes on and fails nothing.
+    @Test func aStartAppleRefusesAsTooFarInThePastNarrowsTheWindowAndReadingGoesOn() async throws {
+        let rig = try Rig(store: "Sandbox", configured: AppleHistoryPoller.productionHistory)
+        rig.appStore.keepsHistory.withLock { $0 = rig.clock }
+        // The reader trusts the sandbox here, as a worker configured for it would; the history is what is wrong.
+        try await rig.grant("702", transactionId: "2000000000000702")
+        try rig.refund("2000000000000702", hoursAgo: 24 * 10)
+        let pass = await rig.poller.pollOnce()
+        #expect(pass.failed == 0 && pass.notifications == 1, "\(pass)")
+        let starts = rig.appStore.requests.filter { $0.notificationType == "REFUND" }.map {
+            (rig.clock.now.timeIntervalSince($0.startDate) / 86_400).rounded()
+        }
+        #expect(starts == [179, 90, 45, 22], "\(starts)")
+        #expect(try await rig.ledger.revocation(paymentSeq: "702") != nil)
+        // The next window starts an overlap before this one's end: no refusal again.
+        rig.clock.advance(by: .seconds(300))
+        let calls = rig.appStore.requests.count
+        #expect(await rig.poller.pollOnce().failed == 0)
+        #expect(rig.appStore.requests.count == calls + 2, "one call per type")
     }
 
     @Test func aFailureMidWindowIsResumedFromItsPageNextPass() async throws {
