@@ -77,7 +77,8 @@ struct ClockStepProcessTests {
         // Well within the grace by the monotonic clock, two hours past it by the wall clock's.
         let forwardAt = Date().addingTimeInterval(3_600).timeIntervalSince1970
         try await Task.sleep(for: .seconds(3))
-        try await Self.produceLate(cluster, users: batch..<batch + late)
+        try await cluster.produce(
+            (batch..<batch + late).map { ("u\($0)", EndToEndSystem.message("q\($0)", user: "u\($0)")) })
         try await cluster.produce(range: 2 * batch..<3 * batch)
         let all = 3 * batch + late
         try await cluster.waitFor("every purchase is consumed", within: 120, workers: [worker]) {
@@ -119,19 +120,6 @@ struct ClockStepProcessTests {
         #expect(forward.flatMap(Double.init).map { abs($0 - 7_200) < 5 } == true, "\(forward ?? "none forward")")
         #expect(try await httpGet("\(admin)/readyz").status == 200)
         #expect(try await worker.terminate() == 0)
-    }
-
-    /// Messages for the late purchases `q<i>` of players `u<i>`.
-    static func produceLate(_ cluster: Cluster, users: Range<Int>) async throws {
-        let producer = try KafkaProducer(
-            configuration: .init(bootstrapServers: cluster.bootstrap), logger: EndToEndSystem.logger)
-        for i in users {
-            try await producer.send(
-                KafkaProducerRecord(
-                    topic: "purchase.completed", key: Array("u\(i)".utf8),
-                    value: Array(EndToEndSystem.message("q\(i)", user: "u\(i)").utf8)))
-        }
-        await producer.close()
     }
 
     /// A sample's value in `/metrics` (0 when absent).

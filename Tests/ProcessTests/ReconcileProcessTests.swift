@@ -306,15 +306,4 @@ extension ProcessTests.Cluster {
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(5))
         guard response.status == .ok else { throw ProcessTestError("adding payments: \(response.status)") }
     }
-
-    /// Produces purchase messages (key, value) to `purchase.completed`.
-    func produce(_ messages: [(key: String, value: String)]) async throws {
-        let producer = try KafkaProducer(
-            configuration: .init(bootstrapServers: bootstrap), logger: EndToEndSystem.logger)
-        for (key, value) in messages {
-            try await producer.send(
-                KafkaProducerRecord(topic: "purchase.completed", key: Array(key.utf8), value: Array(value.utf8)))
-        }
-        await producer.close()
-    }
 }

@@ -83,15 +83,8 @@ struct RetentionProcessTests {
         _ = try await worker.adminPort()
         // Claims of payments that do not exist, each under its own made-up user: one rejection row each.
         func flood(_ range: Range<Int>) async throws {
-            let producer = try KafkaProducer(
-                configuration: .init(bootstrapServers: cluster.bootstrap), logger: EndToEndSystem.logger)
-            for i in range {
-                try await producer.send(
-                    KafkaProducerRecord(
-                        topic: "purchase.completed", key: Array("attacker-\(i)".utf8),
-                        value: Array(EndToEndSystem.message("forged-\(i)", user: "attacker-\(i)").utf8)))
-            }
-            await producer.close()
+            try await cluster.produce(
+                range.map { ("attacker-\($0)", EndToEndSystem.message("forged-\($0)", user: "attacker-\($0)")) })
         }
         try await flood(0..<2_000)
         try await cluster.produce(range: 0..<150)

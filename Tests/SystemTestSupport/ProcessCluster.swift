@@ -70,7 +70,7 @@ struct ProcessCluster {
         try await produce(range: 0..<purchases)
     }
 
-    /// Produces the messages of purchases `p<i>` for `i` in `range`.
+    /// Produces the messages of purchases `p<i>` for `i` in `range`, all at once.
     func produce(range: Range<Int>) async throws {
         let producer = try KafkaProducer(
             configuration: .init(bootstrapServers: bootstrap), logger: EndToEndSystem.logger)
@@ -84,6 +84,17 @@ struct ProcessCluster {
                 }
             }
             try await group.waitForAll()
+        }
+        await producer.close()
+    }
+
+    /// Produces purchase messages (key, value) to `purchase.completed`, one after another (in order per key).
+    func produce(_ messages: [(key: String, value: String)]) async throws {
+        let producer = try KafkaProducer(
+            configuration: .init(bootstrapServers: bootstrap), logger: EndToEndSystem.logger)
+        for (key, value) in messages {
+            try await producer.send(
+                KafkaProducerRecord(topic: "purchase.completed", key: Array(key.utf8), value: Array(value.utf8)))
         }
         await producer.close()
     }
