@@ -9,12 +9,12 @@
 # before this version's build (`make test` calls it first): the dependencies it compiles are then the very ones this
 # version's build finds up to date, so that only the worker's own modules are compiled twice.
 #
-# IAP_WORKER_PREVIOUS_REV names the revision (default below: the last commit whose schema ends at 006_refunds, before
-# 007_refund_reports). When a migration is added, set the default to the last commit before it.
+# IAP_WORKER_PREVIOUS_REV names the revision (default below: the last commit whose schema ends at 007_refund_reports,
+# before 008_further_revocations). When a migration is added, set the default to the last commit before it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 swift=${SWIFT:-swift}
-rev=${IAP_WORKER_PREVIOUS_REV:-46b1d498d9d7659a3953152fe9751ee625f2df1c}
+rev=${IAP_WORKER_PREVIOUS_REV:-8baf7adefae19a4e5b6f487d9b370d30f68e725f}
 commit=$(git -C "$root" rev-parse --verify "$rev^{commit}")
 cache=$("$root/scripts/cache-dir.sh")
 # Keyed by the commit, the toolchain and the build flags: a new Swift, or other flags, build it again.

@@ -88,8 +88,13 @@ def check_event(record, event):
     payment_seq = data.get("paymentSeq")
     if subject != payment_seq:
         problems.append(f"subject {subject!r} is not data.paymentSeq {payment_seq!r}")
-    if event_type in GRANT_IDS and event_id != f"{payment_seq}:{GRANT_IDS[event_type]}":
-        problems.append(f"id {event_id!r} is not <paymentSeq>:{GRANT_IDS[event_type]}")
+    # A grant's later revocations and their reversals carry their number: <paymentSeq>:item-revoked:<n>, n = 2, 3, ….
+    numbered = event_type in (ITEM_REVOKED, REFUND_REVERSED)
+    if event_type in GRANT_IDS and event_id != f"{payment_seq}:{GRANT_IDS[event_type]}" and not (
+        numbered and re.fullmatch(re.escape(f"{payment_seq}:{GRANT_IDS[event_type]}") + r":([2-9]|[1-9]\d+)", event_id or "")
+    ):
+        suffix = "[:<n>]" if numbered else ""
+        problems.append(f"id {event_id!r} is not <paymentSeq>:{GRANT_IDS[event_type]}{suffix}")
     # One id per rejected message: <paymentSeq>:consume-failed:<hash>[:<reason>], or, for a malformed message,
     # <topic>/<partition>/<offset>:consume-failed.
     if event_type == CONSUME_FAILED and not (

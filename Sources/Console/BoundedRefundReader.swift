@@ -17,8 +17,9 @@ struct BoundedRefundReader: RefundHistoryLedger {
         try await bounds.bounded("notification lookup") { [base] in try await base.notification(id: id) }
     }
 
-    func revocation(paymentSeq: String) async throws -> RevocationRecord? {
-        try await bounds.bounded("revocation of a grant") { [base] in try await base.revocation(paymentSeq: paymentSeq)
+    func revocations(paymentSeq: String) async throws -> [RevocationRecord] {
+        try await bounds.bounded("revocations of a grant") { [base] in
+            try await base.revocations(paymentSeq: paymentSeq)
         }
     }
 

@@ -21,7 +21,7 @@ extension MemoryLedger {
             stored.receivedAt = record.receivedAt.storedInMilliseconds
             stored.notification.occurredAt = record.notification.occurredAt.storedInMilliseconds
             state.notifications[id] = (stored, state.nextRow())
-            state.carryOut(plan, of: record)
+            state.carryOut(plan, payment: record.paymentKey)
             return RefundRecording(
                 outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
         }
@@ -29,22 +29,23 @@ extension MemoryLedger {
 
     public func settlePendingRefunds(limit: Int, events: EventFactory, now: Date) async throws -> [RefundRecording] {
         state.withLock { state in
-            let due = state.notifications.filter { _, row in
-                guard row.record.outcome == .pending, let key = row.record.paymentKey else { return false }
-                return state.refundContext(key).grant != nil
+            var first: [StorePaymentKey: (receivedAt: Date, paymentId: BinaryText)] = [:]
+            for row in state.notifications.values {
+                guard row.record.outcome == .pending || row.record.outcome == .pendingPartial,
+                    let key = row.record.paymentKey, state.refundContext(key).grant != nil
+                else { continue }
+                let at = row.record.receivedAt
+                if let known = first[key], known.receivedAt <= at { continue }
+                first[key] = (at, BinaryText(key.paymentId))
             }
-            .sorted {
-                ($0.value.record.receivedAt, $0.key) < ($1.value.record.receivedAt, $1.key)
+            let due = first.sorted {
+                ($0.value.receivedAt, $0.value.paymentId) < ($1.value.receivedAt, $1.value.paymentId)
             }
-            return limited(due, max(0, limit)).map { id, row in
-                var record = row.record
-                var context = state.refundContext(record.paymentKey)
-                context.pendingRefund = nil  // itself
-                record.outcome = .recorded
-                let plan = RefundPlan.decide(record, context: context, events: events, now: now)
-                state.notifications[id]?.record.outcome = plan.outcome
-                state.notifications[id]?.record.paymentSeq = plan.paymentSeq
-                state.carryOut(plan, of: record)
+            return limited(due, max(0, limit)).compactMap { key, _ in
+                guard let plan = RefundPlan.settle(context: state.refundContext(key), events: events, now: now) else {
+                    return nil
+                }
+                state.carryOut(plan, payment: key)
                 return RefundRecording(
                     outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
             }
@@ -66,8 +67,8 @@ extension MemoryLedger {
         state.withLock { $0.notifications[BinaryText(id)]?.record }
     }
 
-    public func revocation(paymentSeq: String) async throws -> RevocationRecord? {
-        state.withLock { $0.revocations[BinaryText(paymentSeq)] }
+    public func revocations(paymentSeq: String) async throws -> [RevocationRecord] {
+        state.withLock { $0.revocations[BinaryText(paymentSeq)] ?? [] }
     }
 
     public func recordRefusal(_ refusal: RefusedNotification) async throws {
@@ -245,18 +246,26 @@ extension MemoryLedger {
 }
 
 extension MemoryLedger.State {
-    /// Writes what `plan` decided for `record`, beside the notification's own row.
-    mutating func carryOut(_ plan: RefundPlan, of record: StoreNotificationRecord) {
-        if let revocation = plan.revocation, revocations[BinaryText(revocation.paymentSeq)] == nil {
-            revocations[BinaryText(revocation.paymentSeq)] = revocation.asStored
-        }
-        if let reversal = plan.reversal, revocations[BinaryText(reversal.paymentSeq)]?.reversedBy == nil {
-            revocations[BinaryText(reversal.paymentSeq)] = reversal.asStored
-        }
-        if let cancelled = plan.cancelledRefund, let key = record.paymentKey {
-            if notifications[BinaryText(cancelled)]?.record.outcome == .pending {
-                notifications[BinaryText(cancelled)]?.record.outcome = .reversed
+    /// Writes what `plan` decided, beside the recorded notification's own row.
+    mutating func carryOut(_ plan: RefundPlan, payment key: StorePaymentKey?) {
+        for revocation in plan.revocations {
+            let seq = BinaryText(revocation.paymentSeq)
+            if !(revocations[seq] ?? []).contains(where: { $0.number == revocation.number }) {
+                revocations[seq, default: []].append(revocation.asStored)
             }
+        }
+        for reversal in plan.reversals {
+            let seq = BinaryText(reversal.paymentSeq)
+            if let index = revocations[seq]?.firstIndex(where: { $0.number == reversal.number && $0.reversedBy == nil })
+            {
+                revocations[seq]?[index] = reversal.asStored
+            }
+        }
+        for settled in plan.settled {
+            notifications[BinaryText(settled.notificationId)]?.record.outcome = settled.outcome
+            notifications[BinaryText(settled.notificationId)]?.record.paymentSeq = settled.paymentSeq
+        }
+        if plan.clearsRefundedRejections, let key {
             rejections = rejections.filter { _, row in
                 !(row.record.reason == ConsumeFailureReason.refunded.rawValue
                     && BinaryText(key.paymentId).matches(row.record.verdict?.paymentId)
@@ -284,13 +293,11 @@ extension MemoryLedger.State {
             )
         }?
         .record
-        let reversedAt = notifications.values.map(\.record).filter {
-            $0.notification.kind == .refundReversed && $0.outcome == .unmatched && MemoryLedger.names($0, key)
+        let notices = notifications.values.map(\.record).filter {
+            ($0.notification.kind == .refund || $0.notification.kind == .refundReversed) && MemoryLedger.names($0, key)
         }
-        .map(\.notification.occurredAt).max()
         return RefundContext(
-            grant: grant, revocation: grant.flatMap { revocations[BinaryText($0.paymentSeq)] },
-            pendingRefund: pendingRefund(key), unmatchedReversalAt: reversedAt)
+            grant: grant, revocations: grant.flatMap { revocations[BinaryText($0.paymentSeq)] } ?? [], notices: notices)
     }
 }
 
@@ -342,7 +349,8 @@ extension MemoryLedger {
     public func refundingUsers(since: Date, limit: Int) async throws -> [RefundingUser] {
         state.withLock { state in
             var users: [BinaryText: RefundingUser] = [:]
-            for revocation in state.revocations.values where revocation.recordedAt >= since.storedInMilliseconds {
+            for revocation in state.revocations.values.joined()
+            where revocation.recordedAt >= since.storedInMilliseconds {
                 let key = BinaryText(revocation.userId)
                 var user =
                     users[key]

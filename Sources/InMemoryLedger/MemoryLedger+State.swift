@@ -17,8 +17,8 @@ extension MemoryLedger {
         var sightings: [BinaryText: SightingRow] = [:]
         /// `store_notifications`, by notification id, each with its place in insertion order.
         var notifications: [BinaryText: (record: StoreNotificationRecord, row: Int64)] = [:]
-        /// `revocations`, by paymentSeq.
-        var revocations: [BinaryText: RevocationRecord] = [:]
+        /// `revocations` and `further_revocations`, by paymentSeq: each grant's, by number.
+        var revocations: [BinaryText: [RevocationRecord]] = [:]
         /// `refused_notifications`, by body hash.
         var refusals: [BinaryText: (record: RefusedNotification, row: Int64)] = [:]
         /// `consumption_answers`, by notification id.

@@ -144,8 +144,34 @@ package enum LedgerSchema {
                         on: "store_notifications (received_at_ms) WHERE \(refundKinds)"),
                     LedgerIndex("revocations_recorded", on: "revocations (recorded_at_ms)"),
                 ]),
+            LedgerMigration(name: "008_further_revocations", sql: furtherRevocations),
         ]
     }
+
+    /// A grant's revocations after its first (a refund after a reversal, each further partial refund), numbered 2, 3, …
+    /// (``RevocationRecord/number``). The first stays in `revocations`, where older instances read it, so they run
+    /// beside: they see a grant revoked once, as they always did.
+    static let furtherRevocations = [
+        """
+        CREATE TABLE further_revocations (
+            payment_seq TEXT NOT NULL,
+            number BIGINT NOT NULL,
+            user_id TEXT NOT NULL,
+            store TEXT NOT NULL,
+            notification_id TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            store_reason TEXT,
+            quantity BIGINT,
+            revoked_at_ms BIGINT NOT NULL,
+            recorded_at_ms BIGINT NOT NULL,
+            reversed_by TEXT,
+            reversed_at_ms BIGINT,
+            PRIMARY KEY (payment_seq, number)
+        )
+        """,
+        "CREATE INDEX further_revocations_user ON further_revocations (user_id, recorded_at_ms)",
+        "CREATE INDEX further_revocations_recorded ON further_revocations (recorded_at_ms)",
+    ]
 
     /// The stores' refunds: every notification believed (once per notification id, with what it did) and the
     /// revocations (one per grant, ever; money records kept as long as grants). New tables only, so older instances run
@@ -293,6 +319,15 @@ package enum LedgerSchema {
         payment_seq, user_id, store, notification_id, reason, store_reason, quantity, revoked_at_ms, recorded_at_ms, \
         reversed_by, reversed_at_ms
         """
+    /// A grant's revocations, first to last, as one relation with their `number`s: the first from `revocations`, the
+    /// others from `further_revocations`; `?`/`$1`-free, for a `WHERE payment_seq = …` around it.
+    static let allRevocations = """
+        (SELECT \(revocationColumns), 1 AS number FROM revocations \
+        UNION ALL SELECT \(revocationColumns), number FROM further_revocations) AS all_revocations
+        """
+
+    /// The table a revocation numbered `number` is kept in.
+    static func revocationTable(number: Int) -> String { number <= 1 ? "revocations" : "further_revocations" }
 
     /// The transaction that wrote each grant and rejection (`scan_xid`), so the reconciler's scan reads them in the
     /// order they became visible rather than by their stamps (``ReconcileScan``). PostgreSQL only: SQLite's one writer

@@ -3,6 +3,7 @@ import Fulfilment
 
 struct RevocationRow {
     var paymentSeq: String
+    var number: Int64
     var userId: String
     var store: String
     var notificationId: String
@@ -20,7 +21,8 @@ struct RevocationRow {
                 code: .query, message: "revocation of \(paymentSeq) has a store this version does not know")
         }
         return RevocationRecord(
-            paymentSeq: paymentSeq, userId: userId, store: store, notificationId: notificationId, reason: reason,
+            paymentSeq: paymentSeq, number: Int(clamping: number), userId: userId, store: store,
+            notificationId: notificationId, reason: reason,
             storeReason: storeReason, quantity: quantity.map { Int(clamping: $0) },
             revokedAt: Date(epochMilliseconds: revokedAtMilliseconds),
             recordedAt: Date(epochMilliseconds: recordedAtMilliseconds), reversedBy: reversedBy,

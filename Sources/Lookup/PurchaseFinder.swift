@@ -129,7 +129,7 @@ public struct PurchaseFinder: Sendable {
         }
         // Only a grant can have been revoked: a rejected purchase's timeline asks nothing more.
         if history.grant != nil, let seq = timeline.paymentSeq {
-            found.revocation = try await refunds.revocation(paymentSeq: seq)
+            found.revocations = try await refunds.revocations(paymentSeq: seq)
         }
         for record in found.notifications where record.notification.kind == .consumptionRequest {
             if let answer = try await refunds.consumptionAnswer(notificationId: record.notification.notificationId) {

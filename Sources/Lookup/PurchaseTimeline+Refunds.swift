@@ -8,19 +8,20 @@ extension PurchaseTimeline {
     /// What the ledger holds of a payment's refunds.
     public struct Refunds: Sendable, Hashable {
         public var notifications: [StoreNotificationRecord]
-        public var revocation: RevocationRecord?
+        /// The grant's revocations, by number.
+        public var revocations: [RevocationRecord]
         public var answers: [ConsumptionAnswer]
 
         public init(
-            notifications: [StoreNotificationRecord] = [], revocation: RevocationRecord? = nil,
+            notifications: [StoreNotificationRecord] = [], revocations: [RevocationRecord] = [],
             answers: [ConsumptionAnswer] = []
         ) {
             self.notifications = notifications
-            self.revocation = revocation
+            self.revocations = revocations
             self.answers = answers
         }
 
-        public var isEmpty: Bool { notifications.isEmpty && revocation == nil && answers.isEmpty }
+        public var isEmpty: Bool { notifications.isEmpty && revocations.isEmpty && answers.isEmpty }
     }
 
     /// This timeline with `refunds`' lines merged in time order, and its status saying a revocation.
@@ -29,27 +30,44 @@ extension PurchaseTimeline {
         var timeline = self
         var lines = entries
         for record in refunds.notifications { lines.append(Self.notificationLine(record)) }
-        if let revocation = refunds.revocation {
+        for revocation in refunds.revocations {
             var fields = [
                 "notification_id": revocation.notificationId, "store": revocation.store.rawValue,
                 "reason": revocation.reason, "revoked_at": RFC3339.string(revocation.revokedAt),
+                "event_id": EventFactory.itemRevokedID(paymentSeq: revocation.paymentSeq, number: revocation.number),
             ]
             if let quantity = revocation.quantity { fields["quantity"] = String(quantity) }
+            let what = revocation.isPartial ? "partly revoked" : "revoked"
             lines.append(
                 TimelineEntry(
                     time: revocation.recordedAt, origin: .ledger, kind: .revocation,
                     summary:
-                        "revoked: the \(revocation.store.rawValue) refund of \(RFC3339.string(revocation.revokedAt)) "
-                        + "(\(revocation.reason)); item-revoked event written", fields: fields))
+                        "\(what): the \(revocation.store.rawValue) refund of \(RFC3339.string(revocation.revokedAt)) "
+                        + "(\(revocation.reason)\(revocation.quantity.map { ", \($0) units" } ?? "")); item-revoked event "
+                        + "written", fields: fields))
             if let reversedBy = revocation.reversedBy, let at = revocation.reversedAt {
                 lines.append(
                     TimelineEntry(
                         time: at, origin: .store, kind: .revocation,
                         summary: "refund reversed by the store; refund-reversed event written",
-                        fields: ["notification_id": reversedBy]))
+                        fields: [
+                            "notification_id": reversedBy,
+                            "event_id": EventFactory.refundReversedID(
+                                paymentSeq: revocation.paymentSeq, number: revocation.number),
+                        ]))
             }
-            timeline.status += revocation.reversedBy == nil ? "; revoked (refunded)" : "; revoked, then reversed"
-        } else if refunds.notifications.contains(where: { $0.outcome == .pending }) {
+        }
+        let whole = refunds.revocations.filter { !$0.isPartial }
+        let partial = refunds.revocations.filter(\.isPartial)
+        if let latest = whole.last {
+            timeline.status += latest.reversedBy == nil ? "; revoked (refunded)" : "; revoked, then reversed"
+        }
+        if !partial.isEmpty {
+            let units = partial.compactMap(\.quantity).reduce(0, +)
+            timeline.status += "; \(partial.count) partial refund\(partial.count == 1 ? "" : "s")"
+            if units > 0 { timeline.status += " (\(units) units)" }
+        }
+        if whole.isEmpty, refunds.notifications.contains(where: { $0.outcome == .pending }) {
             timeline.status += "; refunded before any grant (pending refund)"
         }
         for answer in refunds.answers { lines.append(Self.answerLine(answer)) }

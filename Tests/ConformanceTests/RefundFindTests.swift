@@ -80,7 +80,7 @@ struct RefundFindTests {
         let error: LedgerError
         func notifications(paymentKey: StorePaymentKey) async throws -> [StoreNotificationRecord] { throw error }
         func notification(id: String) async throws -> StoreNotificationRecord? { throw error }
-        func revocation(paymentSeq: String) async throws -> RevocationRecord? { throw error }
+        func revocations(paymentSeq: String) async throws -> [RevocationRecord] { throw error }
         func consumptionAnswer(notificationId: String) async throws -> ConsumptionAnswer? { throw error }
         func latestRefunds(limit: Int) async throws -> [RefundListing] { throw error }
         func refundCounts(since: Date) async throws -> [RefundDayCount] { throw error }

@@ -242,6 +242,86 @@ struct AppleRefundProcessTests {
         #expect(try await worker.terminate() == 0)
     }
 
+    /// Refund, reversal and refund again of one transaction, by Apple's times, however the poller reads them (it reads
+    /// each type apart, so the two refunds come before the reversal): granted before, the grant ends revoked; the
+    /// purchase arriving after, it is refused as `refunded`. Refund then reversal ends with the item kept, before or
+    /// after the grant. Before, the reversal read last undid the revocation of a payment refunded again, and before the
+    /// grant cancelled the refund although the second one stood.
+    @Test func refundReversalAndRefundAgainEndAsApplesTimesSayBeforeAndAfterTheGrant() async throws {
+        let cluster = try await Cluster.start(purchases: 4, simulatorArguments: [], payments: (0..<4).map(Self.payment))
+        let key = P256.Signing.PrivateKey()
+        let chain = try AppleSigningChain(around: Date())
+        let state = AppStoreSimulatorState(chain: chain, bundleId: Self.bundleId)
+        let appStore = AppStoreSimulator(
+            configuration: .init(issuerId: "issuer-1", keyId: "KEY1", publicKey: key.publicKey, pageSize: 2),
+            state: state, logger: EndToEndSystem.logger)
+        let served = Task { try await appStore.run() }
+        defer { served.cancel() }
+        let (keyFile, rootFile) = try Self.writeKeyAndRoot(key, chain, in: cluster.folder)
+        let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
+        var environment = cluster.workerEnvironment(ledgerURL: ledgerURL, group: "rvr-\(UUID().uuidString.prefix(6))")
+        environment.merge(Self.appStoreVariables(url: await appStore.baseURL(), keyFile: keyFile, rootFile: rootFile)) {
+            $1
+        }
+        // p0 and p1 granted first; p2 and p3 sent only once their refunds are read.
+        try await cluster.produce(range: 0..<2)
+        let worker = try cluster.worker("worker", environment)
+        try await Self.waitFor("p0 and p1 granted", ledgerURL: ledgerURL, worker: worker) { store in
+            let p0 = try await store.grant(paymentSeq: "p0")
+            let p1 = try await store.grant(paymentSeq: "p1")
+            return p0?.state == .consumed && p1?.state == .consumed
+        }
+        let hour: TimeInterval = 3_600
+        let start = Date().addingTimeInterval(-3 * hour)
+        for i in 0..<4 {
+            let transaction = Self.transactionId(i)
+            try state.addNotification(
+                type: "REFUND", transactionId: transaction, signedDate: start, revocationDate: start,
+                revocationReason: 1)
+            try state.addNotification(
+                type: "REFUND_REVERSED", transactionId: transaction, signedDate: start.addingTimeInterval(hour))
+            // p0 and p2 refunded again after the reversal.
+            if i % 2 == 0 {
+                let again = start.addingTimeInterval(2 * hour)
+                try state.addNotification(
+                    type: "REFUND", transactionId: transaction, signedDate: again, revocationDate: again,
+                    revocationReason: 1)
+            }
+        }
+        try await Self.waitFor("every notification recorded", ledgerURL: ledgerURL, worker: worker) { store in
+            var count = 0
+            for i in 0..<4 {
+                count += try await store.notifications(
+                    paymentKey: StorePaymentKey(marketId: "AS", paymentId: Self.transactionId(i))
+                ).count
+            }
+            let unpublished = try await store.stats().unpublishedEvents
+            return count == 10 && unpublished == 0
+        }
+        try await cluster.produce(range: 2..<4)
+        try await Self.waitFor("p2 refused and p3 granted", ledgerURL: ledgerURL, worker: worker) { store in
+            let refused = try await store.rejections(paymentSeq: "p2").contains { $0.reason == "refunded" }
+            let p3 = try await store.grant(paymentSeq: "p3")
+            return refused && p3?.state == .consumed
+        }
+        try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) { store throws in
+            let p0 = try await store.revocations(paymentSeq: "p0")
+            #expect(p0.last?.reversedBy == nil && !p0.isEmpty, "p0 ends revoked: \(p0)")
+            let p1 = try await store.revocations(paymentSeq: "p1")
+            #expect(p1.count == 1 && p1.last?.reversedBy != nil, "p1 ends with its refund reversed: \(p1)")
+            #expect(try await store.grant(paymentSeq: "p2") == nil)
+            #expect(try await store.revocations(paymentSeq: "p3").isEmpty, "p3's refund was reversed before its grant")
+        }
+        // What the game reads: p0's last revocation event an item-revoked, p1's a refund-reversed.
+        let events = try await cluster.readTopic("iap.item-revoked")
+        let last = Dictionary(
+            events.map { (($0.json["subject"] as? String) ?? "-", $0.eventID ?? "-") }, uniquingKeysWith: { $1 })
+        #expect(last["p0"]?.contains(":item-revoked") == true, "\(events.map(\.eventID))")
+        #expect(last["p1"] == "p1:refund-reversed", "\(events.map(\.eventID))")
+        #expect(last["p3"] == nil && last["p2"] == nil)
+        #expect(try await worker.terminate() == 0)
+    }
+
     /// The studio's key (a .p8) and the test root certificate, written into `folder`.
     static func writeKeyAndRoot(_ key: P256.Signing.PrivateKey, _ chain: AppleSigningChain, in folder: URL) throws
         -> (key: URL, root: URL)

@@ -98,6 +98,63 @@ struct RefundProcessTests {
         #expect(!last.output.contains("play-token-"), "a purchase token in the log")
     }
 
+    /// Google's quantity-based partial refunds through the built executable: two partial refunds and then a whole one
+    /// of a granted purchase revoke three times (the partial ones `partial: true`, the whole one the rest), and a partial
+    /// refund read before its purchase lets the purchase be granted, its partial revocation following. Before, the first
+    /// partial refund spent the grant's only revocation (the others `already_refunded`), and one before the purchase
+    /// made it a `refunded` rejection.
+    @Test func partialRefundsRevokeTheirUnitsBeforeAndAfterTheGrant() async throws {
+        let cluster = try await Cluster.start(
+            purchases: 2, simulatorArguments: [],
+            payments: (0..<2).map { EndToEndSystem.payment("p\($0)", user: "u\($0)") })
+        let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
+        var environment = cluster.workerEnvironment(
+            ledgerURL: ledgerURL, group: "partial-\(UUID().uuidString.prefix(6))")
+        environment["REFUNDS_GOOGLE_PACKAGE_NAME"] = GoogleNotifications.package
+        try await cluster.produce(range: 0..<1)
+        let worker = try cluster.worker("worker", environment)
+        try await AppleRefundProcessTests.waitFor("p0 granted", ledgerURL: ledgerURL, worker: worker) { store in
+            try await store.grant(paymentSeq: "p0")?.state == .consumed
+        }
+        let time: Int64 = 1_764_000_000_000
+        try await Self.produce(
+            [
+                ("n", GoogleNotifications.voided("GPA.p0", time: time, refundType: 2)),
+                ("n", GoogleNotifications.voided("GPA.p0", time: time + 1_000, refundType: 2)),
+                ("n", GoogleNotifications.voided("GPA.p0", time: time + 2_000)),
+                ("n", GoogleNotifications.voided("GPA.p1", time: time, refundType: 2)),
+            ], bootstrap: cluster.bootstrap)
+        try await AppleRefundProcessTests.waitFor("the refunds recorded", ledgerURL: ledgerURL, worker: worker) {
+            store in
+            let p1 = try await store.notifications(paymentKey: StorePaymentKey(marketId: "GG", paymentId: "GPA.p1"))
+            return try await store.revocations(paymentSeq: "p0").count == 3 && p1.first?.outcome == .pendingPartial
+        }
+        try await cluster.produce(range: 1..<2)
+        try await AppleRefundProcessTests.waitFor(
+            "p1 granted, then partly revoked", ledgerURL: ledgerURL, worker: worker
+        ) { store in
+            let grant = try await store.grant(paymentSeq: "p1")
+            let revocations = try await store.revocations(paymentSeq: "p1")
+            let unpublished = try await store.stats().unpublishedEvents
+            return grant?.state == .consumed && revocations.count == 1 && unpublished == 0
+        }
+        let (p0, p1) = try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) { store in
+            (try await store.revocations(paymentSeq: "p0"), try await store.revocations(paymentSeq: "p1"))
+        }
+        #expect(p0.map(\.isPartial) == [true, true, false])
+        #expect(p1.map(\.isPartial) == [true])
+        #expect(try await worker.terminate() == 0)
+        let events = try await Self.messages("iap.item-revoked", bootstrap: cluster.bootstrap)
+        let partial = Dictionary(
+            events.map { ($0.eventID ?? "-", (($0.json["data"] as? [String: Any])?["partial"] as? Bool) ?? false) },
+            uniquingKeysWith: { $1 })
+        #expect(
+            partial == [
+                "p0:item-revoked": true, "p0:item-revoked:2": true, "p0:item-revoked:3": false, "p1:item-revoked": true,
+            ])
+        #expect(!worker.output.contains("play-token-"), "a purchase token in the log")
+    }
+
     static func produce(_ records: [(String, String)], bootstrap: String) async throws {
         let producer = try KafkaProducer(
             configuration: .init(bootstrapServers: bootstrap, properties: ["linger.ms": "5"]),

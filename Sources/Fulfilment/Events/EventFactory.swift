@@ -75,15 +75,27 @@ public struct EventFactory: Sendable {
             headers: Self.headers(id: id, type: Self.consumeFailedType), payload: event.encoded(), createdAt: date)
     }
 
-    public static func itemRevokedID(paymentSeq: String) -> String { "\(paymentSeq):item-revoked" }
-    public static func refundReversedID(paymentSeq: String) -> String { "\(paymentSeq):refund-reversed" }
+    /// `<paymentSeq>:item-revoked` for a grant's first revocation, `<paymentSeq>:item-revoked:<n>` for its n-th.
+    public static func itemRevokedID(paymentSeq: String, number: Int = 1) -> String {
+        numbered("\(paymentSeq):item-revoked", number)
+    }
 
-    /// The item-revoked event of a grant's revocation: one per grant, ever (its id is the grant's).
+    /// `<paymentSeq>:refund-reversed` for the reversal of a grant's first revocation, `…:refund-reversed:<n>` for the
+    /// n-th's.
+    public static func refundReversedID(paymentSeq: String, number: Int = 1) -> String {
+        numbered("\(paymentSeq):refund-reversed", number)
+    }
+
+    private static func numbered(_ id: String, _ number: Int) -> String { number <= 1 ? id : "\(id):\(number)" }
+
+    /// The item-revoked event of a grant's revocation: one per revocation, ever (its id is the grant's and the
+    /// revocation's number).
     public func itemRevoked(
         _ grant: GrantRecord, _ revocation: RevocationRecord, channel: NotificationChannel, at date: Date
     ) -> OutboxEvent {
         revocationEvent(
-            id: Self.itemRevokedID(paymentSeq: grant.paymentSeq), type: Self.itemRevokedType, grant, revocation,
+            id: Self.itemRevokedID(paymentSeq: grant.paymentSeq, number: revocation.number), type: Self.itemRevokedType,
+            grant, revocation,
             notificationId: revocation.notificationId, reversedAt: nil, channel: channel, at: date)
     }
 
@@ -93,7 +105,8 @@ public struct EventFactory: Sendable {
         channel: NotificationChannel, at date: Date
     ) -> OutboxEvent {
         revocationEvent(
-            id: Self.refundReversedID(paymentSeq: grant.paymentSeq), type: Self.refundReversedType, grant, revocation,
+            id: Self.refundReversedID(paymentSeq: grant.paymentSeq, number: revocation.number),
+            type: Self.refundReversedType, grant, revocation,
             notificationId: notification.notificationId, reversedAt: notification.occurredAt, channel: channel,
             at: date)
     }
@@ -105,7 +118,8 @@ public struct EventFactory: Sendable {
         let data = RevocationData(
             userId: grant.userId, paymentSeq: grant.paymentSeq, gamebaseProductId: grant.gamebaseProductId,
             paymentId: grant.paymentId, price: grant.price.flatMap(DecimalText.decimal), currency: grant.currency,
-            store: revocation.store.rawValue, reason: revocation.reason, storeReason: revocation.storeReason,
+            store: revocation.store.rawValue, reason: revocation.reason, partial: revocation.isPartial,
+            storeReason: revocation.storeReason,
             quantity: revocation.quantity, revokedAt: RFC3339.string(revocation.revokedAt),
             reversedAt: reversedAt.map(RFC3339.string), notificationId: notificationId, source: channel.rawValue)
         let event = CloudEvent(

@@ -5,21 +5,17 @@ import Foundation
 public struct RefundContext: Sendable, Hashable {
     /// The grant of the payment (matched by store code and store payment id).
     public var grant: GrantRecord?
-    /// That grant's revocation, if any.
-    public var revocation: RevocationRecord?
-    /// The id of a refund of the payment kept while no grant exists (outcome `pending`).
-    public var pendingRefund: String?
-    /// When the latest reversal of the payment recorded with nothing to reverse happened (the store's time): one that
-    /// came before its refund.
-    public var unmatchedReversalAt: Date?
+    /// That grant's revocations, by number.
+    public var revocations: [RevocationRecord]
+    /// The refunds and reversals of the payment recorded so far, whatever their outcome: the store's word that the
+    /// payment's state is decided from (``RefundPlan``).
+    public var notices: [StoreNotificationRecord]
 
     public init(
-        grant: GrantRecord? = nil, revocation: RevocationRecord? = nil, pendingRefund: String? = nil,
-        unmatchedReversalAt: Date? = nil
+        grant: GrantRecord? = nil, revocations: [RevocationRecord] = [], notices: [StoreNotificationRecord] = []
     ) {
         self.grant = grant
-        self.revocation = revocation
-        self.pendingRefund = pendingRefund
-        self.unmatchedReversalAt = unmatchedReversalAt
+        self.revocations = revocations.sorted { $0.number < $1.number }
+        self.notices = notices
     }
 }

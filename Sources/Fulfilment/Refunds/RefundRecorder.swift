@@ -59,15 +59,16 @@ public struct RefundRecorder: Sendable {
     }
 
     /// Settles refunds left pending beside a grant of their payment (``RefundLedger/settlePendingRefunds(limit:events:now:)``)
-    /// and publishes what that revoked; answers how many were settled.
+    /// and publishes what that revoked; answers how many payments were settled. A partial refund read before its
+    /// purchase is settled here as a rule; a whole one only when a grant missed it (an older instance's).
     public func settlePendingRefunds(limit: Int) async throws -> Int {
         let (refunds, events, now) = (refunds, events, clock.now)
         let settled = try await deadline.run("settle pending refunds") {
             try await refunds.settlePendingRefunds(limit: limit, events: events, now: now)
         }
         for recording in settled {
-            logger.warning(
-                "a refund kept pending beside a grant of its payment was settled late",
+            logger.info(
+                "a refund kept pending until its payment was granted was settled",
                 metadata: [
                     "iap.payment_seq": "\(recording.paymentSeq ?? "-")", "iap.outcome": "\(recording.outcome.rawValue)",
                 ])

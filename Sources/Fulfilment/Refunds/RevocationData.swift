@@ -13,6 +13,9 @@ public struct RevocationData: Codable, Sendable, Hashable, EventData {
     public var store: String
     /// `refund` or `partial_refund`.
     public var reason: String
+    /// Whether the revocation takes back part of the purchase (the `quantity` units) rather than all the player still
+    /// holds of it.
+    public var partial: Bool
     /// The store's own reason code, as it gave it.
     public var storeReason: String?
     /// How many units a partial refund takes back.
@@ -23,7 +26,8 @@ public struct RevocationData: Codable, Sendable, Hashable, EventData {
     public var reversedAt: String?
     /// The notification this event reports: the refund's, or the reversal's.
     public var notificationId: String
-    /// How the notification came: `apple-notification-history`, `apple-notification` or `google-rtdn`.
+    /// How the notification came: `apple-notification-history`, `apple-notification`, `google-rtdn` or
+    /// `google-voided-purchases-api`.
     public var source: String
 
     func writeMembers(to object: inout JSONObject) {
@@ -35,6 +39,7 @@ public struct RevocationData: Codable, Sendable, Hashable, EventData {
         object.string("currency", currency)
         object.string("store", store)
         object.string("reason", reason)
+        object.bool("partial", partial)
         object.string("storeReason", storeReason)
         object.integer("quantity", quantity)
         object.string("revokedAt", revokedAt)

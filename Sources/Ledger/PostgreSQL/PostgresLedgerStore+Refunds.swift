@@ -31,7 +31,7 @@ extension PostgresLedgerStore {
                     return RefundRecording(
                         outcome: existing?.outcome ?? plan.outcome, duplicate: true, paymentSeq: existing?.paymentSeq)
                 }
-                try await Self.carryOut(plan, of: record, connection, logger)
+                try await Self.carryOut(plan, payment: record.paymentKey, connection, logger)
                 return RefundRecording(
                     outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
             }
@@ -40,58 +40,42 @@ extension PostgresLedgerStore {
 
     public func settlePendingRefunds(limit: Int, events: EventFactory, now: Date) async throws -> [RefundRecording] {
         try await wrap {
-            // The payment comes with each id: its lock is taken before the row is read (one read, under the lock).
-            var pending: [(id: String, key: StorePaymentKey)] = []
-            for try await (id, market, payment) in try await client.query(
+            // The payments only: each one's lock is taken before its rows are read (one read, under the lock).
+            var payments: [StorePaymentKey] = []
+            for try await (market, payment) in try await client.query(
                 """
-                SELECT n.notification_id, n.market_id, n.payment_id FROM store_notifications n
-                WHERE n.outcome = 'pending'
+                SELECT n.market_id, n.payment_id FROM store_notifications n
+                WHERE n.outcome IN ('pending', 'pending_partial')
                   AND EXISTS (SELECT 1 FROM grants g WHERE g.payment_id = n.payment_id AND g.market_id = n.market_id)
-                ORDER BY n.received_at_ms, n.notification_id LIMIT \(Int64(max(0, limit)))
+                GROUP BY n.market_id, n.payment_id ORDER BY min(n.received_at_ms), n.payment_id COLLATE "C"
+                LIMIT \(Int64(max(0, limit)))
                 """, logger: logger
-            ).decode((String, String, String).self) {
-                pending.append((id, StorePaymentKey(marketId: market, paymentId: payment)))
+            ).decode((String, String).self) {
+                payments.append(StorePaymentKey(marketId: market, paymentId: payment))
             }
             var recordings: [RefundRecording] = []
-            for (id, key) in pending {
+            for key in payments {
                 let recording = try await client.withTransaction(logger: logger) { connection -> RefundRecording? in
                     try await Self.lock(key, connection, logger)
-                    // Read under the lock: another instance may have settled it meanwhile.
-                    guard var record = try await Self.readable(id, connection, logger), record.outcome == .pending
-                    else { return nil }
-                    var context = try await Self.refundContext(key, connection, logger)
-                    context.pendingRefund = nil  // itself
-                    record.outcome = .recorded
-                    let plan = RefundPlan.decide(record, context: context, events: events, now: now)
-                    try await connection.query(
-                        """
-                        UPDATE store_notifications SET outcome = \(plan.outcome.rawValue), payment_seq = \(plan.paymentSeq)
-                        WHERE notification_id = \(id)
-                        """, logger: logger)
-                    try await Self.carryOut(plan, of: record, connection, logger)
+                    // Read under the lock: another instance may have settled it meanwhile. A row this version cannot
+                    // read (a newer version's store, kind or outcome) leaves the payment to that version.
+                    let context: RefundContext
+                    do {
+                        context = try await Self.refundContext(key, connection, logger)
+                    } catch let error as LedgerError where error.code == .query {
+                        logger.warning(
+                            "a pending refund this version cannot read is left to the version that wrote it",
+                            metadata: ["iap.payment_id": "\(key.paymentId)", "iap.error": "\(error)"])
+                        return nil
+                    }
+                    guard let plan = RefundPlan.settle(context: context, events: events, now: now) else { return nil }
+                    try await Self.carryOut(plan, payment: key, connection, logger)
                     return RefundRecording(
                         outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
                 }
                 if let recording { recordings.append(recording) }
             }
             return recordings
-        }
-    }
-
-    /// The notification, or `nil` when its row names a store, kind or outcome this version does not know (a newer
-    /// version's, which settles it): said, never an error that stops the others. The row was read whole, so the
-    /// transaction goes on.
-    static func readable(_ id: String, _ connection: PostgresConnection, _ logger: Logger) async throws
-        -> StoreNotificationRecord?
-    {
-        guard let row = try await fetchNotificationRow(id, connection, logger) else { return nil }
-        do {
-            return try row.record()
-        } catch {
-            logger.warning(
-                "a pending refund this version cannot read is left to the version that wrote it",
-                metadata: ["iap.notification_id": "\(id)", "iap.error": "\(error)"])
-            return nil
         }
     }
 
@@ -103,33 +87,56 @@ extension PostgresLedgerStore {
             """, logger: logger)
     }
 
-    /// Writes what `plan` decided for `record`, beside the notification's own row.
+    /// Writes what `plan` decided, beside the recorded notification's own row.
     static func carryOut(
-        _ plan: RefundPlan, of record: StoreNotificationRecord, _ connection: PostgresConnection, _ logger: Logger
+        _ plan: RefundPlan, payment key: StorePaymentKey?, _ connection: PostgresConnection, _ logger: Logger
     ) async throws {
-        if let r = plan.revocation {
+        for r in plan.revocations {
+            if r.number > 1 {
+                try await connection.query(
+                    """
+                    INSERT INTO further_revocations (\(unescaped: LedgerSchema.revocationColumns), number) VALUES (
+                        \(r.paymentSeq), \(r.userId), \(r.store.rawValue), \(r.notificationId), \(r.reason),
+                        \(r.storeReason), \(r.quantity.map { Int64($0) }), \(r.revokedAt.epochMilliseconds),
+                        \(r.recordedAt.epochMilliseconds), \(r.reversedBy), \(r.reversedAt?.epochMilliseconds),
+                        \(Int64(r.number)))
+                    ON CONFLICT (payment_seq, number) DO NOTHING
+                    """, logger: logger)
+            } else {
+                try await connection.query(
+                    """
+                    INSERT INTO revocations (\(unescaped: LedgerSchema.revocationColumns)) VALUES (
+                        \(r.paymentSeq), \(r.userId), \(r.store.rawValue), \(r.notificationId), \(r.reason),
+                        \(r.storeReason), \(r.quantity.map { Int64($0) }), \(r.revokedAt.epochMilliseconds),
+                        \(r.recordedAt.epochMilliseconds), \(r.reversedBy), \(r.reversedAt?.epochMilliseconds))
+                    ON CONFLICT (payment_seq) DO NOTHING
+                    """, logger: logger)
+            }
+        }
+        for r in plan.reversals {
+            if r.number > 1 {
+                try await connection.query(
+                    """
+                    UPDATE further_revocations
+                    SET reversed_by = \(r.reversedBy), reversed_at_ms = \(r.reversedAt?.epochMilliseconds)
+                    WHERE payment_seq = \(r.paymentSeq) AND number = \(Int64(r.number)) AND reversed_by IS NULL
+                    """, logger: logger)
+            } else {
+                try await connection.query(
+                    """
+                    UPDATE revocations SET reversed_by = \(r.reversedBy), reversed_at_ms = \(r.reversedAt?.epochMilliseconds)
+                    WHERE payment_seq = \(r.paymentSeq) AND reversed_by IS NULL
+                    """, logger: logger)
+            }
+        }
+        for settled in plan.settled {
             try await connection.query(
                 """
-                INSERT INTO revocations (\(unescaped: LedgerSchema.revocationColumns)) VALUES (
-                    \(r.paymentSeq), \(r.userId), \(r.store.rawValue), \(r.notificationId), \(r.reason),
-                    \(r.storeReason), \(r.quantity.map { Int64($0) }), \(r.revokedAt.epochMilliseconds),
-                    \(r.recordedAt.epochMilliseconds), \(r.reversedBy), \(r.reversedAt?.epochMilliseconds))
-                ON CONFLICT (payment_seq) DO NOTHING
+                UPDATE store_notifications SET outcome = \(settled.outcome.rawValue), payment_seq = \(settled.paymentSeq)
+                WHERE notification_id = \(settled.notificationId)
                 """, logger: logger)
         }
-        if let r = plan.reversal {
-            try await connection.query(
-                """
-                UPDATE revocations SET reversed_by = \(r.reversedBy), reversed_at_ms = \(r.reversedAt?.epochMilliseconds)
-                WHERE payment_seq = \(r.paymentSeq) AND reversed_by IS NULL
-                """, logger: logger)
-        }
-        if let cancelled = plan.cancelledRefund, let key = record.paymentKey {
-            try await connection.query(
-                """
-                UPDATE store_notifications SET outcome = 'reversed'
-                WHERE notification_id = \(cancelled) AND outcome = 'pending'
-                """, logger: logger)
+        if plan.clearsRefundedRejections, let key {
             try await connection.query(
                 """
                 DELETE FROM rejections
@@ -161,10 +168,10 @@ extension PostgresLedgerStore {
         }
     }
 
-    public func revocation(paymentSeq: String) async throws -> RevocationRecord? {
+    public func revocations(paymentSeq: String) async throws -> [RevocationRecord] {
         try await wrap {
             try await client.withConnection { connection in
-                try await Self.fetchRevocation(paymentSeq, connection, logger)
+                try await Self.fetchRevocations(paymentSeq, connection, logger)
             }
         }
     }
@@ -393,30 +400,18 @@ extension PostgresLedgerStore {
         {
             grant = try Self.grant(from: row)
         }
-        var pending: String?
-        for try await id in try await connection.query(
+        var notices: [StoreNotificationRecord] = []
+        for try await row in try await connection.query(
             """
-            SELECT min(notification_id) FROM store_notifications
-            WHERE market_id = \(key.marketId) AND payment_id = \(key.paymentId) AND outcome = 'pending'
-            """, logger: logger
-        ).decode(String?.self) {
-            pending = id
+            SELECT \(unescaped: LedgerSchema.notificationColumns) FROM store_notifications
+            WHERE market_id = \(key.marketId) AND payment_id = \(key.paymentId) AND kind IN ('refund', 'refund_reversed')
+            """, logger: logger)
+        {
+            notices.append(try notificationRow(row).record())
         }
-        var reversedAt: Int64?
-        for try await ms in try await connection.query(
-            """
-            SELECT max(occurred_at_ms) FROM store_notifications
-            WHERE market_id = \(key.marketId) AND payment_id = \(key.paymentId)
-              AND kind = 'refund_reversed' AND outcome = 'unmatched'
-            """, logger: logger
-        ).decode(Int64?.self) {
-            reversedAt = ms
-        }
-        var revocation: RevocationRecord?
-        if let grant { revocation = try await fetchRevocation(grant.paymentSeq, connection, logger) }
-        return RefundContext(
-            grant: grant, revocation: revocation, pendingRefund: pending,
-            unmatchedReversalAt: reversedAt.map(Date.init(epochMilliseconds:)))
+        var revocations: [RevocationRecord] = []
+        if let grant { revocations = try await fetchRevocations(grant.paymentSeq, connection, logger) }
+        return RefundContext(grant: grant, revocations: revocations, notices: notices)
     }
 
     static func fetchNotification(_ id: String, _ connection: PostgresConnection, _ logger: Logger) async throws
@@ -440,26 +435,31 @@ extension PostgresLedgerStore {
         return found
     }
 
-    static func fetchRevocation(_ paymentSeq: String, _ connection: PostgresConnection, _ logger: Logger) async throws
-        -> RevocationRecord?
+    static func fetchRevocations(_ paymentSeq: String, _ connection: PostgresConnection, _ logger: Logger) async throws
+        -> [RevocationRecord]
     {
+        var revocations: [RevocationRecord] = []
         for try await row in try await connection.query(
-            "SELECT \(unescaped: LedgerSchema.revocationColumns) FROM revocations WHERE payment_seq = \(paymentSeq)",
+            """
+            SELECT \(unescaped: LedgerSchema.revocationColumns), number FROM \(unescaped: LedgerSchema.allRevocations)
+            WHERE payment_seq = \(paymentSeq) ORDER BY number
+            """,
             logger: logger)
         {
             let r = row.makeRandomAccess()
-            return try RevocationRow(
-                paymentSeq: r["payment_seq"].decode(String.self), userId: r["user_id"].decode(String.self),
-                store: r["store"].decode(String.self), notificationId: r["notification_id"].decode(String.self),
-                reason: r["reason"].decode(String.self), storeReason: r["store_reason"].decode(String?.self),
-                quantity: r["quantity"].decode(Int64?.self),
-                revokedAtMilliseconds: r["revoked_at_ms"].decode(Int64.self),
-                recordedAtMilliseconds: r["recorded_at_ms"].decode(Int64.self),
-                reversedBy: r["reversed_by"].decode(String?.self),
-                reversedAtMilliseconds: r["reversed_at_ms"].decode(Int64?.self)
-            ).record()
+            revocations.append(
+                try RevocationRow(
+                    paymentSeq: r["payment_seq"].decode(String.self), number: r["number"].decode(Int64.self),
+                    userId: r["user_id"].decode(String.self), store: r["store"].decode(String.self),
+                    notificationId: r["notification_id"].decode(String.self), reason: r["reason"].decode(String.self),
+                    storeReason: r["store_reason"].decode(String?.self), quantity: r["quantity"].decode(Int64?.self),
+                    revokedAtMilliseconds: r["revoked_at_ms"].decode(Int64.self),
+                    recordedAtMilliseconds: r["recorded_at_ms"].decode(Int64.self),
+                    reversedBy: r["reversed_by"].decode(String?.self),
+                    reversedAtMilliseconds: r["reversed_at_ms"].decode(Int64?.self)
+                ).record())
         }
-        return nil
+        return revocations
     }
 
     static func notificationRow(_ row: PostgresRow) throws -> NotificationRow {
@@ -549,8 +549,8 @@ extension PostgresLedgerStore {
             var users: [RefundingUser] = []
             for try await (userId, count, reversed, last) in try await client.query(
                 """
-                SELECT user_id, count(*) AS n, count(reversed_by), max(recorded_at_ms) FROM revocations
-                WHERE recorded_at_ms >= \(since.epochMilliseconds)
+                SELECT user_id, count(*) AS n, count(reversed_by), max(recorded_at_ms)
+                FROM \(unescaped: LedgerSchema.allRevocations) WHERE recorded_at_ms >= \(since.epochMilliseconds)
                 GROUP BY user_id ORDER BY n DESC, user_id COLLATE "C" LIMIT \(Int64(max(0, limit)))
                 """, logger: logger
             ).decode((String, Int64, Int64, Int64).self) {

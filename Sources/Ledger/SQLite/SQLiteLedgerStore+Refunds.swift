@@ -19,7 +19,7 @@ extension SQLiteLedgerStore {
             let plan = RefundPlan.decide(
                 record, context: try Self.refundContext(record.paymentKey, db), events: events, now: now)
             try Self.insert(record.planned(plan), db)
-            try Self.carryOut(plan, of: record, db)
+            try Self.carryOut(plan, payment: record.paymentKey, db)
             return RefundRecording(
                 outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
         }
@@ -28,64 +28,61 @@ extension SQLiteLedgerStore {
     public func settlePendingRefunds(limit: Int, events: EventFactory, now: Date) async throws -> [RefundRecording] {
         let logger = logger
         return try await write { db in
-            let ids = try String.fetchAll(
+            let payments = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT n.notification_id FROM store_notifications n
-                    WHERE n.outcome = 'pending'
+                    SELECT n.market_id, n.payment_id FROM store_notifications n
+                    WHERE n.outcome IN ('pending', 'pending_partial')
                       AND EXISTS (SELECT 1 FROM grants g WHERE g.payment_id = n.payment_id AND g.market_id = n.market_id)
-                    ORDER BY n.received_at_ms, n.notification_id LIMIT ?
+                    GROUP BY n.market_id, n.payment_id ORDER BY min(n.received_at_ms), n.payment_id LIMIT ?
                     """,
-                arguments: [max(0, limit)])
-            return try ids.compactMap { id in
-                guard var record = try Self.readable(id, logger, { try Self.fetchNotification(id, db) }),
-                    record.outcome == .pending
+                arguments: [max(0, limit)]
+            ).map { StorePaymentKey(marketId: $0["market_id"], paymentId: $0["payment_id"]) }
+            return try payments.compactMap { key in
+                guard let context = try Self.readable(key, logger, { try Self.refundContext(key, db) }),
+                    let plan = RefundPlan.settle(context: context, events: events, now: now)
                 else { return nil }
-                var context = try Self.refundContext(record.paymentKey, db)
-                context.pendingRefund = nil  // itself
-                record.outcome = .recorded
-                let plan = RefundPlan.decide(record, context: context, events: events, now: now)
-                try db.execute(
-                    sql: "UPDATE store_notifications SET outcome = ?, payment_seq = ? WHERE notification_id = ?",
-                    arguments: [plan.outcome.rawValue, plan.paymentSeq, id])
-                try Self.carryOut(plan, of: record, db)
+                try Self.carryOut(plan, payment: key, db)
                 return RefundRecording(
                     outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
             }
         }
     }
 
-    /// The notification `fetch` reads, or `nil` when its row names a store, kind or outcome this version does not
-    /// know (a newer version's, which settles it): said once per read, never an error that stops the others.
-    static func readable(
-        _ id: String, _ logger: Logger, _ fetch: () throws -> StoreNotificationRecord?
-    ) throws -> StoreNotificationRecord? {
+    /// What `read` reads of a payment, or `nil` when one of its rows names a store, kind or outcome this version does
+    /// not know (a newer version's, which settles it): said, never an error that stops the other payments.
+    static func readable<Value>(
+        _ key: StorePaymentKey, _ logger: Logger, _ read: () throws -> Value
+    ) throws -> Value? {
         do {
-            return try fetch()
+            return try read()
         } catch let error as LedgerError where error.code == .query {
             logger.warning(
                 "a pending refund this version cannot read is left to the version that wrote it",
-                metadata: ["iap.notification_id": "\(id)", "iap.error": "\(error)"])
+                metadata: ["iap.payment_id": "\(key.paymentId)", "iap.error": "\(error)"])
             return nil
         }
     }
 
-    /// Writes what `plan` decided for `record`, beside the notification's own row.
-    static func carryOut(_ plan: RefundPlan, of record: StoreNotificationRecord, _ db: Database) throws {
-        if let revocation = plan.revocation { try insert(revocation, db) }
-        if let reversal = plan.reversal {
+    /// Writes what `plan` decided, beside the recorded notification's own row.
+    static func carryOut(_ plan: RefundPlan, payment key: StorePaymentKey?, _ db: Database) throws {
+        for revocation in plan.revocations { try insert(revocation, db) }
+        for reversal in plan.reversals {
             try db.execute(
                 sql: """
-                    UPDATE revocations SET reversed_by = ?, reversed_at_ms = ?
-                    WHERE payment_seq = ? AND reversed_by IS NULL
+                    UPDATE \(LedgerSchema.revocationTable(number: reversal.number)) SET reversed_by = ?, reversed_at_ms = ?
+                    WHERE payment_seq = ? AND reversed_by IS NULL\(reversal.number > 1 ? " AND number = ?" : "")
                     """,
-                arguments: [reversal.reversedBy, reversal.reversedAt?.epochMilliseconds, reversal.paymentSeq])
+                arguments: StatementArguments(
+                    [reversal.reversedBy, reversal.reversedAt?.epochMilliseconds, reversal.paymentSeq]
+                        as [(any DatabaseValueConvertible)?] + (reversal.number > 1 ? [Int64(reversal.number)] : [])))
         }
-        if let cancelled = plan.cancelledRefund, let key = record.paymentKey {
+        for settled in plan.settled {
             try db.execute(
-                sql:
-                    "UPDATE store_notifications SET outcome = 'reversed' WHERE notification_id = ? AND outcome = 'pending'",
-                arguments: [cancelled])
+                sql: "UPDATE store_notifications SET outcome = ?, payment_seq = ? WHERE notification_id = ?",
+                arguments: [settled.outcome.rawValue, settled.paymentSeq, settled.notificationId])
+        }
+        if plan.clearsRefundedRejections, let key {
             try db.execute(
                 sql: "DELETE FROM rejections WHERE payment_id = ? AND verdict_market_id = ? AND reason = 'refunded'",
                 arguments: [key.paymentId, key.marketId])
@@ -110,8 +107,8 @@ extension SQLiteLedgerStore {
         try await read { db in try Self.fetchNotification(id, db) }
     }
 
-    public func revocation(paymentSeq: String) async throws -> RevocationRecord? {
-        try await read { db in try Self.fetchRevocation(paymentSeq, db) }
+    public func revocations(paymentSeq: String) async throws -> [RevocationRecord] {
+        try await read { db in try Self.fetchRevocations(paymentSeq, db) }
     }
 
     public func recordRefusal(_ refusal: RefusedNotification) async throws {
@@ -324,17 +321,17 @@ extension SQLiteLedgerStore {
                     """),
             arguments: [key.paymentId, key.marketId]
         ).map(Self.grant(from:))
-        let reversedAt = try Int64.fetchOne(
+        let notices = try Row.fetchAll(
             db.cachedStatement(
                 sql: """
-                    SELECT max(occurred_at_ms) FROM store_notifications
-                    WHERE market_id = ? AND payment_id = ? AND kind = 'refund_reversed' AND outcome = 'unmatched'
+                    SELECT \(LedgerSchema.notificationColumns) FROM store_notifications
+                    WHERE market_id = ? AND payment_id = ? AND kind IN ('refund', 'refund_reversed')
                     """),
-            arguments: [key.marketId, key.paymentId])
+            arguments: [key.marketId, key.paymentId]
+        ).map { try notificationRow($0).record() }
         return RefundContext(
-            grant: grant, revocation: try grant.flatMap { try fetchRevocation($0.paymentSeq, db) },
-            pendingRefund: try pendingRefund(key, db),
-            unmatchedReversalAt: reversedAt.map(Date.init(epochMilliseconds:)))
+            grant: grant, revocations: try grant.map { try fetchRevocations($0.paymentSeq, db) } ?? [],
+            notices: notices)
     }
 
     static func fetchNotification(_ id: String, _ db: Database) throws -> StoreNotificationRecord? {
@@ -345,13 +342,17 @@ extension SQLiteLedgerStore {
         ).map { try notificationRow($0).record() }
     }
 
-    static func fetchRevocation(_ paymentSeq: String, _ db: Database) throws -> RevocationRecord? {
-        try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT \(LedgerSchema.revocationColumns) FROM revocations WHERE payment_seq = ?"),
+    static func fetchRevocations(_ paymentSeq: String, _ db: Database) throws -> [RevocationRecord] {
+        try Row.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    SELECT \(LedgerSchema.revocationColumns), number FROM \(LedgerSchema.allRevocations)
+                    WHERE payment_seq = ? ORDER BY number
+                    """),
             arguments: [paymentSeq]
         ).map {
             try RevocationRow(
-                paymentSeq: $0["payment_seq"], userId: $0["user_id"], store: $0["store"],
+                paymentSeq: $0["payment_seq"], number: $0["number"], userId: $0["user_id"], store: $0["store"],
                 notificationId: $0["notification_id"], reason: $0["reason"], storeReason: $0["store_reason"],
                 quantity: $0["quantity"], revokedAtMilliseconds: $0["revoked_at_ms"],
                 recordedAtMilliseconds: $0["recorded_at_ms"], reversedBy: $0["reversed_by"],
@@ -387,17 +388,24 @@ extension SQLiteLedgerStore {
     }
 
     static func insert(_ revocation: RevocationRecord, _ db: Database) throws {
+        let further = revocation.number > 1
         try db.execute(
-            sql: """
+            sql: further
+                ? """
+                INSERT INTO further_revocations (\(LedgerSchema.revocationColumns), number)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (payment_seq, number) DO NOTHING
+                """
+                : """
                 INSERT INTO revocations (\(LedgerSchema.revocationColumns))
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (payment_seq) DO NOTHING
                 """,
-            arguments: [
-                revocation.paymentSeq, revocation.userId, revocation.store.rawValue, revocation.notificationId,
-                revocation.reason, revocation.storeReason, revocation.quantity.map { Int64($0) },
-                revocation.revokedAt.epochMilliseconds, revocation.recordedAt.epochMilliseconds,
-                revocation.reversedBy, revocation.reversedAt?.epochMilliseconds,
-            ])
+            arguments: StatementArguments(
+                [
+                    revocation.paymentSeq, revocation.userId, revocation.store.rawValue, revocation.notificationId,
+                    revocation.reason, revocation.storeReason, revocation.quantity.map { Int64($0) },
+                    revocation.revokedAt.epochMilliseconds, revocation.recordedAt.epochMilliseconds,
+                    revocation.reversedBy, revocation.reversedAt?.epochMilliseconds,
+                ] as [(any DatabaseValueConvertible)?] + (further ? [Int64(revocation.number)] : [])))
     }
 }
 
@@ -440,7 +448,7 @@ extension SQLiteLedgerStore {
                 db.cachedStatement(
                     sql: """
                         SELECT user_id, count(*) AS n, count(reversed_by) AS reversed, max(recorded_at_ms) AS last_ms
-                        FROM revocations WHERE recorded_at_ms >= ?
+                        FROM \(LedgerSchema.allRevocations) WHERE recorded_at_ms >= ?
                         GROUP BY user_id ORDER BY n DESC, user_id LIMIT ?
                         """),
                 arguments: [since.epochMilliseconds, max(0, limit)]

@@ -169,9 +169,9 @@ struct FakeRefunds: RefundHistoryLedger {
         await wait()
         return [Self.revoked, Self.pending].first { $0.notification.notificationId == id }
     }
-    func revocation(paymentSeq: String) async throws -> RevocationRecord? {
+    func revocations(paymentSeq: String) async throws -> [RevocationRecord] {
         await wait()
-        return nil
+        return []
     }
     func consumptionAnswer(notificationId: String) async throws -> ConsumptionAnswer? {
         await wait()

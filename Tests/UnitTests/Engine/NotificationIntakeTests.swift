@@ -49,8 +49,8 @@ struct NotificationIntakeTests {
             try await base.notifications(paymentKey: paymentKey)
         }
         func notification(id: String) async throws -> StoreNotificationRecord? { try await base.notification(id: id) }
-        func revocation(paymentSeq: String) async throws -> RevocationRecord? {
-            try await base.revocation(paymentSeq: paymentSeq)
+        func revocations(paymentSeq: String) async throws -> [RevocationRecord] {
+            try await base.revocations(paymentSeq: paymentSeq)
         }
         func latestRefunds(limit: Int) async throws -> [RefundListing] { try await base.latestRefunds(limit: limit) }
         func refundCounts(since: Date) async throws -> [RefundDayCount] { try await base.refundCounts(since: since) }

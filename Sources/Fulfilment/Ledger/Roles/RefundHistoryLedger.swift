@@ -9,8 +9,8 @@ public protocol RefundHistoryLedger: Sendable {
     /// A notification by its id.
     func notification(id: String) async throws -> StoreNotificationRecord?
 
-    /// The revocation of a grant, if any.
-    func revocation(paymentSeq: String) async throws -> RevocationRecord?
+    /// The revocations of a grant, by number (none when it was never revoked).
+    func revocations(paymentSeq: String) async throws -> [RevocationRecord]
 
     /// The answer of a consumption request, if one was tried.
     func consumptionAnswer(notificationId: String) async throws -> ConsumptionAnswer?
@@ -25,4 +25,11 @@ public protocol RefundHistoryLedger: Sendable {
     /// The users whose grants were revoked at or after `since` (by when the worker recorded it): the most revocations
     /// first, then by userId; at most `limit`.
     func refundingUsers(since: Date, limit: Int) async throws -> [RefundingUser]
+}
+
+extension RefundHistoryLedger {
+    /// A grant's first revocation, if any.
+    public func revocation(paymentSeq: String) async throws -> RevocationRecord? {
+        try await revocations(paymentSeq: paymentSeq).first
+    }
 }
