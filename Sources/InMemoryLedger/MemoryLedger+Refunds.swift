@@ -22,8 +22,7 @@ extension MemoryLedger {
             stored.notification.occurredAt = record.notification.occurredAt.storedInMilliseconds
             state.notifications[id] = (stored, state.nextRow())
             state.carryOut(plan, payment: record.paymentKey)
-            return RefundRecording(
-                outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
+            return RefundRecording(plan)
         }
     }
 
@@ -46,8 +45,7 @@ extension MemoryLedger {
                     return nil
                 }
                 state.carryOut(plan, payment: key)
-                return RefundRecording(
-                    outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
+                return RefundRecording(plan)
             }
         }
     }

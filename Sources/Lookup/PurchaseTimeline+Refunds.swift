@@ -70,6 +70,9 @@ extension PurchaseTimeline {
         if whole.isEmpty, refunds.notifications.contains(where: { $0.outcome == .pending }) {
             timeline.status += "; refunded before any grant (pending refund)"
         }
+        if refunds.notifications.contains(where: { $0.outcome == .pendingPartial }) {
+            timeline.status += "; partly refunded before its grant (pending partial refund, settled after the grant)"
+        }
         for answer in refunds.answers { lines.append(Self.answerLine(answer)) }
         timeline.entries = Self.ordered(lines)
         return timeline

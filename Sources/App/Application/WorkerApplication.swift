@@ -198,9 +198,10 @@ public enum WorkerApplication {
 func storeNotificationReader(_ refunds: WorkerConfiguration.Refunds) throws -> StoreNotificationReader {
     var apple: StoreNotificationReader.Apple?
     if let bundleId = refunds.appleBundleId {
-        let verifier =
+        var verifier =
             try refunds.appleRootCertificatesPEM.map { try AppleJWSVerifier(rootCertificatesPEM: $0) }
             ?? AppleJWSVerifier()
+        verifier.futureSkew = refunds.maxClockSkew / .milliseconds(1) / 1_000
         apple = StoreNotificationReader.Apple(
             verifier: verifier, bundleId: bundleId,
             environment: refunds.appleEnvironment == "sandbox" ? .sandbox : .production)

@@ -153,6 +153,9 @@ public struct ConfigurationKey: Sendable, Hashable {
         ConfigurationKey(
             "refunds.apple.root_certificates_file", default: nil,
             "Tests only: PEM roots trusted instead of the built-in Apple Root CA - G3"),
+        ConfigurationKey(
+            "refunds.max_clock_skew_ms", default: "300000",
+            "How far a store's signed time may lie ahead of this host's clock (a later one is refused, kept, counted)"),
         ConfigurationKey("server.port", default: "8080", "HTTP port of /metrics, /healthz and /readyz"),
         ConfigurationKey("console.port", default: "8081", "Port of the read-only operator console (0 turns it off)"),
         ConfigurationKey(

@@ -72,6 +72,7 @@ extension WorkerConfiguration {
             ),
             ("refunds.apple.refund_preference", refunds.consumptionAnswers?.refundPreference ?? "(none)"),
             ("refunds.apple.root_certificates_file", refunds.appleRootCertificatesFile ?? "(built in)"),
+            ("refunds.max_clock_skew_ms", String(Self.milliseconds(refunds.maxClockSkew))),
             ("server.port", String(serverPort)),
             ("console.port", String(console.port)), ("console.address", console.address),
             ("console.token_file", consoleTokenFile ?? "(none)"),

@@ -32,6 +32,8 @@ public struct WorkerConfiguration: Sendable {
         public var appleRootCertificatesFile: String?
         /// That file's text, read and checked when the configuration is loaded.
         public var appleRootCertificatesPEM: String?
+        /// `refunds.max_clock_skew_ms`: how far a store's signed time may lie ahead of this host's clock.
+        public var maxClockSkew: Duration = .seconds(300)
         /// `refunds.apple.issuer_id`, `key_id`, `private_key_file` (read and checked at load): the key the history
         /// poller signs with; `nil` when no poller runs.
         public var appleKey: AppStoreKey?

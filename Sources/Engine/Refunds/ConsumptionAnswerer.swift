@@ -5,8 +5,8 @@ import ServiceLifecycle
 import Wire
 
 /// Answers App Store `CONSUMPTION_REQUEST`s (opt-in: `refunds.apple.consumption_info`) from the ledger's delivery
-/// evidence — a grant of the transaction is `DELIVERED`, none is `UNDELIVERED_OTHER` — with the studio's statements
-/// (`customer_consented`, `sample_content_provided`, `refund_preference`). Each request is claimed for a while, so one
+/// evidence — a grant of the transaction consumed at Gamebase is `DELIVERED`, anything else `UNDELIVERED_OTHER` — with
+/// the studio's statements (`customer_consented`, `sample_content_provided`, `refund_preference`). Each request is claimed for a while, so one
 /// instance answers it; a failed answer is tried again with backoff until Apple's 12-hour deadline, then given up.
 /// Every attempt's outcome is recorded.
 public final class ConsumptionAnswerer: Service {
@@ -150,7 +150,8 @@ public final class ConsumptionAnswerer: Service {
             answer.nextAttemptAt = now.addingTimeInterval(configuration.initialBackoff.seconds)
             return answer
         }
-        let status = grant != nil ? "DELIVERED" : "UNDELIVERED_OTHER"
+        // Delivered is consumed at Gamebase: a grant whose Consume has not gone through is not yet evidence of it.
+        let status = grant?.state == .consumed ? "DELIVERED" : "UNDELIVERED_OTHER"
         answer.deliveryStatus = status
         answer.attempts += 1
         do {

@@ -17,9 +17,8 @@ extension RefundRecorder {
             metrics.countStoreNotification(
                 store: notification.store.rawValue, type: notification.kind.rawValue,
                 result: recording.duplicate ? "duplicate" : recording.outcome.rawValue)
-            if !recording.duplicate, recording.outcome == .revoked {
-                metrics.countRevocation(
-                    store: notification.store.rawValue, reason: RevocationRecord.reason(of: notification))
+            for revocation in recording.revocations {
+                metrics.countRevocation(store: revocation.store.rawValue, reason: revocation.reason)
             }
             return nil
         case .failure(let refusal):

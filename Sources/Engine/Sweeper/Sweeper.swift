@@ -94,7 +94,11 @@ public struct Sweeper: Service {
             }
             result.unpublishable = events.count { refusingTopics.contains($0.topic) }
             if let refunds {
-                result.settledRefunds = try await refunds.settlePendingRefunds(limit: limit)
+                let settled = try await refunds.settlePendingRefunds(limit: limit)
+                result.settledRefunds = settled.count
+                for revocation in settled.flatMap(\.revocations) {
+                    metrics.countRevocation(store: revocation.store.rawValue, reason: revocation.reason)
+                }
             }
             if gamebaseMonitor.allowsCalls {
                 // Read again: publishing above can take a producer's whole delivery timeout.

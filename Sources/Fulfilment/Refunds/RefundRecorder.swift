@@ -59,9 +59,9 @@ public struct RefundRecorder: Sendable {
     }
 
     /// Settles refunds left pending beside a grant of their payment (``RefundLedger/settlePendingRefunds(limit:events:now:)``)
-    /// and publishes what that revoked; answers how many payments were settled. A partial refund read before its
+    /// and publishes what that revoked; answers what each payment's settlement did. A partial refund read before its
     /// purchase is settled here as a rule; a whole one only when a grant missed it (an older instance's).
-    public func settlePendingRefunds(limit: Int) async throws -> Int {
+    public func settlePendingRefunds(limit: Int) async throws -> [RefundRecording] {
         let (refunds, events, now) = (refunds, events, clock.now)
         let settled = try await deadline.run("settle pending refunds") {
             try await refunds.settlePendingRefunds(limit: limit, events: events, now: now)
@@ -74,23 +74,39 @@ public struct RefundRecorder: Sendable {
                 ])
             try await publishEvents(of: recording)
         }
-        return settled.count
+        return settled
     }
 
-    /// Publishes the events a recording wrote: the grant's own item-granted event first, should a crash have left it
-    /// unpublished — a game must never hear of a revocation before the grant it revokes.
+    /// Publishes the events a recording wrote, after any earlier event of the same grant a crash left unpublished —
+    /// its item-granted event, then its earlier revocations and reversals in the order they were written (by number, a
+    /// revocation before its reversal) — so a game hears of a grant's changes in the order they happened: never of a
+    /// revocation before the grant, never of a reversal before the revocation it undoes. (The sweeper publishes what is
+    /// left after a crash too; the next recording of the grant's payment puts its earlier events first.)
     func publishEvents(of recording: RefundRecording) async throws {
         guard !recording.events.isEmpty else { return }
         if let paymentSeq = recording.paymentSeq {
-            let purchases = purchases
+            let (purchases, refunds) = (purchases, refunds)
             let grant = try await deadline.run("read a grant") { try await purchases.grant(paymentSeq: paymentSeq) }
-            if let grant, grant.eventPublishedAt == nil,
-                let granted = try await deadline.run(
-                    "read an event",
-                    { try await purchases.event(id: EventFactory.itemGrantedID(paymentSeq: paymentSeq)) }),
-                granted.publishedAt == nil
-            {
-                try await publish(granted)
+            var earlier: [String] = []
+            if let grant, grant.eventPublishedAt == nil {
+                earlier.append(EventFactory.itemGrantedID(paymentSeq: paymentSeq))
+            }
+            let own = Set(recording.events.map(\.id))
+            let revocations = try await deadline.run("read a grant's revocations") {
+                try await refunds.revocations(paymentSeq: paymentSeq)
+            }
+            for revocation in revocations {
+                earlier.append(EventFactory.itemRevokedID(paymentSeq: paymentSeq, number: revocation.number))
+                if revocation.reversedBy != nil {
+                    earlier.append(EventFactory.refundReversedID(paymentSeq: paymentSeq, number: revocation.number))
+                }
+            }
+            for id in earlier where !own.contains(id) {
+                if let event = try await deadline.run("read an event", { try await purchases.event(id: id) }),
+                    event.publishedAt == nil
+                {
+                    try await publish(event)
+                }
             }
         }
         for event in recording.events { try await publish(event) }

@@ -32,8 +32,7 @@ extension PostgresLedgerStore {
                         outcome: existing?.outcome ?? plan.outcome, duplicate: true, paymentSeq: existing?.paymentSeq)
                 }
                 try await Self.carryOut(plan, payment: record.paymentKey, connection, logger)
-                return RefundRecording(
-                    outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
+                return RefundRecording(plan)
             }
         }
     }
@@ -70,8 +69,7 @@ extension PostgresLedgerStore {
                     }
                     guard let plan = RefundPlan.settle(context: context, events: events, now: now) else { return nil }
                     try await Self.carryOut(plan, payment: key, connection, logger)
-                    return RefundRecording(
-                        outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
+                    return RefundRecording(plan)
                 }
                 if let recording { recordings.append(recording) }
             }

@@ -20,8 +20,7 @@ extension SQLiteLedgerStore {
                 record, context: try Self.refundContext(record.paymentKey, db), events: events, now: now)
             try Self.insert(record.planned(plan), db)
             try Self.carryOut(plan, payment: record.paymentKey, db)
-            return RefundRecording(
-                outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
+            return RefundRecording(plan)
         }
     }
 
@@ -43,8 +42,7 @@ extension SQLiteLedgerStore {
                     let plan = RefundPlan.settle(context: context, events: events, now: now)
                 else { return nil }
                 try Self.carryOut(plan, payment: key, db)
-                return RefundRecording(
-                    outcome: plan.outcome, duplicate: false, paymentSeq: plan.paymentSeq, events: plan.events)
+                return RefundRecording(plan)
             }
         }
     }

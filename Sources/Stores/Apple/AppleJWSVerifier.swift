@@ -29,7 +29,8 @@ public struct AppleJWSVerifier: Sendable {
         /// The oldest `signedDate` believed, before the time of receipt: the notification history's 180 days and a
         /// margin.
         public static let maxAge: TimeInterval = 185 * 86_400
-        /// How far ahead of the time of receipt a `signedDate` may be (clocks differ).
+        /// How far ahead of the time of receipt a `signedDate` may be by default (clocks differ):
+        /// `refunds.max_clock_skew_ms`.
         public static let futureSkew: TimeInterval = 300
     }
 
@@ -39,6 +40,8 @@ public struct AppleJWSVerifier: Sendable {
     package static let intermediateMarker: ASN1ObjectIdentifier = [1, 2, 840, 113_635, 100, 6, 2, 1]
 
     private let roots: [Certificate]
+    /// How far ahead of the time of receipt a `signedDate` may be (``Limits/futureSkew`` unless configured).
+    public var futureSkew: TimeInterval = Limits.futureSkew
 
     /// Trusts `roots` only: Apple Root CA – G3 in production; a test root by explicit configuration only
     /// (`refunds.apple.root_certificates_file`).
@@ -90,11 +93,11 @@ public struct AppleJWSVerifier: Sendable {
 
         let signedAt = try Self.signedDate(payload)
         guard signedAt >= receivedAt.addingTimeInterval(-Limits.maxAge),
-            signedAt <= receivedAt.addingTimeInterval(Limits.futureSkew)
+            signedAt <= receivedAt.addingTimeInterval(futureSkew)
         else {
             throw Self.unverified(
-                "signed at \(signedAt), more than \(Int(Limits.maxAge / 86_400)) days before it was received or ahead of it"
-            )
+                "signed at \(signedAt), more than \(Int(Limits.maxAge / 86_400)) days before it was received or more than "
+                    + "\(Int(futureSkew)) s ahead of this host's clock (refunds.max_clock_skew_ms)")
         }
         var verifier = Verifier(rootCertificates: CertificateStore(roots)) {
             RFC5280Policy(fixedExpiryValidationTime: signedAt)

@@ -1,5 +1,6 @@
 import App
 import AppStoreHTTP
+import AppStoreSimulator
 import Crypto
 import Engine
 import Foundation
@@ -102,6 +103,45 @@ import Testing
         for (environment, key) in cases {
             let problem = await Self.problem(environment)
             #expect(problem?.contains("configuration key \(key)") == true, "\(environment): \(problem ?? "accepted")")
+        }
+    }
+
+    /// A test root left in a deployment that reads Apple itself (no simulator's base_url) is refused at start: with
+    /// it, whoever holds the test chain's key could sign refunds. Apple's own root in the file is harmless.
+    @Test func aTestRootIsRefusedUnlessItsSimulatorIsConfigured() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("iap-roots-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let chain = try AppleSigningChain(around: Date())
+        let test = folder.appendingPathComponent("test-root.pem")
+        try Data(try chain.rootPEM.utf8).write(to: test)
+        let keyFile = folder.appendingPathComponent("AuthKey.p8")
+        try Data(P256.Signing.PrivateKey().pemRepresentation.utf8).write(to: keyFile)
+        let poller = [
+            "REFUNDS_APPLE_BUNDLE_ID": "com.x", "REFUNDS_APPLE_ISSUER_ID": "issuer", "REFUNDS_APPLE_KEY_ID": "KEY1",
+            "REFUNDS_APPLE_PRIVATE_KEY_FILE": keyFile.path, "REFUNDS_APPLE_ROOT_CERTIFICATES_FILE": test.path,
+        ]
+        for environment in [
+            ["REFUNDS_APPLE_BUNDLE_ID": "com.x", "REFUNDS_APPLE_ROOT_CERTIFICATES_FILE": test.path],
+            poller, poller.merging(["REFUNDS_APPLE_ENVIRONMENT": "sandbox"]) { $1 },
+        ] {
+            let problem = await Self.problem(environment)
+            #expect(
+                problem?.contains("configuration key refunds.apple.root_certificates_file") == true,
+                "\(problem ?? "accepted")")
+            #expect(problem?.contains("refunds.apple.base_url") == true, "\(problem ?? "accepted")")
+        }
+        let simulated = try await Self.load(poller.merging(["REFUNDS_APPLE_BASE_URL": "http://127.0.0.1:9"]) { $1 })
+        #expect(simulated.refunds.appleRootCertificatesPEM != nil)
+    }
+
+    @Test func theClockSkewAllowanceIsAKeyWithASafeDefault() async throws {
+        #expect(try await Self.load([:]).refunds.maxClockSkew == .seconds(300))
+        #expect(try await Self.load(["REFUNDS_MAX_CLOCK_SKEW_MS": "900000"]).refunds.maxClockSkew == .seconds(900))
+        for value in ["-1", "3600001", "ten"] {
+            let problem = await Self.problem(["REFUNDS_MAX_CLOCK_SKEW_MS": value])
+            #expect(
+                problem?.contains("configuration key refunds.max_clock_skew_ms") == true,
+                "\(value): \(problem ?? "accepted")")
         }
     }
 

@@ -47,11 +47,11 @@ struct ConsumptionAnswererTests {
             #expect(recording.outcome == .recorded)
         }
 
-        func grant(_ seq: String, transactionId: String) async throws {
+        func grant(_ seq: String, transactionId: String, state: GrantState = .consumed) async throws {
             _ = try await harness.ledger.insertGrant(
                 GrantRecord(
                     paymentSeq: seq, userId: "u", gamebaseProductId: "gems", purchaseToken: "t", marketId: "AS",
-                    paymentId: transactionId, state: .consumed, grantedAt: harness.clock.now),
+                    paymentId: transactionId, state: state, grantedAt: harness.clock.now),
                 event: OutboxEvent(
                     id: "\(seq):item-granted", paymentSeq: seq, topic: "iap.item-granted", key: nil, headers: [],
                     payload: [], createdAt: harness.clock.now))
@@ -60,16 +60,21 @@ struct ConsumptionAnswererTests {
         var sent: [(String, ConsumptionInformation)] { appStore.consumption.withLock { $0.sent } }
     }
 
-    @Test func aGrantedTransactionIsAnsweredDeliveredAndAnUngrantedOneUndelivered() async throws {
+    /// Delivered means consumed at Gamebase: a grant whose Consume has not gone through yet is not evidence of
+    /// delivery (Gamebase still holds the purchase as unconsumed), so it is answered UNDELIVERED_OTHER.
+    @Test func aConsumedGrantIsAnsweredDeliveredAndAnyOtherTransactionUndelivered() async throws {
         let rig = try Rig()
         try await rig.grant("900", transactionId: "2000000000000900")
+        try await rig.grant("902", transactionId: "2000000000000902", state: .granted)
         try await rig.request("ask-1", transactionId: "2000000000000900")
         try await rig.request("ask-2", transactionId: "2000000000000901")
+        try await rig.request("ask-3", transactionId: "2000000000000902")
         let pass = await rig.answerer.answerOnce()
-        #expect(pass.answered == 2)
+        #expect(pass.answered == 3)
         let sent = Dictionary(uniqueKeysWithValues: rig.sent.map { ($0.0, $0.1) })
         #expect(sent["2000000000000900"]?.deliveryStatus == "DELIVERED")
         #expect(sent["2000000000000901"]?.deliveryStatus == "UNDELIVERED_OTHER")
+        #expect(sent["2000000000000902"]?.deliveryStatus == "UNDELIVERED_OTHER")
         #expect(sent["2000000000000900"]?.customerConsented == true)
         #expect(sent["2000000000000900"]?.sampleContentProvided == true)
         #expect(sent["2000000000000900"]?.refundPreference == "DECLINE")
@@ -78,7 +83,7 @@ struct ConsumptionAnswererTests {
         #expect(answer.answeredAt == rig.harness.clock.now)
         rig.harness.clock.advance(by: .seconds(3_600))
         #expect(await rig.answerer.answerOnce() == ConsumptionAnswerer.Pass(), "answered once")
-        #expect(rig.sent.count == 2)
+        #expect(rig.sent.count == 3)
         #expect(rig.harness.metrics.values.consumptionDeadline == ConsumptionAnswerer.nothingPending)
     }
 

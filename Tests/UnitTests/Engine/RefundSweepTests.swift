@@ -61,4 +61,48 @@ struct RefundSweepTests {
             "the grant's own event goes out first, though its grace has not passed")
         #expect(await harness.services.sweeper.sweepOnce().settledRefunds == 0, "settled once")
     }
+
+    /// A crash (here: the topic refusing) between a refund's transaction and its event leaves the item-revoked event
+    /// unpublished; the reversal that follows publishes it first, so a game never hears of a reversal before the
+    /// revocation it undoes.
+    @Test func aRevocationLeftUnpublishedGoesOutBeforeTheReversalThatFollowsIt() async throws {
+        let harness = EngineHarness(sweep: .init(grace: .seconds(30)))
+        try await harness.unfinishedGrant("s3")
+        func notification(_ id: String, _ kind: StoreNotification.Kind, after seconds: Double) -> StoreNotification {
+            StoreNotification(
+                store: .google, kind: kind, storeType: "voidedPurchaseNotification", notificationId: id,
+                authenticity: .trustedChannel, paymentId: "GPA.s3", application: "com.studio.game",
+                occurredAt: harness.clock.now.addingTimeInterval(seconds))
+        }
+        harness.publisher.state.withLock { $0.refusedTopics = ["iap.item-revoked"] }
+        await #expect(throws: (any Error).self) {
+            try await harness.services.refunds.record(notification("r", .refund, after: 1), channel: .googleRTDN)
+        }
+        harness.publisher.state.withLock { $0.refusedTopics = [] }
+        let reversal = try await harness.services.refunds.record(
+            notification("v", .refundReversed, after: 2), channel: .googleRTDN)
+        #expect(reversal.outcome == .reversed)
+        let revocations = harness.publisher.records.filter { $0.topic == "iap.item-revoked" }.map { record in
+            (try? JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any])?["id"] as? String ?? "-"
+        }
+        #expect(revocations == ["s3:item-revoked", "s3:refund-reversed"], "\(revocations)")
+        #expect(harness.publisher.records.first?.topic == "iap.item-granted")
+    }
+
+    /// A partial refund read before its purchase is settled by the sweeper once the purchase is granted, and its
+    /// revocation is counted like any other.
+    @Test func aPartialRefundSettledByTheSweeperIsCounted() async throws {
+        let harness = EngineHarness(sweep: .init(grace: .zero))
+        let partial = StoreNotification(
+            store: .google, kind: .refund, storeType: "voidedPurchaseNotification", notificationId: "part-1",
+            authenticity: .trustedChannel, paymentId: "GPA.s4", application: "com.studio.game",
+            reason: RevocationRecord.googlePartialRefund, occurredAt: harness.clock.now)
+        #expect(try await harness.services.refunds.record(partial, channel: .googleRTDN).outcome == .pendingPartial)
+        try await harness.unfinishedGrant("s4")
+        harness.clock.advance(by: .seconds(1))
+        let result = await harness.services.sweeper.sweepOnce()
+        #expect(result.settledRefunds == 1)
+        #expect(try await harness.ledger.revocation(paymentSeq: "s4")?.isPartial == true)
+        #expect(harness.metrics.values.revocations == ["google/partial_refund": 1])
+    }
 }
