@@ -23,11 +23,15 @@ public final class AppStoreSimulator: Service {
         /// The public half of the studio's key, which signs the bearer tokens.
         public var publicKey: P256.Signing.PublicKey
         public var pageSize: Int
+        /// How long a pagination token is taken after it was given out: later, Apple's PaginationTokenExpiredError
+        /// (HTTP 400, errorCode 4000017). Apple does not publish its lifetime; a day by default.
+        public var paginationTokenLifetime: TimeInterval
 
         public init(
             host: String = "127.0.0.1", port: Int = 0, issuerId: String, keyId: String,
-            publicKey: P256.Signing.PublicKey, pageSize: Int = 20
+            publicKey: P256.Signing.PublicKey, pageSize: Int = 20, paginationTokenLifetime: TimeInterval = 86_400
         ) {
+            self.paginationTokenLifetime = paginationTokenLifetime
             self.host = host
             self.port = port
             self.issuerId = issuerId
@@ -138,7 +142,10 @@ public final class AppStoreSimulator: Service {
             guard let parsed = Self.offset(of: token, query: query) else {
                 return Self.error(400, 4_000_014, "invalid pagination token")
             }
-            offset = parsed
+            guard Double(now - parsed.issuedMilliseconds) <= configuration.paginationTokenLifetime * 1_000 else {
+                return Self.error(400, 4_000_017, "pagination token expired")
+            }
+            offset = parsed.offset
         }
         let matching = state.history(
             type: type, start: Date(timeIntervalSince1970: Double(start) / 1_000),
@@ -153,7 +160,8 @@ public final class AppStoreSimulator: Service {
                     + page.map { #"{"signedPayload":"\#($0.signedPayload)"}"# }
                     .joined(separator: ",") + "]")
             object.bool("hasMore", next < matching.count)
-            object.string("paginationToken", next < matching.count ? Self.token(offset: next, query: query) : nil)
+            object.string(
+                "paginationToken", next < matching.count ? Self.token(offset: next, query: query, issued: now) : nil)
         }
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
@@ -258,15 +266,17 @@ public final class AppStoreSimulator: Service {
         return members
     }
 
-    static func token(offset: Int, query: String) -> String {
-        Base64URL.encode(Array("\(offset)|\(SHA256.hex(query))".utf8))
+    static func token(offset: Int, query: String, issued milliseconds: Int64) -> String {
+        Base64URL.encode(Array("\(offset)|\(SHA256.hex(query))|\(milliseconds)".utf8))
     }
 
-    static func offset(of token: String, query: String) -> Int? {
+    static func offset(of token: String, query: String) -> (offset: Int, issuedMilliseconds: Int64)? {
         guard let bytes = Base64URL.decode(token.utf8) else { return nil }
         let parts = String(decoding: bytes, as: UTF8.self).split(separator: "|")
-        guard parts.count == 2, parts[1] == SHA256.hex(query) else { return nil }
-        return Int(parts[0])
+        guard parts.count == 3, parts[1] == SHA256.hex(query), let offset = Int(parts[0]), offset >= 0,
+            let issued = Int64(parts[2])
+        else { return nil }
+        return (offset, issued)
     }
 
     static func error(_ status: Int, _ code: Int64, _ message: String) -> Response {

@@ -124,6 +124,7 @@ extension MemoryLedger {
             stored.windowStart = mark.windowStart?.storedInMilliseconds
             stored.windowEnd = mark.windowEnd?.storedInMilliseconds
             stored.lastSuccess = mark.lastSuccess?.storedInMilliseconds
+            stored.readThrough = mark.readThrough?.storedInMilliseconds
             row.mark = stored
             row.leaseOwner = leaseUntil == nil ? nil : owner
             row.leaseUntil = leaseUntil?.epochMilliseconds

@@ -150,7 +150,8 @@ package enum LedgerSchema {
 
     /// A grant's revocations after its first (a refund after a reversal, each further partial refund), numbered 2, 3, …
     /// (``RevocationRecord/number``). The first stays in `revocations`, where older instances read it, so they run
-    /// beside: they see a grant revoked once, as they always did.
+    /// beside: they see a grant revoked once, as they always did. And a nullable column of the history positions that
+    /// older instances never name.
     static let furtherRevocations = [
         """
         CREATE TABLE further_revocations (
@@ -171,6 +172,8 @@ package enum LedgerSchema {
         """,
         "CREATE INDEX further_revocations_user ON further_revocations (user_id, recorded_at_ms)",
         "CREATE INDEX further_revocations_recorded ON further_revocations (recorded_at_ms)",
+        // Where a history window's pages read so far reach: a pagination token refused mid-window resumes there.
+        "ALTER TABLE store_poll_marks ADD COLUMN read_through_ms BIGINT",
     ]
 
     /// The stores' refunds: every notification believed (once per notification id, with what it did) and the

@@ -184,10 +184,10 @@ struct RefundEndToEndTests {
             try await system.withWorker(settings) { parts in
                 try await system.eventually("the App Store refuses the key") {
                     String(decoding: parts.metrics.exposition(), as: UTF8.self).contains(
-                        #"iap_apple_poll_failures_total{code="unauthorized"}"#)
+                        #"iap_store_polls_total{store="apple",result="unauthorized"}"#)
                 }
                 let text = String(decoding: parts.metrics.exposition(), as: UTF8.self)
-                #expect(text.contains("iap_apple_poll_last_success_timestamp_seconds 0"))
+                #expect(text.contains(#"iap_store_poll_last_complete_timestamp_seconds{store="apple"} 0"#))
                 #expect(!text.contains("iap_store_notifications_total"))
             }
             #expect((state.calls["unauthorized"] ?? 0) > 0)

@@ -29,8 +29,12 @@ public final class RecordingMetrics: EngineMetrics {
         public var storeNotifications: [String: Int] = [:]
         /// `store/reason` → count.
         public var revocations: [String: Int] = [:]
+        /// `iap_store_poll_last_complete_timestamp_seconds{store="apple"}`.
         public var applePollSucceededAt: Double?
+        /// `iap_store_polls_total{store="apple",result}` of the failed readings, by result (an error code).
         public var applePollFailures: [String: Int] = [:]
+        /// `iap_store_polls_total{store,result}`, keyed `store/result`.
+        public var storePolls: [String: Int] = [:]
         public var consumptionAnswers: [String: Int] = [:]
         public var consumptionDeadline: Double?
     }
@@ -74,10 +78,17 @@ public final class RecordingMetrics: EngineMetrics {
     public func countRevocation(store: String, reason: String) {
         state.withLock { $0.revocations["\(store)/\(reason)", default: 0] += 1 }
     }
-    public func setApplePollSucceeded(at secondsSinceEpoch: Double) {
-        state.withLock { $0.applePollSucceededAt = secondsSinceEpoch }
+    public func setStorePollCompleted(store: String, at secondsSinceEpoch: Double) {
+        if store == "apple" { state.withLock { $0.applePollSucceededAt = secondsSinceEpoch } }
     }
-    public func countApplePollFailure(_ code: String) { state.withLock { $0.applePollFailures[code, default: 0] += 1 } }
+    public func countStorePoll(store: String, result: String) {
+        state.withLock {
+            $0.storePolls["\(store)/\(result)", default: 0] += 1
+            if store == "apple", result != "complete", result != "incomplete" {
+                $0.applePollFailures[result, default: 0] += 1
+            }
+        }
+    }
     public func countConsumptionAnswer(_ result: String) {
         state.withLock { $0.consumptionAnswers[result, default: 0] += 1 }
     }

@@ -236,9 +236,60 @@ struct AppleRefundProcessTests {
         }
         let admin = "http://127.0.0.1:\(try await worker.adminPort())"
         let metrics = try await httpGet("\(admin)/metrics").body
-        #expect(!metrics.contains("iap_apple_poll_failures_total{"), "\(metrics)")
+        #expect(metrics.contains(#"iap_store_polls_total{store="apple",result="complete"}"#), "\(metrics)")
+        #expect(!metrics.contains(#"iap_store_polls_total{store="apple",result="invalid_request"}"#), "\(metrics)")
         #expect(worker.logLines(containing: "notification history failed").isEmpty, "no failed pass logged")
         #expect(worker.logLines(containing: "Apple refused the window's start").isEmpty, "no window narrowed")
+        #expect(try await worker.terminate() == 0)
+    }
+
+    /// Pagination tokens that expire before they are used (Apple's PaginationTokenExpiredError, errorCode 4000017): the
+    /// window goes on from the pages already read, so every refund is still read, and the pass says it read the
+    /// history to its end only once it has.
+    @Test func aPaginationTokenExpiringMidWindowResumesFromThePagesRead() async throws {
+        let count = 7
+        let cluster = try await Cluster.start(
+            purchases: count, simulatorArguments: [], payments: (0..<count).map(Self.payment))
+        let key = P256.Signing.PrivateKey()
+        let chain = try AppleSigningChain(around: Date())
+        let state = AppStoreSimulatorState(chain: chain, bundleId: Self.bundleId)
+        let appStore = AppStoreSimulator(
+            configuration: .init(
+                issuerId: "issuer-1", keyId: "KEY1", publicKey: key.publicKey, pageSize: 2, paginationTokenLifetime: 0),
+            state: state, logger: EndToEndSystem.logger)
+        let served = Task { try await appStore.run() }
+        defer { served.cancel() }
+        let (keyFile, rootFile) = try Self.writeKeyAndRoot(key, chain, in: cluster.folder)
+        let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
+        var environment = cluster.workerEnvironment(ledgerURL: ledgerURL, group: "token-\(UUID().uuidString.prefix(6))")
+        environment.merge(Self.appStoreVariables(url: await appStore.baseURL(), keyFile: keyFile, rootFile: rootFile)) {
+            $1
+        }
+        try await cluster.producePurchases()
+        let worker = try cluster.worker("worker", environment)
+        try await cluster.waitUntilAllConsumed(within: 120, workers: [worker], ledgerURL: ledgerURL)
+        let start = Date().addingTimeInterval(-3_600)
+        for i in 0..<count {
+            let at = start.addingTimeInterval(Double(i) * 60)
+            try state.addNotification(
+                type: "REFUND", transactionId: Self.transactionId(i), signedDate: at, revocationDate: at,
+                revocationReason: 1)
+        }
+        try await Self.waitFor("every refund revokes its grant", ledgerURL: ledgerURL, worker: worker) { store in
+            for i in 0..<count where try await store.revocation(paymentSeq: "p\(i)") == nil { return false }
+            return true
+        }
+        #expect(!worker.logLines(containing: "Apple refused a pagination token").isEmpty, "tokens did expire")
+        let admin = "http://127.0.0.1:\(try await worker.adminPort())"
+        let deadline = Date().addingTimeInterval(30)
+        var metrics = ""
+        while Date() < deadline {
+            metrics = try await httpGet("\(admin)/metrics").body
+            if metrics.contains(#"iap_store_polls_total{store="apple",result="complete"}"#) { break }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        #expect(metrics.contains(#"iap_store_polls_total{store="apple",result="complete"}"#), "\(metrics)")
+        #expect(!metrics.contains(#"iap_store_poll_last_complete_timestamp_seconds{store="apple"} 0"#))
         #expect(try await worker.terminate() == 0)
     }
 

@@ -146,6 +146,9 @@ public enum WorkerApplication {
                     historyKept: configuration.refunds.appleEnvironment == "sandbox"
                         ? AppleHistoryPoller.sandboxHistory : AppleHistoryPoller.productionHistory),
                 owner: "\(workerName)-\(UUID().uuidString.prefix(8).lowercased())", metrics: metrics, logger: logger)
+            metrics.setStorePollInterval(
+                store: Store.apple.rawValue,
+                seconds: Double(configuration.refunds.applePollInterval / .milliseconds(1)) / 1_000)
             if var answers = configuration.refunds.consumptionAnswers {
                 // Requests the poller brings are looked for at least as often as it reads them (a minute at most).
                 answers.interval = min(answers.interval, configuration.refunds.applePollInterval)

@@ -37,8 +37,9 @@ public final class WorkerMetrics: EngineMetrics {
         public static let ledgerPruneCaughtUp = "iap_ledger_prune_caught_up_timestamp_seconds"
         public static let storeNotifications = "iap_store_notifications_total"
         public static let revocations = "iap_revocations_total"
-        public static let applePollSucceeded = "iap_apple_poll_last_success_timestamp_seconds"
-        public static let applePollFailures = "iap_apple_poll_failures_total"
+        public static let storePollCompleted = "iap_store_poll_last_complete_timestamp_seconds"
+        public static let storePolls = "iap_store_polls_total"
+        public static let storePollInterval = "iap_store_poll_interval_seconds"
         public static let consumptionAnswers = "iap_consumption_answers_total"
         public static let consumptionDeadline = "iap_consumption_request_deadline_seconds"
     }
@@ -100,7 +101,10 @@ public final class WorkerMetrics: EngineMetrics {
     /// few, but most never occur), keyed by their label values.
     private let refundCounters = Mutex<[[String]: Counter]>([:])
     /// When the Apple history poller last read every type; 0 until it has (or when it is off).
-    private let applePollSucceeded: Gauge
+    /// `iap_store_poll_last_complete_timestamp_seconds`, by store (made at start for every store: 0 until its poller
+    /// has read its history whole, or while it is off).
+    private let storePollCompleted: [String: Gauge]
+    private let storePollIntervals = Mutex<[String: Gauge]>([:])
     /// Seconds before the nearest deadline of a consumption request left unanswered (1e9: none).
     private let consumptionDeadline: Gauge
 
@@ -199,9 +203,15 @@ public final class WorkerMetrics: EngineMetrics {
                 Name.ledgerPruneCaughtUp,
                 "When this instance last finished a pruning pass with nothing left due (its start until then; 0: pruning off)"
             ))
-        applePollSucceeded = registry.makeGauge(
-            descriptor: Self.describe(
-                Name.applePollSucceeded, "When the Apple history poller last read every type (0: not yet, or off)"))
+        var completed: [String: Gauge] = [:]
+        for store in Store.allCases {
+            completed[store.rawValue] = registry.makeGauge(
+                descriptor: Self.describe(
+                    Name.storePollCompleted,
+                    "When a store's history poller last read its windows to their end (0: not yet, or off)"),
+                labels: [("store", store.rawValue)])
+        }
+        storePollCompleted = completed
         consumptionDeadline = registry.makeGauge(
             descriptor: Self.describe(
                 Name.consumptionDeadline,
@@ -284,14 +294,29 @@ public final class WorkerMetrics: EngineMetrics {
             .increment()
     }
 
-    public func setApplePollSucceeded(at secondsSinceEpoch: Double) {
-        applePollSucceeded.set(secondsSinceEpoch)
+    public func setStorePollCompleted(store: String, at secondsSinceEpoch: Double) {
+        storePollCompleted[store]?.set(secondsSinceEpoch)
     }
 
-    public func countApplePollFailure(_ code: String) {
+    /// `iap_store_poll_interval_seconds{store}`: a store poller's configured interval (`refunds.<store>.interval_ms`),
+    /// set at start, so the poller alerts follow it.
+    public func setStorePollInterval(store: String, seconds: Double) {
+        storePollIntervals.withLock { gauges in
+            let gauge =
+                gauges[store]
+                ?? registry.makeGauge(
+                    descriptor: Self.describe(
+                        Name.storePollInterval, "A store's history poller's interval (refunds.<store>.interval_ms)"),
+                    labels: [("store", store)])
+            gauges[store] = gauge
+            gauge.set(seconds)
+        }
+    }
+
+    public func countStorePoll(store: String, result: String) {
         refundCounter(
-            Name.applePollFailures, "Failed readings of Apple's notification history, by error code",
-            [("code", code)]
+            Name.storePolls, "Passes of a store's history poller, by result (complete, incomplete, or an error code)",
+            [("store", store), ("result", result)]
         ).increment()
     }
 

@@ -64,6 +64,8 @@ public final class AppleHistoryPoller: Service {
         public var notDue = 0
         /// Types whose reading failed (the App Store Server API or the ledger); they are read again next pass.
         public var failed = 0
+        /// Types whose window was not read to its end within the pass's pages (read on next pass).
+        public var incomplete = 0
     }
 
     let api: any AppStoreServerAPI
@@ -123,21 +125,30 @@ public final class AppleHistoryPoller: Service {
                 return pass
             } catch let error as AppStoreError {
                 pass.failed += 1
-                metrics.countApplePollFailure(error.code.description)
+                metrics.countStorePoll(store: Store.apple.rawValue, result: error.code.description)
                 logger.error(
                     "reading Apple's notification history failed; read again next pass",
                     metadata: ["iap.notification_type": "\(type)", "iap.error": "\(error)"])
             } catch {
                 pass.failed += 1
-                metrics.countApplePollFailure("ledger")
+                metrics.countStorePoll(store: Store.apple.rawValue, result: "ledger")
                 logger.error(
                     "recording Apple's notification history failed; read again next pass",
                     metadata: ["iap.notification_type": "\(type)", "iap.error": "\(error)"])
             }
         }
-        // A pass that read nothing itself (another instance holds every type) says nothing of the history's health.
+        // A pass that read nothing itself (another instance holds every type) says nothing of the history's health;
+        // one that left a window unfinished has not read the history whole.
         if pass.failed == 0, pass.heldElsewhere + pass.notDue < configuration.types.count {
-            metrics.setApplePollSucceeded(at: clock.now.timeIntervalSince1970)
+            if pass.incomplete > 0 {
+                metrics.countStorePoll(store: Store.apple.rawValue, result: "incomplete")
+                logger.warning(
+                    "Apple's notification history has more than a pass reads; read on next pass",
+                    metadata: ["iap.incomplete_types": "\(pass.incomplete)", "iap.pages": "\(pass.pages)"])
+            } else {
+                metrics.countStorePoll(store: Store.apple.rawValue, result: "complete")
+                metrics.setStorePollCompleted(store: Store.apple.rawValue, at: clock.now.timeIntervalSince1970)
+            }
         }
         return pass
     }
@@ -188,6 +199,7 @@ public final class AppleHistoryPoller: Service {
             mark.windowStart = max(earliest, min(from, now))
             mark.windowEnd = now
             mark.paginationToken = nil
+            mark.readThrough = nil
         }
         // A page read counts; a window restarted for an expired token does not (it may be the only page allowed).
         var pages = 0
@@ -217,23 +229,40 @@ public final class AppleHistoryPoller: Service {
                 continue
             case .failure(let error):
                 guard error.code == .invalidRequest, mark.paginationToken != nil else { throw error }
-                // A pagination token Apple no longer takes (expired): the window is read again from its first page
-                // (what was read already is recorded once by its UUID).
+                // A pagination token Apple no longer takes (PaginationTokenExpiredError, InvalidPaginationTokenError):
+                // the window goes on from where its pages read so far reach, a second before (what is read again is
+                // recorded once by its UUID) — never from its first page again, which a window longer than a pass
+                // whose token expires between passes would do for ever.
+                if let through = mark.readThrough, let start = mark.windowStart, through > start {
+                    mark.windowStart = min(through.addingTimeInterval(-1), mark.windowEnd ?? now)
+                }
                 logger.warning(
-                    "Apple refused a pagination token; reading the window again from its start",
-                    metadata: ["iap.poll": "\(name)", "iap.error": "\(error)"])
+                    "Apple refused a pagination token; reading on from the pages already read",
+                    metadata: [
+                        "iap.poll": "\(name)", "iap.window_start": "\(RFC3339.string(mark.windowStart ?? earliest))",
+                        "iap.error": "\(error)",
+                    ])
                 mark.paginationToken = nil
                 continue
             }
             pass.pages += 1
             pages += 1
             for payload in page.signedPayloads {
-                if try await takeIn(payload) { pass.notifications += 1 } else { pass.refused += 1 }
+                if try await takeIn(payload) {
+                    pass.notifications += 1
+                    // Believed, so its signature verified: its signed time is Apple's.
+                    if let signed = Self.signedDate(of: payload), signed <= (mark.windowEnd ?? now) {
+                        mark.readThrough = max(mark.readThrough ?? signed, signed)
+                    }
+                } else {
+                    pass.refused += 1
+                }
             }
             if page.hasMore {
                 mark.paginationToken = page.paginationToken
             } else {
                 mark.paginationToken = nil
+                mark.readThrough = nil
                 mark.lastSuccess = clock.now
             }
             // Reading on renews the lease; a window read to its end gives it up.
@@ -252,6 +281,17 @@ public final class AppleHistoryPoller: Service {
             }
             if !page.hasMore { return }
         }
+        pass.incomplete += 1
+    }
+
+    /// The `signedDate` of a JWS's payload (not verified here: only for one the reader believed).
+    static func signedDate(of jws: String) -> Date? {
+        let parts = jws.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[1].count <= 1 << 20, let payload = Base64URL.decode(parts[1]),
+            let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any],
+            let millis = object["signedDate"] as? NSNumber, millis.doubleValue.isFinite
+        else { return nil }
+        return Date(timeIntervalSince1970: millis.doubleValue / 1_000)
     }
 
     func fetch(_ request: NotificationHistoryRequest) async -> Result<NotificationHistoryPage, AppStoreError> {

@@ -50,16 +50,19 @@ public protocol EngineMetrics: Sendable {
     func countStoreNotification(store: String, type: String, result: String)
     /// A grant revoked (`iap_revocations_total{store,reason}`).
     func countRevocation(store: String, reason: String)
-    /// A pass of the Apple history poller read every type (`iap_apple_poll_last_success_timestamp_seconds`).
-    func setApplePollSucceeded(at secondsSinceEpoch: Double)
+    /// A pass of a store's history poller read every window it read to its end
+    /// (`iap_store_poll_last_complete_timestamp_seconds{store}`).
+    func setStorePollCompleted(store: String, at secondsSinceEpoch: Double)
     /// An attempt at answering a consumption request (`iap_consumption_answers_total{result}`: answered, retried,
     /// gave_up).
     func countConsumptionAnswer(_ result: String)
     /// Seconds left before the nearest deadline of a consumption request not answered yet, read from the ledger after
     /// each pass (`iap_consumption_request_deadline_seconds`; ``ConsumptionAnswerer/nothingPending`` when none waits).
     func setConsumptionDeadline(secondsLeft: Double)
-    /// A type's reading failed (`iap_apple_poll_failures_total{code}`: an ``AppStoreError`` code, or `ledger`).
-    func countApplePollFailure(_ code: String)
+    /// A store poller's pass (`iap_store_polls_total{store,result}`): `complete` (every window it read was read to its
+    /// end), `incomplete` (one has more than a pass reads), or, for each reading that failed, its error code (an
+    /// ``AppStoreError`` code, or `ledger`).
+    func countStorePoll(store: String, result: String)
 
     /// When pruning last caught up, seconds since the epoch; 0 while pruning is off
     /// (`iap_ledger_prune_caught_up_timestamp_seconds`).

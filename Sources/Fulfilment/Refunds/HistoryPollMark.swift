@@ -12,15 +12,19 @@ public struct HistoryPollMark: Sendable, Hashable {
     public var paginationToken: String?
     /// When a window was last read to its end.
     public var lastSuccess: Date?
+    /// Mid-window: how far the pages read so far reach (the latest time a notification on them was signed), where a
+    /// reading whose pagination token the store no longer takes resumes instead of the window's first page.
+    public var readThrough: Date?
 
     public init(
         name: String, windowStart: Date? = nil, windowEnd: Date? = nil, paginationToken: String? = nil,
-        lastSuccess: Date? = nil
+        lastSuccess: Date? = nil, readThrough: Date? = nil
     ) {
         self.name = name
         self.windowStart = windowStart
         self.windowEnd = windowEnd
         self.paginationToken = paginationToken
         self.lastSuccess = lastSuccess
+        self.readThrough = readThrough
     }
 }

@@ -225,7 +225,7 @@ extension PostgresLedgerStore {
                 WHERE name = \(name)
                   AND (lease_owner IS NULL OR lease_owner = \(owner) OR lease_until_ms < \(now.epochMilliseconds)
                        OR lease_until_ms > \(LeaseEnd.latest(now: now.epochMilliseconds, until: until.epochMilliseconds)))
-                RETURNING name, window_start_ms, window_end_ms, pagination_token, last_success_ms
+                RETURNING name, window_start_ms, window_end_ms, pagination_token, last_success_ms, read_through_ms
                 """, logger: logger)
             {
                 mark = try Self.pollMark(from: row)
@@ -243,6 +243,7 @@ extension PostgresLedgerStore {
                 UPDATE store_poll_marks SET window_start_ms = \(mark.windowStart?.epochMilliseconds),
                     window_end_ms = \(mark.windowEnd?.epochMilliseconds), pagination_token = \(mark.paginationToken),
                     last_success_ms = \(mark.lastSuccess?.epochMilliseconds),
+                    read_through_ms = \(mark.readThrough?.epochMilliseconds),
                     lease_owner = \(until == nil ? nil : owner), lease_until_ms = \(until)
                 WHERE name = \(mark.name) AND lease_owner = \(owner)
                 RETURNING 1
@@ -259,7 +260,7 @@ extension PostgresLedgerStore {
             var marks: [HistoryPollMark] = []
             for try await row in try await client.query(
                 """
-                SELECT name, window_start_ms, window_end_ms, pagination_token, last_success_ms
+                SELECT name, window_start_ms, window_end_ms, pagination_token, last_success_ms, read_through_ms
                 FROM store_poll_marks ORDER BY name
                 """, logger: logger)
             {
@@ -379,7 +380,8 @@ extension PostgresLedgerStore {
             windowStart: try r["window_start_ms"].decode(Int64?.self).map(Date.init(epochMilliseconds:)),
             windowEnd: try r["window_end_ms"].decode(Int64?.self).map(Date.init(epochMilliseconds:)),
             paginationToken: try r["pagination_token"].decode(String?.self),
-            lastSuccess: try r["last_success_ms"].decode(Int64?.self).map(Date.init(epochMilliseconds:)))
+            lastSuccess: try r["last_success_ms"].decode(Int64?.self).map(Date.init(epochMilliseconds:)),
+            readThrough: try r["read_through_ms"].decode(Int64?.self).map(Date.init(epochMilliseconds:)))
     }
 
     // MARK: Statements

@@ -156,7 +156,7 @@ extension SQLiteLedgerStore {
                     UPDATE store_poll_marks SET lease_owner = ?, lease_until_ms = ?
                     WHERE name = ?
                       AND (lease_owner IS NULL OR lease_owner = ? OR lease_until_ms < ? OR lease_until_ms > ?)
-                    RETURNING name, window_start_ms, window_end_ms, pagination_token, last_success_ms
+                    RETURNING name, window_start_ms, window_end_ms, pagination_token, last_success_ms, read_through_ms
                     """,
                 arguments: [
                     owner, until.epochMilliseconds, name, owner, now.epochMilliseconds,
@@ -171,13 +171,14 @@ extension SQLiteLedgerStore {
             try db.execute(
                 sql: """
                     UPDATE store_poll_marks SET window_start_ms = ?, window_end_ms = ?, pagination_token = ?,
-                        last_success_ms = ?, lease_owner = CASE WHEN ? IS NULL THEN NULL ELSE lease_owner END,
-                        lease_until_ms = ?
+                        last_success_ms = ?, read_through_ms = ?,
+                        lease_owner = CASE WHEN ? IS NULL THEN NULL ELSE lease_owner END, lease_until_ms = ?
                     WHERE name = ? AND lease_owner = ?
                     """,
                 arguments: [
                     mark.windowStart?.epochMilliseconds, mark.windowEnd?.epochMilliseconds, mark.paginationToken,
-                    mark.lastSuccess?.epochMilliseconds, leaseUntil?.epochMilliseconds,
+                    mark.lastSuccess?.epochMilliseconds, mark.readThrough?.epochMilliseconds,
+                    leaseUntil?.epochMilliseconds,
                     leaseUntil?.epochMilliseconds, mark.name, owner,
                 ])
             return db.changesCount == 1
@@ -189,7 +190,7 @@ extension SQLiteLedgerStore {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT name, window_start_ms, window_end_ms, pagination_token, last_success_ms
+                    SELECT name, window_start_ms, window_end_ms, pagination_token, last_success_ms, read_through_ms
                     FROM store_poll_marks ORDER BY name
                     """
             ).map(Self.pollMark(from:))
@@ -293,7 +294,8 @@ extension SQLiteLedgerStore {
             name: row["name"], windowStart: (row["window_start_ms"] as Int64?).map(Date.init(epochMilliseconds:)),
             windowEnd: (row["window_end_ms"] as Int64?).map(Date.init(epochMilliseconds:)),
             paginationToken: row["pagination_token"],
-            lastSuccess: (row["last_success_ms"] as Int64?).map(Date.init(epochMilliseconds:)))
+            lastSuccess: (row["last_success_ms"] as Int64?).map(Date.init(epochMilliseconds:)),
+            readThrough: (row["read_through_ms"] as Int64?).map(Date.init(epochMilliseconds:)))
     }
 
     // MARK: Statements

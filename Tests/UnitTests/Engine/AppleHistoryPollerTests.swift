@@ -36,6 +36,9 @@ struct AppleHistoryPollerTests {
         /// When set, a `startDate` older than the simulator's history (180 days, 30 in the sandbox) by this clock is
         /// refused as Apple refuses it: HTTP 400, errorCode 4000012.
         let keepsHistory = Mutex<TestClock?>(nil)
+        /// When set, every pagination token is refused as expired (Apple's PaginationTokenExpiredError: HTTP 400,
+        /// errorCode 4000017), as when tokens outlive the interval between passes.
+        let tokensExpire = Mutex(false)
 
         func notificationHistory(_ request: NotificationHistoryRequest) async throws(AppStoreError)
             -> NotificationHistoryPage
@@ -45,6 +48,10 @@ struct AppleHistoryPollerTests {
                 return script.failures[script.requests.count - 1]
             }
             if let failure { throw failure }
+            if request.paginationToken != nil, tokensExpire.withLock({ $0 }) {
+                throw AppStoreError(
+                    .invalidRequest, httpStatus: 400, appleErrorCode: 4_000_017, "PaginationTokenExpiredError")
+            }
             if let clock = keepsHistory.withLock({ $0 }),
                 request.startDate < clock.now.addingTimeInterval(-Double(state.historyDays) * 86_400)
             {
@@ -245,7 +252,36 @@ struct AppleHistoryPollerTests {
         #expect(try await rig.ledger.revocation(paymentSeq: "740") != nil, "the refund of the unread page")
     }
 
-    @Test func aPaginationTokenAppleNoLongerTakesMakesTheWindowReadAgainFromItsFirstPage() async throws {
+    /// A window longer than a pass reads, whose pagination tokens expire between passes: each pass goes on from how far
+    /// the pages read reach, so the window is read to its end. Before, each pass read the window again from its first
+    /// page, never finished, and the poll-success metric kept advancing all the same.
+    @Test func aWindowLongerThanAPassWhoseTokensExpireBetweenPassesIsReadToItsEnd() async throws {
+        let rig = try Rig()
+        for i in 0..<9 { try rig.refund("200000000000\(8_000 + i)", hoursAgo: Double(40 - i)) }
+        rig.appStore.tokensExpire.withLock { $0 = true }
+        let poller = rig.poller(owner: "instance-a", maxPages: 1)
+        var passes = 0
+        while rig.harness.metrics.values.applePollSucceededAt == nil, passes < 20 {
+            let pass = await poller.pollOnce()
+            #expect(pass.failed == 0)
+            if rig.harness.metrics.values.applePollSucceededAt == nil {
+                #expect(pass.incomplete == 1, "pass \(passes): a window left unfinished is said")
+            }
+            passes += 1
+            rig.clock.advance(by: .seconds(600))
+        }
+        #expect(rig.harness.metrics.values.applePollSucceededAt != nil, "the window was read to its end")
+        // A page of two a pass, the first of each a second before the latest read (read again, recorded once).
+        #expect(passes <= 10, "\(passes) passes")
+        #expect((rig.harness.metrics.values.storePolls["apple/incomplete"] ?? 0) == passes - 1)
+        #expect(rig.harness.metrics.values.storePolls["apple/complete"] == 1)
+        #expect(
+            rig.harness.metrics.values.storeNotifications.filter {
+                $0.key.hasPrefix("apple/refund/") && !$0.key.hasSuffix("/duplicate")
+            }.values.reduce(0, +) == 9)
+    }
+
+    @Test func aPaginationTokenAppleNoLongerTakesMakesTheWindowGoOnFromThePagesRead() async throws {
         let rig = try Rig()
         try await rig.grant("750", transactionId: "2000000000000150")
         for i in 0..<4 { try rig.refund("20000000000007\(i)0", hoursAgo: Double(10 + i)) }
@@ -253,7 +289,10 @@ struct AppleHistoryPollerTests {
         rig.appStore.fail(call: 1, AppStoreError(.invalidRequest, httpStatus: 400, appleErrorCode: 4_000_006, "token"))
         let pass = await rig.poller.pollOnce()
         #expect(pass.failed == 0)
-        #expect(rig.appStore.requests[2].paginationToken == nil, "the first page again")
+        #expect(rig.appStore.requests[2].paginationToken == nil, "a new first page")
+        #expect(
+            rig.appStore.requests[2].startDate == rig.clock.now.addingTimeInterval(-12 * 3_600 - 1),
+            "from a second before the latest notification read (the second page's first), not the window's start")
         #expect(try await rig.ledger.revocation(paymentSeq: "750") != nil)
         #expect(rig.harness.publisher.records(on: "iap.item-revoked").count == 1)
     }
