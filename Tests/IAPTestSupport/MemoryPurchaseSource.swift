@@ -22,6 +22,7 @@ public final class MemoryPurchaseSource: PurchaseSource {
         var closed = false
         var waiter: CheckedContinuation<Void, Never>?
         var storeCalls = 0
+        var failure: (any Error)?
     }
     private let state = Mutex(State())
 
@@ -119,8 +120,23 @@ public final class MemoryPurchaseSource: PurchaseSource {
         }
     }
 
+    /// Makes the next read fail with `error`, as a consumer does on a fatal error.
+    public func failNextBatch(with error: any Error) {
+        let waiter = state.withLock { state in
+            state.failure = error
+            return state.waiter.take()
+        }
+        waiter?.resume()
+    }
+
     public func nextBatch(limit: Int, byteLimit: Int) async throws -> [SourcedRecord] {
         while true {
+            if let failure = state.withLock({ state -> (any Error)? in
+                defer { state.failure = nil }
+                return state.failure
+            }) {
+                throw failure
+            }
             let batch: [SourcedRecord]? = state.withLock { state in
                 if state.closed { return [] }
                 var batch: [SourcedRecord] = []
@@ -143,7 +159,7 @@ public final class MemoryPurchaseSource: PurchaseSource {
             if Task.isCancelled { return [] }
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let resumeNow = state.withLock { state -> Bool in
-                    if state.closed || state.hasFetchable { return true }
+                    if state.closed || state.hasFetchable || state.failure != nil { return true }
                     state.waiter = continuation
                     return false
                 }

@@ -35,6 +35,8 @@ public final class RecordingMetrics: EngineMetrics {
         public var applePollFailures: [String: Int] = [:]
         /// `iap_store_polls_total{store,result}`, keyed `store/result`.
         public var storePolls: [String: Int] = [:]
+        /// `iap_service_stopped{service}`.
+        public var servicesStopped: [String: Bool] = [:]
         public var consumptionAnswers: [String: Int] = [:]
         public var consumptionDeadline: Double?
     }
@@ -80,6 +82,9 @@ public final class RecordingMetrics: EngineMetrics {
     }
     public func setStorePollCompleted(store: String, at secondsSinceEpoch: Double) {
         if store == "apple" { state.withLock { $0.applePollSucceededAt = secondsSinceEpoch } }
+    }
+    public func setServiceStopped(service: String, stopped: Bool) {
+        state.withLock { $0.servicesStopped[service] = stopped }
     }
     public func countStorePoll(store: String, result: String) {
         state.withLock {

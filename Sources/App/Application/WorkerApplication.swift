@@ -131,7 +131,7 @@ public enum WorkerApplication {
                 source: KafkaPurchaseSource(consumer: notificationsConsumer), reader: reader,
                 recorder: services.refunds,
                 configuration: NotificationIntake.Configuration(topic: configuration.topics.storeNotifications),
-                metrics: metrics, logger: logger)
+                metrics: metrics, health: health, logger: logger)
         }
         var appStore: AppStoreClient?
         var poller: AppleHistoryPoller?

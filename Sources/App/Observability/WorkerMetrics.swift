@@ -40,6 +40,7 @@ public final class WorkerMetrics: EngineMetrics {
         public static let storePollCompleted = "iap_store_poll_last_complete_timestamp_seconds"
         public static let storePolls = "iap_store_polls_total"
         public static let storePollInterval = "iap_store_poll_interval_seconds"
+        public static let serviceStopped = "iap_service_stopped"
         public static let consumptionAnswers = "iap_consumption_answers_total"
         public static let consumptionDeadline = "iap_consumption_request_deadline_seconds"
     }
@@ -105,6 +106,7 @@ public final class WorkerMetrics: EngineMetrics {
     /// has read its history whole, or while it is off).
     private let storePollCompleted: [String: Gauge]
     private let storePollIntervals = Mutex<[String: Gauge]>([:])
+    private let serviceStoppedGauges = Mutex<[String: Gauge]>([:])
     /// Seconds before the nearest deadline of a consumption request left unanswered (1e9: none).
     private let consumptionDeadline: Gauge
 
@@ -296,6 +298,19 @@ public final class WorkerMetrics: EngineMetrics {
 
     public func setStorePollCompleted(store: String, at secondsSinceEpoch: Double) {
         storePollCompleted[store]?.set(secondsSinceEpoch)
+    }
+
+    public func setServiceStopped(service: String, stopped: Bool) {
+        serviceStoppedGauges.withLock { gauges in
+            let gauge =
+                gauges[service]
+                ?? registry.makeGauge(
+                    descriptor: Self.describe(
+                        Name.serviceStopped, "1 when a background service stopped while the worker goes on"),
+                    labels: [("service", service)])
+            gauges[service] = gauge
+            gauge.set(stopped ? 1.0 : 0.0)
+        }
     }
 
     /// `iap_store_poll_interval_seconds{store}`: a store poller's configured interval (`refunds.<store>.interval_ms`),

@@ -28,9 +28,13 @@ public final class NotificationIntake: Service {
     let recorder: RefundRecorder
     let configuration: Configuration
     let metrics: any EngineMetrics
+    /// Where a stop is said (readiness's detail), beside `iap_service_stopped{service}`.
+    let health: WorkerHealth?
     let clock: any WorkerClock
     let logger: Logger
     private let state = Mutex(IntakeState())
+    /// This service's name in readiness and in `iap_service_stopped{service}`.
+    public static let serviceName = "store_notifications_intake"
 
     struct IntakeState {
         var epochs: [SourcePartition: UInt64] = [:]
@@ -41,8 +45,10 @@ public final class NotificationIntake: Service {
 
     public init(
         source: any PurchaseSource, reader: any StoreNotificationReading, recorder: RefundRecorder,
-        configuration: Configuration, metrics: any EngineMetrics, clock: any WorkerClock = .system, logger: Logger
+        configuration: Configuration, metrics: any EngineMetrics, health: WorkerHealth? = nil,
+        clock: any WorkerClock = .system, logger: Logger
     ) {
+        self.health = health
         self.source = source
         self.reader = reader
         self.recorder = recorder
@@ -62,6 +68,7 @@ public final class NotificationIntake: Service {
                 }
             }
         }
+        metrics.setServiceStopped(service: Self.serviceName, stopped: false)
         logger.info("reading store notifications", metadata: ["kafka.topic": "\(configuration.topic)"])
         await withGracefulShutdownHandler {
             do {
@@ -83,7 +90,12 @@ public final class NotificationIntake: Service {
                 }
             } catch {
                 // Refunds wait; purchases go on: the worker is not ended for it (a restart reads from the commit).
-                logger.critical("the store-notifications source failed", metadata: ["kafka.error": "\(error)"])
+                // Said where operators look: readiness's detail, a metric and its alert.
+                logger.critical(
+                    "the store-notifications source failed; refunds are not taken in until this instance restarts",
+                    metadata: ["kafka.error": "\(error)"])
+                health?.setServiceStopped(Self.serviceName, reason: "the source failed: \(error)")
+                metrics.setServiceStopped(service: Self.serviceName, stopped: true)
                 try? await gracefulShutdown()
             }
         } onGracefulShutdown: {

@@ -48,6 +48,8 @@ public protocol EngineMetrics: Sendable {
     /// A store notification taken in (`iap_store_notifications_total{store,type,result}`): `type` is its kind
     /// (`unknown` when refused), `result` its outcome, `duplicate`, or `refused_<code>`.
     func countStoreNotification(store: String, type: String, result: String)
+    /// A background service stopped while the worker goes on, or runs (`iap_service_stopped{service}`: 1 or 0).
+    func setServiceStopped(service: String, stopped: Bool)
     /// A grant revoked (`iap_revocations_total{store,reason}`).
     func countRevocation(store: String, reason: String)
     /// A pass of a store's history poller read every window it read to its end

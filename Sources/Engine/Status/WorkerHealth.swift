@@ -13,6 +13,8 @@ public final class WorkerHealth: Sendable {
         var shuttingDown = false
         var pollAge: (@Sendable () -> Duration?)?
         var kafkaProblem: (@Sendable () -> String?)?
+        /// Background services that stopped while the worker goes on (the store-notifications intake), and why.
+        var stoppedServices: [String: String] = [:]
     }
     private let state = Mutex(State())
     /// A poll loop silent for longer than this is not alive.
@@ -39,6 +41,14 @@ public final class WorkerHealth: Sendable {
     public func setCircuitOpen(_ open: Bool) { update { $0.circuitOpen = open } }
     public func setStopped(_ reason: String?) { update { $0.stoppedReason = reason } }
     public func setShuttingDown() { update { $0.shuttingDown = true } }
+    /// A background service stopped (`reason`) while purchases go on, or runs again (`nil`): said in readiness's
+    /// detail without failing it — the purchases this instance serves are not held up by it.
+    public func setServiceStopped(_ service: String, reason: String?) {
+        update { $0.stoppedServices[service] = reason }
+    }
+
+    /// The background services stopped, by name, and why.
+    public var stoppedServices: [String: String] { state.withLock { $0.stoppedServices } }
 
     /// Time since the consumer's last poll, `nil` before the first.
     public var pollAge: Duration? {
@@ -57,8 +67,15 @@ public final class WorkerHealth: Sendable {
         return age < pollStallLimit ? (true, "ok") : (false, "poll loop silent for \(age)")
     }
 
-    /// Readiness: in the group, ledger reachable, circuit closed, not stopped by a configuration failure.
+    /// Readiness: in the group, ledger reachable, circuit closed, not stopped by a configuration failure. A background
+    /// service that stopped is said after the answer, which it does not change.
     public var ready: (ok: Bool, detail: String) {
+        let (ok, detail) = purchaseReadiness
+        let stopped = stoppedServices.sorted { $0.key < $1.key }.map { "\($0.key) stopped: \($0.value)" }
+        return (ok, ([detail] + stopped).joined(separator: "; "))
+    }
+
+    private var purchaseReadiness: (ok: Bool, detail: String) {
         let kafkaProblem = state.withLock { $0.kafkaProblem }
         let problem = kafkaProblem?()
         return state.withLock { state in

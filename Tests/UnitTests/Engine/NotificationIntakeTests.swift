@@ -93,6 +93,7 @@ struct NotificationIntakeTests {
         let ledger = MemoryLedger()
         let publisher = RecordingPublisher()
         let metrics = RecordingMetrics()
+        let health = WorkerHealth()
         let clock = TestClock()
         let intake: NotificationIntake
 
@@ -108,7 +109,7 @@ struct NotificationIntakeTests {
                     refunds: refunds, purchases: ledger, publisher: publisher, events: events, clock: clock,
                     logger: logger),
                 configuration: NotificationIntake.Configuration(topic: NotificationIntakeTests.topic), metrics: metrics,
-                clock: clock, logger: logger)
+                health: health, clock: clock, logger: logger)
         }
 
         func grant(_ seq: String) async throws {
@@ -131,6 +132,27 @@ struct NotificationIntakeTests {
             task.cancel()
             _ = try? await task.value
         }
+    }
+
+    /// A fatal error of the topic's consumer stops the intake until a restart while purchases go on: said in
+    /// readiness's detail (which stays ready), in `iap_service_stopped{service}` and its alert. Before, only a log line.
+    @Test func anIntakeWhoseSourceFailsSaysSoInReadinessAndAMetric() async throws {
+        struct Fatal: Error, CustomStringConvertible { var description: String { "broker says: fatal" } }
+        let rig = Rig()
+        rig.health.markSubscribed()
+        let task = Task { try await rig.intake.run() }
+        try await waitUntil("the intake starts", within: .seconds(10), every: .milliseconds(2)) { rig.source.isStarted }
+        #expect(rig.metrics.values.servicesStopped[NotificationIntake.serviceName] == false)
+        rig.source.failNextBatch(with: Fatal())
+        try await waitUntil("the intake says it stopped", within: .seconds(10), every: .milliseconds(2)) {
+            rig.metrics.values.servicesStopped[NotificationIntake.serviceName] == true
+        }
+        let ready = rig.health.ready
+        #expect(ready.ok, "purchases are not held up by it")
+        #expect(
+            ready.detail == "ok; store_notifications_intake stopped: the source failed: broker says: fatal", "\(ready)")
+        task.cancel()
+        _ = try? await task.value
     }
 
     @Test func aRefundIsTakenInOnceAndItsOffsetStoredAfter() async throws {
