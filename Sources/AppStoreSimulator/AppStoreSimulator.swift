@@ -142,7 +142,7 @@ public final class AppStoreSimulator: Service {
             guard let parsed = Self.offset(of: token, query: query) else {
                 return Self.error(400, 4_000_014, "invalid pagination token")
             }
-            guard Double(now - parsed.issuedMilliseconds) <= configuration.paginationTokenLifetime * 1_000 else {
+            guard parsed.issuedMilliseconds >= now - Int64(configuration.paginationTokenLifetime * 1_000) else {
                 return Self.error(400, 4_000_017, "pagination token expired")
             }
             offset = parsed.offset

@@ -297,17 +297,20 @@ extension WorkerConfiguration {
         // A root other than Apple's believes whatever its holder signs: it is for a simulator's chain, so it needs a
         // simulator to read from. Against Apple's own hosts (or the topic alone) it is a test root left in a real
         // deployment, which would let anyone with its key revoke grants.
-        if let pem = refunds.appleRootCertificatesPEM, refunds.appleBaseURL == nil,
+        let simulated = refunds.appleBaseURL.flatMap { URLComponents(string: $0)?.host?.lowercased() }.map {
+            $0 != "apple.com" && !$0.hasSuffix(".apple.com")
+        }
+        if let pem = refunds.appleRootCertificatesPEM, simulated != true,
             try AppleRootCertificates.certificates(pem: pem) != [try AppleRootCertificates.rootCAG3()]
         {
             throw ConfigurationError(
                 key: "refunds.apple.root_certificates_file",
                 problem:
-                    "trusts a root other than Apple Root CA - G3, which only a simulator's notifications need: remove the key (Apple's root is built in), or set refunds.apple.base_url to the simulator"
+                    "trusts a root other than Apple Root CA - G3, which only a simulator's notifications need: remove the key (Apple's root is built in), or set refunds.apple.base_url to the simulator (not an apple.com host)"
             )
         }
         refunds.maxClockSkew = .milliseconds(
-            try values.int("refunds.max_clock_skew_ms", default: 300_000, in: 0...3_600_000))
+            try values.int("refunds.max_clock_skew_ms", default: 300_000, in: 1_000...3_600_000))
         return refunds
     }
 

@@ -147,10 +147,26 @@ public final class AppleHistoryPoller: Service {
                     metadata: ["iap.incomplete_types": "\(pass.incomplete)", "iap.pages": "\(pass.pages)"])
             } else {
                 metrics.countStorePoll(store: Store.apple.rawValue, result: "complete")
-                metrics.setStorePollCompleted(store: Store.apple.rawValue, at: clock.now.timeIntervalSince1970)
             }
         }
+        await reportCompletion()
         return pass
+    }
+
+    /// Sets `iap_store_poll_last_complete_timestamp_seconds` from the ledger's positions, the same on every instance
+    /// whichever read: the earliest time a type's window was last read to its end (0 until every type's has been). A
+    /// window another instance leaves unfinished holds it back; a restarted instance reports it at its first pass.
+    func reportCompletion() async {
+        let (refunds, names) = (recorder.refunds, Set(configuration.types.map { "apple:\($0)" }))
+        guard
+            let marks = try? await recorder.deadline.run(
+                "read the history positions", { try await refunds.historyPolls() })
+        else { return }
+        let completed = marks.filter { names.contains($0.name) }
+        guard completed.count == names.count, case let times = completed.compactMap(\.lastSuccess),
+            times.count == names.count, let earliest = times.min()
+        else { return }
+        metrics.setStorePollCompleted(store: Store.apple.rawValue, at: earliest.timeIntervalSince1970)
     }
 
     /// Reads `type`'s window from where its position stands, page by page, saving the position after each.

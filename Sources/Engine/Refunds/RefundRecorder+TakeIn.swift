@@ -13,13 +13,16 @@ extension RefundRecorder {
         switch read {
         case .success(let read):
             let notification = read.notification
-            let recording = try await record(notification, channel: read.channel)
+            // Counted once committed, before publishing (which may fail: the notification is read again then, a
+            // duplicate that revokes nothing new).
+            let recording = try await store(notification, channel: read.channel)
             metrics.countStoreNotification(
                 store: notification.store.rawValue, type: notification.kind.rawValue,
                 result: recording.duplicate ? "duplicate" : recording.outcome.rawValue)
             for revocation in recording.revocations {
                 metrics.countRevocation(store: revocation.store.rawValue, reason: revocation.reason)
             }
+            try await publishEvents(of: recording)
             return nil
         case .failure(let refusal):
             let (refunds, refused) = (

@@ -94,11 +94,12 @@ public struct Sweeper: Service {
             }
             result.unpublishable = events.count { refusingTopics.contains($0.topic) }
             if let refunds {
-                let settled = try await refunds.settlePendingRefunds(limit: limit)
-                result.settledRefunds = settled.count
-                for revocation in settled.flatMap(\.revocations) {
-                    metrics.countRevocation(store: revocation.store.rawValue, reason: revocation.reason)
-                }
+                let metrics = metrics
+                result.settledRefunds = try await refunds.settlePendingRefunds(limit: limit) { recording in
+                    for revocation in recording.revocations {
+                        metrics.countRevocation(store: revocation.store.rawValue, reason: revocation.reason)
+                    }
+                }.count
             }
             if gamebaseMonitor.allowsCalls {
                 // Read again: publishing above can take a producer's whole delivery timeout.

@@ -37,13 +37,20 @@ public struct RefundRecorder: Sendable {
     public func record(_ notification: StoreNotification, channel: NotificationChannel) async throws
         -> RefundRecording
     {
+        let recording = try await store(notification, channel: channel)
+        try await publishEvents(of: recording)
+        return recording
+    }
+
+    /// Records `notification` in the ledger, carried out, without publishing its events (``publishEvents(of:)``).
+    package func store(_ notification: StoreNotification, channel: NotificationChannel) async throws -> RefundRecording
+    {
         let now = clock.now
         let (refunds, events) = (refunds, events)
         let record = StoreNotificationRecord(notification: notification, channel: channel, receivedAt: now)
         let recording = try await deadline.run("record a store notification") {
             try await refunds.record(record, events: events, now: now)
         }
-        try await publishEvents(of: recording)
         if !recording.duplicate {
             logger.info(
                 "store notification recorded",
@@ -59,13 +66,18 @@ public struct RefundRecorder: Sendable {
     }
 
     /// Settles refunds left pending beside a grant of their payment (``RefundLedger/settlePendingRefunds(limit:events:now:)``)
-    /// and publishes what that revoked; answers what each payment's settlement did. A partial refund read before its
+    /// and publishes what that revoked; answers what each payment's settlement did, and gives each to `onSettled` once it
+    /// is committed, before publishing. A partial refund read before its
     /// purchase is settled here as a rule; a whole one only when a grant missed it (an older instance's).
-    public func settlePendingRefunds(limit: Int) async throws -> [RefundRecording] {
+    public func settlePendingRefunds(
+        limit: Int, onSettled: @Sendable (RefundRecording) -> Void = { _ in }
+    ) async throws -> [RefundRecording] {
         let (refunds, events, now) = (refunds, events, clock.now)
         let settled = try await deadline.run("settle pending refunds") {
             try await refunds.settlePendingRefunds(limit: limit, events: events, now: now)
         }
+        // Each settlement is committed: said (counted) before anything is published, which may fail.
+        for recording in settled { onSettled(recording) }
         for recording in settled {
             logger.info(
                 "a refund kept pending until its payment was granted was settled",
@@ -82,7 +94,7 @@ public struct RefundRecorder: Sendable {
     /// revocation before its reversal) — so a game hears of a grant's changes in the order they happened: never of a
     /// revocation before the grant, never of a reversal before the revocation it undoes. (The sweeper publishes what is
     /// left after a crash too; the next recording of the grant's payment puts its earlier events first.)
-    func publishEvents(of recording: RefundRecording) async throws {
+    package func publishEvents(of recording: RefundRecording) async throws {
         guard !recording.events.isEmpty else { return }
         if let paymentSeq = recording.paymentSeq {
             let (purchases, refunds) = (purchases, refunds)
@@ -101,7 +113,10 @@ public struct RefundRecorder: Sendable {
                     earlier.append(EventFactory.refundReversedID(paymentSeq: paymentSeq, number: revocation.number))
                 }
             }
-            for id in earlier where !own.contains(id) {
+            // Only what comes before the recording's own events: one another instance wrote after it (a reversal of
+            // this very revocation) goes out after it, by that instance.
+            for id in earlier {
+                if own.contains(id) { break }
                 if let event = try await deadline.run("read an event", { try await purchases.event(id: id) }),
                     event.publishedAt == nil
                 {

@@ -123,6 +123,8 @@ import Testing
         for environment in [
             ["REFUNDS_APPLE_BUNDLE_ID": "com.x", "REFUNDS_APPLE_ROOT_CERTIFICATES_FILE": test.path],
             poller, poller.merging(["REFUNDS_APPLE_ENVIRONMENT": "sandbox"]) { $1 },
+            poller.merging(["REFUNDS_APPLE_BASE_URL": "https://api.storekit.itunes.apple.com"]) { $1 },
+            poller.merging(["REFUNDS_APPLE_BASE_URL": "https://API.StoreKit-Sandbox.iTunes.Apple.com/"]) { $1 },
         ] {
             let problem = await Self.problem(environment)
             #expect(
@@ -137,7 +139,7 @@ import Testing
     @Test func theClockSkewAllowanceIsAKeyWithASafeDefault() async throws {
         #expect(try await Self.load([:]).refunds.maxClockSkew == .seconds(300))
         #expect(try await Self.load(["REFUNDS_MAX_CLOCK_SKEW_MS": "900000"]).refunds.maxClockSkew == .seconds(900))
-        for value in ["-1", "3600001", "ten"] {
+        for value in ["-1", "0", "999", "3600001", "ten"] {
             let problem = await Self.problem(["REFUNDS_MAX_CLOCK_SKEW_MS": value])
             #expect(
                 problem?.contains("configuration key refunds.max_clock_skew_ms") == true,

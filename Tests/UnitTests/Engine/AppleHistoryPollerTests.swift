@@ -281,6 +281,33 @@ struct AppleHistoryPollerTests {
             }.values.reduce(0, +) == 9)
     }
 
+    /// The completion gauge comes from the ledger's positions: a type left unfinished holds it back whichever instance
+    /// passes, and an instance that reads nothing itself (every type not due) still reports the history's state.
+    @Test func theCompletionGaugeIsTheEarliestTypeReadToItsEndByAnyInstance() async throws {
+        let rig = try Rig()
+        for i in 0..<5 { try rig.refund("200000000000\(8_100 + i)", hoursAgo: Double(30 - i)) }
+        let a = rig.poller(owner: "instance-a", maxPages: 1)
+        #expect(await a.pollOnce().incomplete == 1)
+        #expect(rig.harness.metrics.values.applePollSucceededAt == nil, "REFUND is not read to its end")
+        while await a.pollOnce().incomplete > 0 {}
+        let finished = try #require(rig.harness.metrics.values.applePollSucceededAt)
+        // Another instance, started afresh: every type is not due, it reads nothing, and says the same.
+        var logger = Logger(label: "poller.test")
+        logger.logLevel = .critical
+        let metrics = RecordingMetrics()
+        let other = AppleHistoryPoller(
+            api: rig.appStore,
+            reader: StoreNotificationReader(
+                googlePackageName: nil,
+                apple: .init(verifier: rig.chain.verifier, bundleId: Self.bundleId, environment: .production)),
+            recorder: rig.harness.services.refunds,
+            configuration: .init(types: ["REFUND", "REFUND_REVERSED"]), owner: "instance-b", metrics: metrics,
+            clock: rig.harness.clock, logger: logger)
+        let pass = await other.pollOnce()
+        #expect(pass.notDue == 2 && pass.pages == 0)
+        #expect(metrics.values.applePollSucceededAt == finished)
+    }
+
     @Test func aPaginationTokenAppleNoLongerTakesMakesTheWindowGoOnFromThePagesRead() async throws {
         let rig = try Rig()
         try await rig.grant("750", transactionId: "2000000000000150")

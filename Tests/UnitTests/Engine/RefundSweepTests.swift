@@ -105,4 +105,30 @@ struct RefundSweepTests {
         #expect(try await harness.ledger.revocation(paymentSeq: "s4")?.isPartial == true)
         #expect(harness.metrics.values.revocations == ["google/partial_refund": 1])
     }
+
+    /// Two recordings of one grant committed before either publishes (the poller's refund, the topic's reversal, on two
+    /// instances): the refund's publishing stops at its own event and leaves the reversal to its recording, so the
+    /// reversal never goes out before the revocation it undoes.
+    @Test func aRecordingPublishesNothingWrittenAfterIt() async throws {
+        let harness = EngineHarness(sweep: .init(grace: .seconds(30)))
+        try await harness.unfinishedGrant("s5")
+        func notification(_ id: String, _ kind: StoreNotification.Kind, after seconds: Double) -> StoreNotification {
+            StoreNotification(
+                store: .google, kind: kind, storeType: "voidedPurchaseNotification", notificationId: id,
+                authenticity: .trustedChannel, paymentId: "GPA.s5", application: "com.studio.game",
+                occurredAt: harness.clock.now.addingTimeInterval(seconds))
+        }
+        let recorder = harness.services.refunds
+        let refund = try await recorder.store(notification("r", .refund, after: 1), channel: .googleRTDN)
+        let reversal = try await recorder.store(notification("v", .refundReversed, after: 2), channel: .googleRTDN)
+        try await recorder.publishEvents(of: refund)
+        func revocationIDs() -> [String] {
+            harness.publisher.records.filter { $0.topic == "iap.item-revoked" }.map { record in
+                (try? JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any])?["id"] as? String ?? "-"
+            }
+        }
+        #expect(revocationIDs() == ["s5:item-revoked"])
+        try await recorder.publishEvents(of: reversal)
+        #expect(revocationIDs() == ["s5:item-revoked", "s5:refund-reversed"])
+    }
 }
