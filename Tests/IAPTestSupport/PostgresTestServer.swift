@@ -60,13 +60,29 @@ public struct PostgresTestServer: Sendable {
     }
 
     /// Creates an empty database and returns its name.
+    /// Creates an empty database and answers its name. A server under load (a private one just started, many lanes
+    /// creating databases from template1 at once) may refuse for a moment — a connection not taken yet, template1 in
+    /// use (55006) — so a refusal is tried again for up to 20 s; the last one is thrown with PostgreSQL's own words
+    /// (PSQLError's description hides them).
     public func createDatabase() async throws -> String {
         let name = "t_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(20))"
-        try await withAdminConnection { connection in
-            _ = try await connection.query(
-                PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: TestDatabases.quietLogger)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while true {
+            do {
+                try await withAdminConnection { connection in
+                    _ = try await connection.query(
+                        PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: TestDatabases.quietLogger)
+                }
+                return name
+            } catch let error as PSQLError {
+                // A CREATE DATABASE that did go through before its answer was lost is found by the next try.
+                if String(describing: error.serverInfo?[.sqlState] ?? "") == "42P04" { return name }
+                guard ContinuousClock.now < deadline else {
+                    throw TestSetupError(message: "CREATE DATABASE on \(host):\(port): \(String(reflecting: error))")
+                }
+                try await Task.sleep(for: .milliseconds(500))
+            }
         }
-        return name
     }
 
     /// Whether each connection the server holds to `database` is encrypted, as the server sees it (`pg_stat_ssl`).
