@@ -301,30 +301,31 @@ public final class WorkerMetrics: EngineMetrics {
     }
 
     public func setServiceStopped(service: String, stopped: Bool) {
-        serviceStoppedGauges.withLock { gauges in
-            let gauge =
-                gauges[service]
-                ?? registry.makeGauge(
-                    descriptor: Self.describe(
-                        Name.serviceStopped, "1 when a background service stopped while the worker goes on"),
-                    labels: [("service", service)])
-            gauges[service] = gauge
-            gauge.set(stopped ? 1.0 : 0.0)
-        }
+        setLabeled(
+            serviceStoppedGauges, Name.serviceStopped, "1 when a background service stopped while the worker goes on",
+            ("service", service), to: stopped ? 1 : 0)
     }
 
     /// `iap_store_poll_interval_seconds{store}`: a store poller's configured interval (`refunds.<store>.interval_ms`),
     /// set at start, so the poller alerts follow it.
     public func setStorePollInterval(store: String, seconds: Double) {
-        storePollIntervals.withLock { gauges in
+        setLabeled(
+            storePollIntervals, Name.storePollInterval,
+            "A store's history poller's interval (refunds.<store>.interval_ms)",
+            ("store", store), to: seconds)
+    }
+
+    /// Sets the gauge of one label value, made at its first use.
+    private func setLabeled(
+        _ gauges: borrowing Mutex<[String: Gauge]>, _ name: String, _ help: String, _ label: (String, String),
+        to value: Double
+    ) {
+        gauges.withLock { gauges in
             let gauge =
-                gauges[store]
-                ?? registry.makeGauge(
-                    descriptor: Self.describe(
-                        Name.storePollInterval, "A store's history poller's interval (refunds.<store>.interval_ms)"),
-                    labels: [("store", store)])
-            gauges[store] = gauge
-            gauge.set(seconds)
+                gauges[label.1]
+                ?? registry.makeGauge(descriptor: Self.describe(name, help), labels: [label])
+            gauges[label.1] = gauge
+            gauge.set(value)
         }
     }
 

@@ -69,10 +69,7 @@ struct RefundSweepTests {
         let harness = EngineHarness(sweep: .init(grace: .seconds(30)))
         try await harness.unfinishedGrant("s3")
         func notification(_ id: String, _ kind: StoreNotification.Kind, after seconds: Double) -> StoreNotification {
-            StoreNotification(
-                store: .google, kind: kind, storeType: "voidedPurchaseNotification", notificationId: id,
-                authenticity: .trustedChannel, paymentId: "GPA.s3", application: "com.studio.game",
-                occurredAt: harness.clock.now.addingTimeInterval(seconds))
+            Self.google(id, kind, payment: "GPA.s3", at: harness.clock.now.addingTimeInterval(seconds))
         }
         harness.publisher.state.withLock { $0.refusedTopics = ["iap.item-revoked"] }
         await #expect(throws: (any Error).self) {
@@ -113,10 +110,7 @@ struct RefundSweepTests {
         let harness = EngineHarness(sweep: .init(grace: .seconds(30)))
         try await harness.unfinishedGrant("s5")
         func notification(_ id: String, _ kind: StoreNotification.Kind, after seconds: Double) -> StoreNotification {
-            StoreNotification(
-                store: .google, kind: kind, storeType: "voidedPurchaseNotification", notificationId: id,
-                authenticity: .trustedChannel, paymentId: "GPA.s5", application: "com.studio.game",
-                occurredAt: harness.clock.now.addingTimeInterval(seconds))
+            Self.google(id, kind, payment: "GPA.s5", at: harness.clock.now.addingTimeInterval(seconds))
         }
         let recorder = harness.services.refunds
         let refund = try await recorder.store(notification("r", .refund, after: 1), channel: .googleRTDN)
@@ -130,5 +124,14 @@ struct RefundSweepTests {
         #expect(revocationIDs() == ["s5:item-revoked"])
         try await recorder.publishEvents(of: reversal)
         #expect(revocationIDs() == ["s5:item-revoked", "s5:refund-reversed"])
+    }
+
+    /// A Google notification of `payment`, `kind`, at `date`.
+    static func google(_ id: String, _ kind: StoreNotification.Kind, payment: String, at date: Date)
+        -> StoreNotification
+    {
+        StoreNotification(
+            store: .google, kind: kind, storeType: "voidedPurchaseNotification", notificationId: id,
+            authenticity: .trustedChannel, paymentId: payment, application: "com.studio.game", occurredAt: date)
     }
 }

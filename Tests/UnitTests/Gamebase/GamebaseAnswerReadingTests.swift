@@ -1,4 +1,5 @@
 import Foundation
+import IAPTestSupport
 import Testing
 import Wire
 
@@ -279,23 +280,16 @@ struct GamebaseAnswerReadingTests {
 /// Gamebase answers written at random: fields in any order, missing or null, unknown fields with nested
 /// values, strings with escapes and non-ASCII text, numbers in every JSON form.
 private struct AnswerGenerator {
-    private var state: UInt64
+    private var random: SplitMix
     /// Whether strings may hold an escaped NUL. Not in payments: the client refuses a payment holding one (the
     /// ledger cannot store it; `aPaymentWithAFieldTheLedgerCannotStoreIsNoAnswer`), where JSONDecoder reads it.
     private var nulInStrings = true
 
-    init(seed: UInt64) { state = seed }
+    init(seed: UInt64) { random = SplitMix(seed) }
 
-    mutating func next() -> UInt64 {
-        // SplitMix64: deterministic, so a failure repeats.
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    mutating func next() -> UInt64 { random.next() }
 
-    private mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+    private mutating func below(_ n: Int) -> Int { random.below(n) }
     private mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
     private mutating func pick<T>(_ options: [T]) -> T { options[below(options.count)] }
 
