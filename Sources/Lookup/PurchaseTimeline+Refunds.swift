@@ -63,7 +63,11 @@ extension PurchaseTimeline {
             timeline.status += latest.reversedBy == nil ? "; revoked (refunded)" : "; revoked, then reversed"
         }
         if !partial.isEmpty {
-            let units = partial.compactMap(\.quantity).reduce(0, +)
+            // Saturating: a store's quantity is read as it came, up to Int.max, and a sum must not trap.
+            let units = partial.compactMap(\.quantity).reduce(0) { sum, units in
+                let (total, overflow) = sum.addingReportingOverflow(max(0, units))
+                return overflow ? Int.max : total
+            }
             timeline.status += "; \(partial.count) partial refund\(partial.count == 1 ? "" : "s")"
             if units > 0 { timeline.status += " (\(units) units)" }
         }

@@ -245,6 +245,18 @@ struct RefundOrderTests {
                 ])
             #expect(found.status.hasSuffix("; revoked (refunded); 2 partial refunds (3 units)"), "\(found.status)")
             let firstEvent = try #require(first.events.first)
+            // Quantities at their worst (Int.max twice): find still tells the grant, its units saturated.
+            var huge = T.grant("q3")
+            huge.paymentId = "GPA.q3"
+            _ = try await store.insertGrant(huge, event: T.event("q3:item-granted", seq: "q3"))
+            for (i, id) in ["big-1", "big-2"].enumerated() {
+                var notice = Self.record(Notice(kind: .partial, id: id, second: i, quantity: 1), paymentId: "GPA.q3")
+                notice.notification.quantity = Int.max
+                _ = try await store.record(notice, events: Self.events, now: Self.base)
+            }
+            let hugeFound = try #require(
+                try await PurchaseFinder(reader: store, refunds: store).find("q3").purchases.first)
+            #expect(hugeFound.status.hasSuffix("; 2 partial refunds (\(Int.max) units)"), "\(hugeFound.status)")
             let payload = try #require(
                 try JSONSerialization.jsonObject(with: Data(firstEvent.payload)) as? [String: Any])
             let data = try #require(payload["data"] as? [String: Any])
