@@ -5,6 +5,14 @@ SWIFT ?= swift
 ## Empty by default: a developer's build keeps it for the debugger. (`--disable-index-store` would save more, but on
 ## Linux SwiftPM finds the tests through the index.)
 SWIFT_BUILD_FLAGS ?=
+## The build folder (SwiftPM's scratch path) of every build of the package and its tests, the previous version's too.
+## CI names one in the build cache (.ci/run), which outlives the clone: a second run compiles only this package's own
+## modules, not its dependencies again.
+SWIFT_SCRATCH ?= .build
+## What the tests run, copied out of the build folder (scripts/stage-tests.sh): a build there while they run (the
+## previous version's) cannot change what they test.
+UNDER_TEST = IAP_TEST_BUNDLE="$(CURDIR)/.build/under-test/iap-workerPackageTests.xctest" \
+  IAP_WORKER_BIN="$(CURDIR)/.build/under-test/iap-worker" IAP_DEV_BIN="$(CURDIR)/.build/under-test/iap-dev"
 
 .PHONY: deps demo check test tier sanitize fuzz fuzz-smoke build release clean
 
@@ -26,8 +34,9 @@ demo: deps
 check: deps
 	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests
 	python3 scripts/check-imports.py
-	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
-	@url=$$(scripts/test-postgres.sh start) && ca=$$(scripts/test-postgres.sh ca) && \
+	$(SWIFT) build --build-tests --scratch-path "$(SWIFT_SCRATCH)" $(SWIFT_BUILD_FLAGS)
+	@scripts/stage-tests.sh "$(SWIFT_SCRATCH)"
+	@url=$$(scripts/test-postgres.sh start) && ca=$$(scripts/test-postgres.sh ca) && $(UNDER_TEST) \
 	  IAP_TEST_POSTGRES_URL="$$url" IAP_TEST_POSTGRES_CA="$$ca" SWIFT=$(SWIFT) scripts/test-lanes.py check; status=$$?; \
 	  scripts/test-postgres.sh stop; exit $$status
 
@@ -40,20 +49,30 @@ check: deps
 ## something else listens there; IAP_TEST_POSTGRES_PORT asks for one, refused if taken) and stopped afterwards; it
 ## speaks TLS with a certificate from a test CA, whose path the TLS tests read from IAP_TEST_POSTGRES_CA. The previous
 ## version's executable (scripts/build-previous.sh: the last commit before the newest ledger migration), which runs
-## beside this one in the mixed-version test, comes from the build cache outside the clone (scripts/cache-dir.sh), built
-## there first when missing. Beside the tests, at the lowest CPU priority (they mostly wait on processes and brokers),
-## the fuzz targets' smoke: every corpus input once, then 20 s of fuzzing per target (any crash fails the run).
+## beside this one in the mixed-version test (tag `.previousVersion`), comes from the build cache outside the clone
+## (scripts/cache-dir.sh); when it is missing it is built beside the tests, at the lowest priority, in the same build
+## folder (its dependencies are this version's, built already), and the tests that run it start once it is there
+## (its output: .build/previous-build.log). Beside the tests too, at the lowest CPU priority (they mostly wait on
+## processes and brokers), the fuzz targets' smoke: every corpus input once, then 20 s of fuzzing per target (any
+## crash fails the run).
 test: deps
 	scripts/check-deploy.sh
 	python3 scripts/check-imports.py
-	@mkdir -p .build && SWIFT=$(SWIFT) SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/build-previous.sh >.build/previous-executable || { echo "scripts/build-previous.sh failed: the mixed-version test will fail (a shallow clone? git fetch --unshallow)" >&2; : >.build/previous-executable; }
-	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
-	@echo "fuzz smoke: built and run beside the tests at the lowest priority, output in .build/fuzz-smoke.log"; \
+	$(SWIFT) build --build-tests --scratch-path "$(SWIFT_SCRATCH)" $(SWIFT_BUILD_FLAGS)
+	@scripts/stage-tests.sh "$(SWIFT_SCRATCH)"
+	@rm -f .build/previous-executable .build/previous-executable.new; \
+	  echo "previous version: found in the build cache or built beside the tests, output in .build/previous-build.log"; \
+	  { SWIFT=$(SWIFT) SWIFT_SCRATCH="$(SWIFT_SCRATCH)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" nice -n 19 \
+	      scripts/build-previous.sh >.build/previous-executable.new 2>.build/previous-build.log || \
+	      : >.build/previous-executable.new; mv .build/previous-executable.new .build/previous-executable; } & previous=$$!; \
+	  echo "fuzz smoke: built and run beside the tests at the lowest priority, output in .build/fuzz-smoke.log"; \
 	  SWIFT=$(SWIFT) nice -n 19 scripts/fuzz.sh smoke >.build/fuzz-smoke.log 2>&1 & fuzz=$$!; \
 	  url=$$(scripts/test-postgres.sh start) && ca=$$(scripts/test-postgres.sh ca) && echo "IAP_TEST_POSTGRES_CA=$$ca" && \
-	  IAP_WORKER_PREVIOUS_BIN="$$(cat .build/previous-executable)" IAP_TEST_POSTGRES_URL="$$url" IAP_TEST_POSTGRES_CA="$$ca" \
-	  SWIFT=$(SWIFT) scripts/test-lanes.py all; status=$$?; \
+	  $(UNDER_TEST) IAP_WORKER_PREVIOUS_READY="$(CURDIR)/.build/previous-executable" \
+	  IAP_TEST_POSTGRES_URL="$$url" IAP_TEST_POSTGRES_CA="$$ca" SWIFT=$(SWIFT) scripts/test-lanes.py all; status=$$?; \
 	  scripts/test-postgres.sh stop; \
+	  wait $$previous; if [ -s .build/previous-executable ]; then echo "previous version: $$(cat .build/previous-executable)"; \
+	  else tail -40 .build/previous-build.log; echo "previous version: scripts/build-previous.sh failed (a shallow clone? git fetch --unshallow)"; fi; \
 	  if wait $$fuzz; then grep '^fuzz smoke' .build/fuzz-smoke.log; echo "fuzz smoke: ok"; \
 	  else tail -60 .build/fuzz-smoke.log; echo "fuzz smoke: FAILED (.build/fuzz-smoke.log)"; status=1; fi; \
 	  cat .build/test-lanes/closing-line 2>/dev/null || echo "test-lanes: 0 passed, 1 failed (the lanes did not run to their end)"; \
@@ -66,10 +85,11 @@ tier: deps
 	@test -n "$(TIER)" || { echo "make tier TIER=<tier>: one of the test targets (docs/architecture.md#tests)" >&2; exit 2; }
 	@# The previous version only where the mixed-version test runs: minutes of building that no other tier needs.
 	@mkdir -p .build && : >.build/previous-executable; case " $(TIER) " in *" ProcessTests "*) \
-	  SWIFT=$(SWIFT) SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" scripts/build-previous.sh >.build/previous-executable || \
-	  : >.build/previous-executable;; esac
-	$(SWIFT) build --build-tests $(SWIFT_BUILD_FLAGS)
-	@url=$$(scripts/test-postgres.sh start) && ca=$$(scripts/test-postgres.sh ca) && \
+	  SWIFT=$(SWIFT) SWIFT_SCRATCH="$(SWIFT_SCRATCH)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" \
+	  scripts/build-previous.sh >.build/previous-executable || : >.build/previous-executable;; esac
+	$(SWIFT) build --build-tests --scratch-path "$(SWIFT_SCRATCH)" $(SWIFT_BUILD_FLAGS)
+	@scripts/stage-tests.sh "$(SWIFT_SCRATCH)"
+	@url=$$(scripts/test-postgres.sh start) && ca=$$(scripts/test-postgres.sh ca) && $(UNDER_TEST) \
 	  IAP_WORKER_PREVIOUS_BIN="$$(cat .build/previous-executable)" \
 	  IAP_TEST_POSTGRES_URL="$$url" IAP_TEST_POSTGRES_CA="$$ca" SWIFT=$(SWIFT) scripts/test-lanes.py tier $(TIER); \
 	  status=$$?; scripts/test-postgres.sh stop; exit $$status

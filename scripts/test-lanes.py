@@ -22,6 +22,11 @@ unit never starts beside a copy of itself (the same test in the other phase). Th
 pool as the first's, each with its environment (LD_LIBRARY_PATH naming the current librdkafka, IAP_TEST_KAFKA_BROKER
 naming the broker).
 
+Runs the test bundle IAP_TEST_BUNDLE names (the Makefile's copy: scripts/stage-tests.sh), else the build folder's
+(SWIFT_SCRATCH, by default .build). A test tagged `.previousVersion` runs the previous version's executable: when
+IAP_WORKER_PREVIOUS_READY names a file, it starts once that file is there and holds the executable's path (`make test`
+builds that version beside the tests when it is not cached).
+
 Needs a build (`swift build --build-tests`) and, for the ledger's tests, IAP_TEST_POSTGRES_URL and
 IAP_TEST_POSTGRES_CA (scripts/test-postgres.sh). Each unit's output goes to .build/test-lanes/<phase>/<unit>.log and,
 when the unit fails, its failures to standard output. Exits non-zero when anything failed; the last line is
@@ -67,6 +72,7 @@ MOCK_ONLY_TIERS = {"UnitTests", "ConformanceTests", "EndToEndTests"}
 # the lanes stay balanced. In the other tiers a unit is a suite: many short tests in one process.
 ONE_TEST_A_UNIT = {"KafkaTests", "EndToEndTests", "ProcessTests", "BrokerTests", "BrowserTests", "SlowTests"}
 LIBRDKAFKA_TAG = "librdkafka"
+PREVIOUS_TAG = "previousVersion"
 
 SOURCE_LOCATION = re.compile(r"/[^/]+\.swift:\d+:\d+$")
 
@@ -87,6 +93,8 @@ class Unit:
     tests: list
     env: dict
     estimate: float = 0
+    # Runs the previous version's executable (tag `previousVersion`): started once that version is built.
+    needs_previous: bool = False
     # Filled in by the run.
     seconds: float = 0
     passed: int = 0
@@ -113,9 +121,10 @@ def bundle_path() -> Path:
     if given:
         return Path(given)
     swift = os.environ.get("SWIFT", "swift")
+    scratch = os.environ.get("SWIFT_SCRATCH", ".build")
     bin_path = subprocess.run(
-        [swift, "build", "--show-bin-path"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.strip()
+        [swift, "build", "--scratch-path", scratch, "--show-bin-path"], cwd=ROOT, capture_output=True, text=True,
+        check=True).stdout.strip()
     return Path(bin_path) / "iap-workerPackageTests.xctest"
 
 
@@ -216,11 +225,14 @@ def plan(entries: list, mode: str, tiers: list, current_librdkafka: str) -> list
     units = []
     for phase, chosen, env in phases:
         by_unit = {}
+        previous = set()
         for entry in chosen:
             key = entry.id if entry.tier in ONE_TEST_A_UNIT else entry.suite
             by_unit.setdefault((entry.tier, key), []).append(entry.id)
+            if PREVIOUS_TAG in entry.tags:
+                previous.add((entry.tier, key))
         for (tier, key), tests in by_unit.items():
-            unit = Unit(phase, key, tier, tests, env)
+            unit = Unit(phase, key, tier, tests, env, needs_previous=(tier, key) in previous)
             unit.estimate = durations.get((phase, key), durations.get(("debian", key), TIERS[tier]))
             units.append(unit)
     # Longest first, so that the last to start are the shortest; the tier order breaks ties.
@@ -314,22 +326,68 @@ def run_unit(unit: Unit, bundle: Path, bound: float) -> None:
             log.writelines(f"test-lanes: {note}\n" for note in unit.notes)
 
 
+class PreviousVersion:
+    """The previous version's executable for the units tagged `previousVersion`. `make test` builds it beside the
+    tests when it is not cached (scripts/build-previous.sh, at the lowest priority) and names the file it writes the
+    executable's path to, once built (empty when the build failed), in IAP_WORKER_PREVIOUS_READY: those units wait for
+    that file. Without it, IAP_WORKER_PREVIOUS_BIN is read from the environment as it is."""
+
+    # A build that never ends (killed, hung) must not hold the run for ever: the units then run and fail, saying so.
+    LONGEST_WAIT = 3600.0
+
+    def __init__(self) -> None:
+        self.ready_file = os.environ.get("IAP_WORKER_PREVIOUS_READY")
+        self.since = time.monotonic()
+        self.said = False
+
+    def ready(self) -> bool:
+        if not self.ready_file:
+            return True
+        if Path(self.ready_file).exists():
+            return True
+        if time.monotonic() - self.since > self.LONGEST_WAIT:
+            return True
+        return False
+
+    def environment(self) -> dict:
+        if not self.ready_file:
+            return {}
+        try:
+            path = Path(self.ready_file).read_text().strip()
+        except OSError:
+            path = ""
+        return {"IAP_WORKER_PREVIOUS_BIN": path}
+
+
 def run_pool(units: list, bundle: Path, lanes: int, bound: float) -> None:
     """Runs the units in `lanes` threads, each taking the first unit of the queue that is not a copy of one running
-    (the same tests in another phase): a kill or fault test never runs beside itself."""
+    (the same tests in another phase): a kill or fault test never runs beside itself. A unit that runs the previous
+    version waits until that version is built (PreviousVersion), while the others go on."""
     queue = list(units)
     running = set()
     changed = threading.Condition()
     started_at = time.monotonic()
+    previous = PreviousVersion()
 
     def take():
         with changed:
             while queue:
+                previous_ready = previous.ready()
                 for index, unit in enumerate(queue):
-                    if unit.suite not in running:
-                        running.add(unit.suite)
-                        return queue.pop(index)
-                changed.wait()
+                    if unit.suite in running:
+                        continue
+                    if unit.needs_previous and not previous_ready:
+                        continue
+                    running.add(unit.suite)
+                    if unit.needs_previous:
+                        unit.env = dict(unit.env, **previous.environment())
+                    return queue.pop(index)
+                if not previous_ready and all(u.needs_previous for u in queue) and not previous.said:
+                    previous.said = True
+                    print("  (waiting for the previous version's build, scripts/build-previous.sh, for "
+                          f"{len(queue)} units)", flush=True)
+                # The previous version's build ends outside this script: look again every second.
+                changed.wait(timeout=1)
             return None
 
     def worker() -> None:

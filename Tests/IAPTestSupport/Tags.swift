@@ -7,3 +7,10 @@ extension Tag {
     /// Tansu (scripts/test-lanes.py picks them by this tag). A test that exercises no Kafka behaviour runs once.
     @Tag public static var librdkafka: Self
 }
+
+extension Tag {
+    /// A test that runs the previous version's executable (`IAP_WORKER_PREVIOUS_BIN`) beside this one. `make test`
+    /// builds that version beside the other tests, at the lowest priority, when it is not cached yet:
+    /// scripts/test-lanes.py starts the tests with this tag once it is there.
+    @Tag public static var previousVersion: Self
+}

@@ -9,7 +9,9 @@ import Testing
 /// A rolling upgrade as operators run it: instances of the previous version (built by `scripts/build-previous.sh`
 /// from the last commit before the newest migration) and of this one on one PostgreSQL ledger at the same time,
 /// replaced one by one while purchases keep arriving.
-@Suite("Instances of two versions on one PostgreSQL ledger", .serialized, .timeLimit(.minutes(10)), .tags(.librdkafka))
+@Suite(
+    "Instances of two versions on one PostgreSQL ledger", .serialized, .timeLimit(.minutes(10)),
+    .tags(.librdkafka, .previousVersion))
 struct MixedVersionProcessTests {
     /// The previous version's executable: `IAP_WORKER_PREVIOUS_BIN` (what `scripts/build-previous.sh` prints).
     static func previousExecutable() throws -> String {
