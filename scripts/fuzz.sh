@@ -75,12 +75,23 @@ case "${1:-}" in
     ;;
   smoke)
     build
+    # The targets side by side (each fuzzes for SMOKE_SECONDS of wall time, whatever the cores), each into a log of
+    # its own, shown in turn.
+    pids=()
     for target in "${TARGETS[@]}"; do
-      echo "fuzz smoke: $target: every corpus input once, then $SMOKE_SECONDS s of fuzzing" >&2
-      # -runs=0 replays the corpus and stops; the seeds and every crash ever found are in it.
-      fuzz "$target" -runs=0
-      fuzz "$target" -max_total_time="$SMOKE_SECONDS" -seed=1
+      {
+        echo "fuzz smoke: $target: every corpus input once, then $SMOKE_SECONDS s of fuzzing"
+        # -runs=0 replays the corpus and stops; the seeds and every crash ever found are in it.
+        fuzz "$target" -runs=0 && fuzz "$target" -max_total_time="$SMOKE_SECONDS" -seed=1
+      } >".build/fuzz-smoke-$target.log" 2>&1 &
+      pids+=($!)
     done
+    status=0
+    for index in "${!TARGETS[@]}"; do
+      wait "${pids[$index]}" || status=1
+      cat ".build/fuzz-smoke-${TARGETS[$index]}.log" >&2
+    done
+    exit "$status"
     ;;
   FuzzPurchaseRecord | FuzzGamebaseAnswer | FuzzStoreNotification)
     target=$1
