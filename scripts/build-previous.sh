@@ -10,12 +10,12 @@
 # and only the worker's own modules are compiled again. `make test` runs it after this version's build, beside the
 # tests (which run copies of this version's executables: scripts/stage-tests.sh); `make tier` before the build.
 #
-# IAP_WORKER_PREVIOUS_REV names the revision (default below: the last commit whose schema ends at 007_refund_reports,
-# before 008_further_revocations). When a migration is added, set the default to the last commit before it.
+# IAP_WORKER_PREVIOUS_REV names the revision (default below: the last commit whose schema ends at 008_further_revocations,
+# before 009_set_aside_and_sources). When a migration is added, set the default to the last commit before it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 swift=${SWIFT:-swift}
-rev=${IAP_WORKER_PREVIOUS_REV:-8baf7adefae19a4e5b6f487d9b370d30f68e725f}
+rev=${IAP_WORKER_PREVIOUS_REV:-568da40a7473ec187894b650f5a52d8862102814}
 commit=$(git -C "$root" rev-parse --verify "$rev^{commit}")
 cache=$("$root/scripts/cache-dir.sh")
 scratch=$(cd "$root" && realpath -m "${SWIFT_SCRATCH:-.build}")

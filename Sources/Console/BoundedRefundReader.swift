@@ -42,4 +42,8 @@ struct BoundedRefundReader: RefundHistoryLedger {
             try await base.refundingUsers(since: since, limit: limit)
         }
     }
+
+    func refusals(limit: Int) async throws -> [RefusedNotification] {
+        try await bounds.bounded("refused notifications") { [base] in try await base.refusals(limit: limit) }
+    }
 }

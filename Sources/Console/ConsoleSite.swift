@@ -203,38 +203,36 @@ final class ConsoleSite: Sendable {
 
     // MARK: Refunds
 
-    /// The refunds page: each of its three reads on its own, so one the ledger does not answer leaves the others shown.
+    /// The refunds page: each of its four reads on its own, so one the ledger does not answer leaves the others shown.
     func refundsPage(now: Date = Date()) async -> ConsoleReply {
         guard let refunds else { return problem(404, "this console is given no refunds to read") }
         let since = now.addingTimeInterval(-Double(RefundsPage.days) * 86_400)
         var page = RefundsPage(since: since)
         let watchdog = reader.watchdog
-        do {
-            let counts = try await watchdog.run(Self.pageTimeout, "the refund counts") {
-                try await refunds.refundCounts(since: since)
+        /// One part's read under the page's deadline: its value, or `nil` with why in the page's errors.
+        func part<Value: Sendable>(
+            _ key: String, _ what: String, _ read: @escaping @Sendable () async throws -> Value
+        ) async -> Value? {
+            do {
+                return try await watchdog.run(Self.pageTimeout, what, read)
+            } catch {
+                page.errors[key] = Self.describe(error)
+                return nil
             }
-            page.days = RefundsPage.days(counts, now: now)
-        } catch {
-            page.errors["days"] = Self.describe(error)
         }
-        do {
-            let users = try await watchdog.run(Self.pageTimeout, "the users with refunds") {
-                try await refunds.refundingUsers(since: since, limit: RefundsPage.usersShown)
-            }
-            page.users = RefundsPage.users(users)
-        } catch {
-            page.errors["users"] = Self.describe(error)
-        }
-        do {
-            let latest = try await watchdog.run(Self.pageTimeout, "the latest refunds") {
-                try await refunds.latestRefunds(limit: RefundsPage.latestShown)
-            }
-            page.latest = RefundsPage.refunds(latest)
-        } catch {
-            page.errors["latest"] = Self.describe(error)
-        }
+        page.days = await part("days", "the refund counts") { try await refunds.refundCounts(since: since) }
+            .map { RefundsPage.days($0, now: now) }
+        page.users = await part("users", "the users with refunds") {
+            try await refunds.refundingUsers(since: since, limit: RefundsPage.usersShown)
+        }.map(RefundsPage.users)
+        page.latest = await part("latest", "the latest refunds") {
+            try await refunds.latestRefunds(limit: RefundsPage.latestShown)
+        }.map(RefundsPage.refunds)
+        page.refused = await part("refused", "the refused notifications") {
+            try await refunds.refusals(limit: RefundsPage.refusedShown)
+        }.map(RefundsPage.refusals)
         return ConsoleReply(
-            status: page.errors.count == 3 ? 503 : 200, html: page.render(layout), json: page.output)
+            status: page.errors.count == 4 ? 503 : 200, html: page.render(layout), json: page.output)
     }
 
     // MARK: A dead-lettered record

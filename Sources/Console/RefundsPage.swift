@@ -53,11 +53,24 @@ struct RefundsPage: Sendable {
         var timeline: String?
     }
 
+    /// A record not believed, kept once per body: why, and where it last came from (to read it again).
+    struct Refusal: Encodable, Sendable {
+        var lastReceivedAt: Date
+        var firstReceivedAt: Date
+        var store: String?
+        var code: String
+        var detail: String
+        var count: Int
+        var source: String?
+        var bodyHash: String
+    }
+
     struct Output: Encodable, Sendable {
         var since: Date
         var days: [Day]?
         var users: [User]?
         var latest: [Refund]?
+        var refused: [Refusal]?
         /// The parts the ledger did not answer, and why.
         var errors: [String: String]
     }
@@ -65,11 +78,13 @@ struct RefundsPage: Sendable {
     static let days = 30
     static let usersShown = 20
     static let latestShown = 50
+    static let refusedShown = 20
 
     var since: Date
     var days: [Day]?
     var users: [User]?
     var latest: [Refund]?
+    var refused: [Refusal]?
     var errors: [String: String] = [:]
 
     /// The 30 days up to `now`'s, newest first, each with its counts (days without any show zeros).
@@ -124,7 +139,17 @@ struct RefundsPage: Sendable {
         }
     }
 
-    var output: Output { Output(since: since, days: days, users: users, latest: latest, errors: errors) }
+    static func refusals(_ refused: [RefusedNotification]) -> [Refusal] {
+        refused.map {
+            Refusal(
+                lastReceivedAt: $0.lastReceivedAt, firstReceivedAt: $0.firstReceivedAt, store: $0.store?.rawValue,
+                code: $0.code, detail: $0.detail, count: $0.count, source: $0.source, bodyHash: $0.bodyHash)
+        }
+    }
+
+    var output: Output {
+        Output(since: since, days: days, users: users, latest: latest, refused: refused, errors: errors)
+    }
 
     func render(_ layout: ConsoleLayout) -> String {
         var html =
@@ -203,6 +228,29 @@ struct RefundsPage: Sendable {
             html += "</tbody></table>\n"
         } else {
             html += notice("refund-latest", errors["latest"])
+        }
+        html += "<h2>Refused notifications</h2>\n"
+        if let refused, refused.isEmpty {
+            html += "<p class=\"muted\" id=\"refund-refused\">No notification refused.</p>\n"
+        } else if let refused {
+            html +=
+                "<p>Records the worker did not believe (a bad signature, another app, a clock too far from the store's), "
+                + "kept once per body. <code>where</code> says where each last came from: read it again there once the "
+                + "cause is fixed (docs/runbook.md, <em>Reading a refused notification again</em>).</p>\n"
+                + "<table id=\"refund-refused\"><thead><tr><th>last received (UTC)</th><th>store</th><th>why</th>"
+                + "<th>where</th><th class=\"num\">times</th><th>body (SHA-256)</th></tr></thead><tbody>\n"
+            for refusal in refused {
+                html +=
+                    "<tr><td class=\"mono\">\(RFC3339.string(refusal.lastReceivedAt))</td>"
+                    + "<td>\(HTML.escape(refusal.store ?? "unknown"))</td>"
+                    + "<td><span class=\"mono\">\(HTML.escape(refusal.code))</span><br>\(HTML.escape(refusal.detail))</td>"
+                    + "<td class=\"mono\">\(HTML.escape(refusal.source ?? "not kept (an older version refused it)"))</td>"
+                    + "<td class=\"num\">\(refusal.count)</td>"
+                    + "<td class=\"mono muted\">\(HTML.escape(String(refusal.bodyHash.prefix(16))))…</td></tr>\n"
+            }
+            html += "</tbody></table>\n"
+        } else {
+            html += notice("refund-refused", errors["refused"])
         }
         return layout.page(title: "Refunds", current: "/refunds", body: html)
     }

@@ -46,6 +46,7 @@ extension MemoryLedger {
             let grant = state.grants[key]
             return PurchaseHistory(
                 paymentSeq: paymentSeq, grant: grant?.record, grantDuplicates: grant?.duplicates ?? 0,
+                consumeSetAsideAt: grant?.consumeSetAsideAt,
                 rejections: state.rejections(of: key).map {
                     RejectionHistory(record: $0.record, duplicates: $0.duplicates)
                 },

@@ -76,6 +76,7 @@ extension MemoryLedger {
                 existing.record.count += 1
                 existing.record.lastReceivedAt = max(
                     existing.record.lastReceivedAt, refusal.lastReceivedAt.storedInMilliseconds)
+                existing.record.source = refusal.source ?? existing.record.source
                 state.refusals[key] = existing
             } else {
                 var stored = refusal
@@ -259,6 +260,9 @@ extension MemoryLedger.State {
             {
                 revocations[seq]?[index] = reversal.asStored
             }
+        }
+        if plan.resumesConsume, let paymentSeq = plan.paymentSeq {
+            grants[BinaryText(paymentSeq)]?.consumeSetAsideAt = nil
         }
         for settled in plan.settled {
             notifications[BinaryText(settled.notificationId)]?.record.outcome = settled.outcome

@@ -38,7 +38,12 @@ extension MemoryLedger {
         var record: GrantRecord
         var duplicates = 0
         var sweepClaimedUntil: Int64?
+        /// Set aside: revoked by a refund, and Gamebase refused its Consume for good.
+        var consumeSetAsideAt: Date?
         let row: Int64
+
+        /// `granted` and not set aside.
+        var waitsForConsume: Bool { record.state == .granted && consumeSetAsideAt == nil }
     }
 
     struct RejectionRow {

@@ -84,7 +84,7 @@ extension MemoryLedger {
         let beyond = LeaseEnd.latest(now: nowMs, until: until)
         return state.withLock { state in
             let due = state.grants.filter { _, row in
-                row.record.state == .granted && row.record.grantedAt.epochMilliseconds < before
+                row.waitsForConsume && row.record.grantedAt.epochMilliseconds < before
                     && (row.sweepClaimedUntil.map { $0 < nowMs || $0 > beyond } ?? true)
             }
             .sorted { ($0.value.record.grantedAt, $0.value.row) < ($1.value.record.grantedAt, $1.value.row) }
@@ -116,11 +116,26 @@ extension MemoryLedger {
     }
 
     public func countUnconsumed() async throws -> Int {
-        state.withLock { $0.grants.values.count { $0.record.state == .granted } }
+        state.withLock { $0.grants.values.count(where: \.waitsForConsume) }
     }
 
     public func oldestUnconsumedGrantedAt() async throws -> Date? {
-        state.withLock { $0.grants.values.filter { $0.record.state == .granted }.map(\.record.grantedAt).min() }
+        state.withLock { $0.grants.values.filter(\.waitsForConsume).map(\.record.grantedAt).min() }
+    }
+
+    public func countSetAside() async throws -> Int {
+        state.withLock { $0.grants.values.count { $0.record.state == .granted && $0.consumeSetAsideAt != nil } }
+    }
+
+    public func setAsideRevokedGrant(paymentSeq: String, at date: Date) async throws -> Bool {
+        let key = BinaryText(paymentSeq)
+        return state.withLock { state in
+            guard let row = state.grants[key], row.waitsForConsume,
+                (state.revocations[key] ?? []).contains(where: { !$0.isPartial && $0.reversedBy == nil })
+            else { return false }
+            state.grants[key]?.consumeSetAsideAt = date
+            return true
+        }
     }
 }
 

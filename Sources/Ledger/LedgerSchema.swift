@@ -145,6 +145,21 @@ package enum LedgerSchema {
                     LedgerIndex("revocations_recorded", on: "revocations (recorded_at_ms)"),
                 ]),
             LedgerMigration(name: "008_further_revocations", sql: furtherRevocations),
+            // A grant revoked by a refund whose Consume Gamebase refuses for good is set aside: the sweeper no longer
+            // retries it nor counts it as waiting for Consume (a reversal of the refund takes it back). And where a
+            // refused notification last came from, to read it again. Nullable columns older instances never name, and
+            // the index the sweeper counts set-aside grants by.
+            LedgerMigration(
+                name: "009_set_aside_and_sources",
+                sql: [
+                    "ALTER TABLE grants ADD COLUMN consume_set_aside_at_ms BIGINT",
+                    "ALTER TABLE refused_notifications ADD COLUMN last_source TEXT",
+                ],
+                indexes: [
+                    LedgerIndex(
+                        "grants_consume_set_aside",
+                        on: "grants (granted_at_ms) WHERE consume_set_aside_at_ms IS NOT NULL")
+                ]),
         ]
     }
 
@@ -328,6 +343,21 @@ package enum LedgerSchema {
         (SELECT \(revocationColumns), 1 AS number FROM revocations \
         UNION ALL SELECT \(revocationColumns), number FROM further_revocations) AS all_revocations
         """
+
+    /// Grants waiting for Consume: `granted`, and not set aside (a revoked grant Gamebase refused to consume).
+    static let waitingForConsume = "state = 'granted' AND consume_set_aside_at_ms IS NULL"
+    /// Grants set aside and still not consumed (a duplicate message's Consume may yet succeed).
+    static let setAside = "consume_set_aside_at_ms IS NOT NULL AND state = 'granted'"
+
+    /// The grant of the row `grants` names is revoked as a whole by a refund no reversal undid (partial refunds
+    /// revoke units, never the grant): ``RefundPlan`` keeps every standing revocation unreversed and every other one
+    /// reversed, in both tables.
+    static let revokedByStandingRefund = ["revocations", "further_revocations"].map {
+        """
+        EXISTS (SELECT 1 FROM \($0) r WHERE r.payment_seq = grants.payment_seq \
+        AND r.reason <> '\(RevocationRecord.partialRefund)' AND r.reversed_by IS NULL)
+        """
+    }.joined(separator: " OR ")
 
     /// The table a revocation numbered `number` is kept in.
     static func revocationTable(number: Int) -> String { number <= 1 ? "revocations" : "further_revocations" }

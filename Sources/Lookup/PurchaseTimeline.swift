@@ -116,6 +116,9 @@ extension PurchaseTimeline {
         if let grant = history.grant {
             switch grant.state {
             case .consumed: return "granted and consumed"
+            case .granted where history.consumeSetAsideAt != nil:
+                return
+                    "granted, Consume set aside: Gamebase refused it after a refund revoked the grant (\(grant.consumeAttempts) failed attempt\(grant.consumeAttempts == 1 ? "" : "s"); not retried)"
             case .granted:
                 return
                     "granted, Consume pending (\(grant.consumeAttempts) failed attempt\(grant.consumeAttempts == 1 ? "" : "s"))"
@@ -232,7 +235,18 @@ extension PurchaseTimeline {
                     summary: "Consume #\(grant.consumeAttempts) succeeded (resultCode \(code))",
                     fields: ["attempt": String(grant.consumeAttempts), "consumed": "true", "result_code": code]))
         }
-        if grant.state == .granted {
+        if grant.state == .granted, let setAside = history.consumeSetAsideAt {
+            let code = grant.lastResultCode.map { " (resultCode \($0))" } ?? ""
+            lines.append(
+                TimelineEntry(
+                    time: max(setAside, attempts.last?.at ?? grant.grantedAt), origin: .ledger, kind: .consume,
+                    summary:
+                        "Consume set aside: Gamebase refused it for good\(code) and a refund revoked the grant; the sweeper no longer retries it (a reversal of the refund does)",
+                    fields: [
+                        "pending": "false", "set_aside": "true", "attempts": String(grant.consumeAttempts),
+                        "result_code": grant.lastResultCode.map(String.init) ?? "",
+                    ]))
+        } else if grant.state == .granted {
             let last = attempts.last?.at ?? grant.grantedAt
             lines.append(
                 TimelineEntry(

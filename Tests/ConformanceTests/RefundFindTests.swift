@@ -85,5 +85,6 @@ struct RefundFindTests {
         func latestRefunds(limit: Int) async throws -> [RefundListing] { throw error }
         func refundCounts(since: Date) async throws -> [RefundDayCount] { throw error }
         func refundingUsers(since: Date, limit: Int) async throws -> [RefundingUser] { throw error }
+        func refusals(limit: Int) async throws -> [RefusedNotification] { throw error }
     }
 }

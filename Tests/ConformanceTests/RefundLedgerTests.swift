@@ -129,6 +129,25 @@ struct RefundLedgerTests {
     }
 
     @Test(arguments: LedgerBackend.allCases)
+    func aRefusalKeepsWhereItLastCameFrom(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            func refusal(_ source: String?, at seconds: TimeInterval) -> RefusedNotification {
+                RefusedNotification(
+                    body: Array("forged".utf8),
+                    refusal: NotificationRefusal(store: .google, code: "unverified", detail: "no"),
+                    receivedAt: Self.now.addingTimeInterval(seconds), source: source)
+            }
+            try await store.recordRefusal(refusal("store.notifications[1]@7", at: 0))
+            try await store.recordRefusal(refusal("store.notifications[1]@9", at: 1))
+            // An older instance's repeat names no source: the one kept stays.
+            try await store.recordRefusal(refusal(nil, at: 2))
+            let kept = try #require(try await store.refusals(limit: 10).first)
+            #expect(kept.count == 3 && kept.source == "store.notifications[1]@9")
+            #expect(kept.lastReceivedAt.epochMilliseconds == Self.now.addingTimeInterval(2).epochMilliseconds)
+        }
+    }
+
+    @Test(arguments: LedgerBackend.allCases)
     func aReversalUndoesTheRevocationOnce(backend: LedgerBackend) async throws {
         try await TestDatabases.withFreshLedger(backend) { store in
             _ = try await store.insertGrant(

@@ -51,6 +51,9 @@ public final class CountingLedger: PurchaseLedger, SweepLedger, LedgerProbe {
     public func markPublished(_ events: [PublishedEvent]) async throws { try await purchases.markPublished(events) }
     public func recordDuplicates(_ notes: [DuplicateNote]) async throws { try await purchases.recordDuplicates(notes) }
     public func recordDeadLetter(_ entry: DeadLetterEntry) async throws { try await purchases.recordDeadLetter(entry) }
+    public func setAsideRevokedGrant(paymentSeq: String, at date: Date) async throws -> Bool {
+        try await purchases.setAsideRevokedGrant(paymentSeq: paymentSeq, at: date)
+    }
     public func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws
         -> [GrantRecord]
     {
@@ -62,4 +65,5 @@ public final class CountingLedger: PurchaseLedger, SweepLedger, LedgerProbe {
         try await sweep.claimUnpublishedEvents(createdBefore: createdBefore, limit: limit, lease: lease, now: now)
     }
     public func oldestUnconsumedGrantedAt() async throws -> Date? { try await sweep.oldestUnconsumedGrantedAt() }
+    public func countSetAside() async throws -> Int { try await sweep.countSetAside() }
 }

@@ -10,6 +10,7 @@ public final class RecordingMetrics: EngineMetrics {
         public var deadLetters: [String: Int] = [:]
         public var inFlight = 0
         public var unconsumedGrants: Int?
+        public var setAsideGrants: Int?
         public var oldestUnconsumedGrantAge: Double?
         public var circuitOpen = false
         public var stopped = false
@@ -55,6 +56,7 @@ public final class RecordingMetrics: EngineMetrics {
     }
     public func setInFlight(_ count: Int) { state.withLock { $0.inFlight = count } }
     public func setUnconsumedGrants(_ count: Int) { state.withLock { $0.unconsumedGrants = count } }
+    public func setSetAsideGrants(_ count: Int) { state.withLock { $0.setAsideGrants = count } }
     public func setOldestUnconsumedGrantAge(_ seconds: Double) {
         state.withLock { $0.oldestUnconsumedGrantAge = seconds }
     }

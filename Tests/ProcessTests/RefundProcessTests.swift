@@ -1,5 +1,6 @@
 import Foundation
 import Fulfilment
+import Gamebase
 import IAPTestSupport
 import Kafka
 import Ledger
@@ -153,6 +154,58 @@ struct RefundProcessTests {
                 "p0:item-revoked": true, "p0:item-revoked:2": true, "p0:item-revoked:3": false, "p1:item-revoked": true,
             ])
         #expect(!worker.output.contains("play-token-"), "a purchase token in the log")
+    }
+
+    /// A grant a refund revoked whose Consume Gamebase refuses for good (5000, a payment in an abnormal state), through
+    /// the built executable: the sweeper tries it once after the refund, sets it aside, and stops; the unconsumed-grant
+    /// gauges leave it out, `iap_set_aside_grants` counts it and `find` says so. Before, it was retried every sweep
+    /// for ever and kept IAPWorkerGrantsAwaitingConsume firing.
+    @Test func aRevokedGrantGamebaseWillNotConsumeIsSetAsideNotRetriedForEver() async throws {
+        let cluster = try await Cluster.start(
+            purchases: 1, simulatorArguments: [], payments: [EndToEndSystem.payment("p0", user: "u0")])
+        try await setSimulatorFaults(
+            cluster.simulatorURL, #"{"consumeResultCodes":{"p0":\#(GamebaseResultCode.consumeFailed.rawValue)}}"#)
+        let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
+        var environment = cluster.workerEnvironment(
+            ledgerURL: ledgerURL, group: "set-aside-\(UUID().uuidString.prefix(6))")
+        environment["REFUNDS_GOOGLE_PACKAGE_NAME"] = GoogleNotifications.package
+        try await cluster.producePurchases()
+        let worker = try cluster.worker("worker", environment)
+        try await AppleRefundProcessTests.waitFor("p0 granted, Consume refused", ledgerURL: ledgerURL, worker: worker) {
+            store in
+            let grant = try await store.grant(paymentSeq: "p0")
+            return grant?.state == .granted && (grant?.consumeAttempts ?? 0) >= 1
+        }
+        try await Self.produce([("n", GoogleNotifications.voided("GPA.p0"))], bootstrap: cluster.bootstrap)
+        // The sweeper takes grants older than 30 s, every 10 s.
+        try await AppleRefundProcessTests.waitFor(
+            "p0 revoked and set aside", ledgerURL: ledgerURL, worker: worker, within: 90
+        ) { store in
+            let revoked = try await store.revocation(paymentSeq: "p0") != nil
+            let setAside = try await store.history(paymentSeq: "p0").consumeSetAsideAt != nil
+            return revoked && setAside
+        }
+        let attempts = try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) {
+            try await $0.grant(paymentSeq: "p0")?.consumeAttempts ?? 0
+        }
+        // Two more sweeps: no further Consume.
+        try await Task.sleep(for: .seconds(25))
+        let (grant, setAside) = try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) {
+            (try await $0.grant(paymentSeq: "p0"), try await $0.countSetAside())
+        }
+        #expect(grant?.state == .granted && grant?.consumeAttempts == attempts, "no Consume after it was set aside")
+        #expect(setAside == 1)
+        let metrics = try await httpGet("http://127.0.0.1:\(try await worker.adminPort())/metrics").body
+        #expect(metrics.contains("iap_set_aside_grants 1"), "\(metrics)")
+        #expect(metrics.contains("iap_unconsumed_grants 0"), "\(metrics)")
+        #expect(metrics.contains("iap_oldest_unconsumed_grant_age_seconds 0"), "\(metrics)")
+        #expect(worker.logLines(containing: "set aside, not retried").count == 1)
+        #expect(try await worker.terminate() == 0)
+
+        let find = try ChildProcess("find", ["find", "--url", ledgerURL, "p0"], folder: cluster.folder)
+        #expect(try await find.exitStatus(within: 60) == 0)
+        #expect(find.output.contains("Consume set aside"), "\(find.output)")
+        #expect(!find.output.contains("play-token-") && !worker.output.contains("play-token-"), "a purchase token")
     }
 
     static func produce(_ records: [(String, String)], bootstrap: String) async throws {

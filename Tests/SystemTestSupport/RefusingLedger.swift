@@ -31,4 +31,7 @@ final class RefusingLedger: PurchaseLedger {
     func markPublished(_ events: [PublishedEvent]) async throws { try await base.markPublished(events) }
     func recordDuplicates(_ notes: [DuplicateNote]) async throws { try await base.recordDuplicates(notes) }
     func recordDeadLetter(_ entry: DeadLetterEntry) async throws { try await base.recordDeadLetter(entry) }
+    func setAsideRevokedGrant(paymentSeq: String, at date: Date) async throws -> Bool {
+        try await base.setAsideRevokedGrant(paymentSeq: paymentSeq, at: date)
+    }
 }

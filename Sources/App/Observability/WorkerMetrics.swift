@@ -18,6 +18,7 @@ public final class WorkerMetrics: EngineMetrics {
         public static let inFlight = "iap_in_flight"
         public static let consumerLag = "iap_consumer_lag"
         public static let unconsumedGrants = "iap_unconsumed_grants"
+        public static let setAsideGrants = "iap_set_aside_grants"
         public static let circuitOpen = "iap_circuit_open"
         public static let stopped = "iap_stopped"
         public static let ledgerUnavailable = "iap_ledger_unavailable"
@@ -72,6 +73,7 @@ public final class WorkerMetrics: EngineMetrics {
     // console's readable copy beside them.
     private let inFlight: Gauge
     private let unconsumedGrants: Gauge
+    private let setAsideGrants: Gauge
     private let circuitOpen: Gauge
     private let stopped: Gauge
     private let ledgerUnavailable: Gauge
@@ -140,6 +142,11 @@ public final class WorkerMetrics: EngineMetrics {
         inFlight = registry.makeGauge(descriptor: Self.describe(Name.inFlight, "Purchases being processed"))
         unconsumedGrants = registry.makeGauge(
             descriptor: Self.describe(Name.unconsumedGrants, "Granted purchases not yet consumed at Gamebase"))
+        setAsideGrants = registry.makeGauge(
+            descriptor: Self.describe(
+                Name.setAsideGrants,
+                "Grants revoked by a refund whose Consume Gamebase refused for good: not retried, not counted unconsumed"
+            ))
         circuitOpen = registry.makeGauge(
             descriptor: Self.describe(Name.circuitOpen, "1 while the Gamebase circuit breaker is open"))
         stopped = registry.makeGauge(
@@ -244,6 +251,11 @@ public final class WorkerMetrics: EngineMetrics {
     public func setUnconsumedGrants(_ count: Int) {
         unconsumedGrants.set(to: Double(count))
         readable.withLock { $0.unconsumedGrants = count }
+    }
+
+    /// Sets `iap_set_aside_grants`.
+    public func setSetAsideGrants(_ count: Int) {
+        setAsideGrants.set(to: Double(count))
     }
 
     /// Sets `iap_oldest_unconsumed_grant_age_seconds` (0 when none).

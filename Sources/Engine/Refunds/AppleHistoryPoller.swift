@@ -263,8 +263,10 @@ public final class AppleHistoryPoller: Service {
             }
             pass.pages += 1
             pages += 1
+            let source = RefusedNotification.Source.history(
+                store: .apple, type: type, from: request.startDate, to: request.endDate)
             for payload in page.signedPayloads {
-                if try await takeIn(payload) {
+                if try await takeIn(payload, source: source) {
                     pass.notifications += 1
                     // Believed, so its signature verified: its signed time is Apple's.
                     if let signed = Self.signedDate(of: payload), signed <= (mark.windowEnd ?? now) {
@@ -320,17 +322,17 @@ public final class AppleHistoryPoller: Service {
 
     /// Verifies and takes in one notification: `true` when believed (recorded), `false` when refused (kept and
     /// counted). Throws what the ledger or the publisher threw.
-    func takeIn(_ signedPayload: String) async throws -> Bool {
+    func takeIn(_ signedPayload: String, source: String) async throws -> Bool {
         let read = await reader.readAppleSignedPayload(signedPayload, receivedAt: clock.now).map {
             ReadNotification(notification: $0, channel: .appleNotificationHistory)
         }
         guard
             let refusal = try await recorder.takeIn(
-                read, body: Array(signedPayload.utf8), metrics: metrics, unknownStore: "apple")
+                read, body: Array(signedPayload.utf8), source: source, metrics: metrics, unknownStore: "apple")
         else { return true }
         logger.warning(
             "notification from Apple's history refused",
-            metadata: ["iap.refusal": "\(refusal.code)", "iap.detail": "\(refusal.detail)"])
+            metadata: ["iap.refusal": "\(refusal.code)", "iap.detail": "\(refusal.detail)", "iap.source": "\(source)"])
         return false
     }
 }

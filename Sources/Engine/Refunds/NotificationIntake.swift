@@ -145,7 +145,10 @@ public final class NotificationIntake: Service {
     /// Reads, then records the notification or the refusal. Throws what the ledger or the publisher threw.
     func takeInOnce(_ input: PurchaseInput) async throws {
         let read = await reader.read(input.value, receivedAt: clock.now)
-        guard let refusal = try await recorder.takeIn(read, body: input.value, metrics: metrics) else { return }
+        let source = RefusedNotification.Source.record(
+            topic: input.source.topic, partition: input.source.partition, offset: input.source.offset)
+        guard let refusal = try await recorder.takeIn(read, body: input.value, source: source, metrics: metrics)
+        else { return }
         logger.warning(
             "store notification refused",
             metadata: [

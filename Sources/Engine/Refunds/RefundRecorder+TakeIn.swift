@@ -6,9 +6,10 @@ extension RefundRecorder {
     /// notification recorded and carried out, a refusal kept once per body; either counted in
     /// `iap_store_notifications_total` (and a revocation in `iap_revocations_total`). Answers the refusal, if any, for
     /// the caller to log with its own context. Throws what the ledger or the publisher threw.
+    /// - Parameter source: where the body came from (``RefusedNotification/Source``), kept with a refusal.
     func takeIn(
-        _ read: Result<ReadNotification, NotificationRefusal>, body: [UInt8], metrics: any EngineMetrics,
-        unknownStore: String = "unknown"
+        _ read: Result<ReadNotification, NotificationRefusal>, body: [UInt8], source: String,
+        metrics: any EngineMetrics, unknownStore: String = "unknown"
     ) async throws -> NotificationRefusal? {
         switch read {
         case .success(let read):
@@ -26,7 +27,7 @@ extension RefundRecorder {
             return nil
         case .failure(let refusal):
             let (refunds, refused) = (
-                refunds, RefusedNotification(body: body, refusal: refusal, receivedAt: clock.now)
+                refunds, RefusedNotification(body: body, refusal: refusal, receivedAt: clock.now, source: source)
             )
             try await deadline.run("record a refused notification") { try await refunds.recordRefusal(refused) }
             metrics.countStoreNotification(

@@ -16,6 +16,8 @@ public protocol EngineMetrics: Sendable {
     func setUnconsumedGrants(_ count: Int)
     /// The age of the oldest of them, 0 when none (`iap_oldest_unconsumed_grant_age_seconds`).
     func setOldestUnconsumedGrantAge(_ seconds: Double)
+    /// Grants set aside: revoked by a refund, and Gamebase refused their Consume for good (`iap_set_aside_grants`).
+    func setSetAsideGrants(_ count: Int)
 
     /// `iap_circuit_open`.
     func setCircuitOpen(_ open: Bool)

@@ -49,6 +49,8 @@ public struct Sweeper: Service {
         public var published = 0
         public var consumed = 0
         public var stillPending = 0
+        /// Grants a refund revoked whose Consume Gamebase refused for good: set aside, not claimed again.
+        public var setAside = 0
         /// Events left for the next pass because their topic refused one of them.
         public var unpublishable = 0
         /// Refunds found pending beside a grant of their payment, and settled.
@@ -113,6 +115,7 @@ public struct Sweeper: Service {
                     switch try await processor.consume(grant) {
                     case .done: result.consumed += 1
                     case .pending: result.stillPending += 1
+                    case .setAside: result.setAside += 1
                     case .stop(let error):
                         gamebaseMonitor.configurationRejected(error)
                         result.stillPending += 1
@@ -125,12 +128,13 @@ public struct Sweeper: Service {
                 try await ledger.oldestUnconsumedGrantedAt()
             }
             metrics.setOldestUnconsumedGrantAge(oldest.map { max(0, now.timeIntervalSince($0)) } ?? 0)
-            if result.published + result.consumed + result.stillPending > 0 {
+            metrics.setSetAsideGrants(try await deadline.run("count set aside") { try await ledger.countSetAside() })
+            if result.published + result.consumed + result.stillPending + result.setAside > 0 {
                 logger.info(
                     "sweep finished leftovers",
                     metadata: [
                         "sweep.published": "\(result.published)", "sweep.consumed": "\(result.consumed)",
-                        "sweep.pending": "\(result.stillPending)",
+                        "sweep.pending": "\(result.stillPending)", "sweep.set_aside": "\(result.setAside)",
                     ])
             }
         } catch is CancellationError {

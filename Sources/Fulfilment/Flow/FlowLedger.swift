@@ -105,4 +105,11 @@ public struct FlowLedger: Sendable {
     public func recordDeadLetter(_ entry: DeadLetterEntry) async throws {
         try await deadline.run("dead letter record") { [role] in try await role.recordDeadLetter(entry) }
     }
+
+    /// Sets a revoked grant aside (``PurchaseLedger/setAsideRevokedGrant(paymentSeq:at:)``): rare, never batched.
+    public func setAsideRevokedGrant(paymentSeq: String, at date: Date) async throws -> Bool {
+        try await deadline.run("set aside revoked grant") { [role] in
+            try await role.setAsideRevokedGrant(paymentSeq: paymentSeq, at: date)
+        }
+    }
 }

@@ -179,7 +179,7 @@ public struct PurchaseProcessor: Sendable {
             // purchase. Should the worker die in between, the sweeper re-sends it under the same id.
             try await publisher.publish(OutboundRecord(event))
             switch try await consume(grant, publishedEventID: event.id, gate: gate) {
-            case .done: return .granted(paymentSeq: grant.paymentSeq, consumePending: false)
+            case .done, .setAside: return .granted(paymentSeq: grant.paymentSeq, consumePending: false)
             case .pending: return .granted(paymentSeq: grant.paymentSeq, consumePending: true)
             case .stop(let error): return .stop(error, durable: true)
             }
@@ -248,6 +248,8 @@ public struct PurchaseProcessor: Sendable {
         case done
         /// Consume did not succeed now; the grant stays `granted` for the sweeper.
         case pending
+        /// Gamebase refused Consume for good of a grant a refund revoked: set aside, the sweeper no longer retries it.
+        case setAside
         case stop(GamebaseError)
     }
 
@@ -306,6 +308,17 @@ public struct PurchaseProcessor: Sendable {
                     resultCode: error.resultCode?.rawValue, resultMessage: error.resultMessage, attempts: attempts,
                     detail: "the item was granted; Gamebase refused Consume", key: nil, at: now())
                 try await publisher.publish(OutboundRecord(event))
+                // Revoked by a refund, a payment Gamebase will not consume never will be: retrying it for ever would
+                // only keep the unconsumed-grant alert firing. A reversal of the refund takes it back.
+                if try await ledger.setAsideRevokedGrant(paymentSeq: grant.paymentSeq, at: now()) {
+                    logger.warning(
+                        "Gamebase refuses to consume a grant a refund revoked; set aside, not retried",
+                        metadata: [
+                            "iap.payment_seq": "\(grant.paymentSeq)",
+                            "gamebase.result_code": "\(error.resultCode?.description ?? "-")",
+                        ])
+                    return .setAside
+                }
                 return .pending
             case .transient, .alreadyConsumed:
                 return .pending

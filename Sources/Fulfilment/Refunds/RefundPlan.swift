@@ -24,6 +24,10 @@ public struct RefundPlan: Sendable, Hashable {
     /// Outbox events, written in the same transaction.
     public var events: [OutboxEvent]
 
+    /// The grant is no longer revoked as a whole: if it was set aside (Gamebase refused Consume of the revoked grant:
+    /// ``PurchaseLedger/setAsideRevokedGrant(paymentSeq:at:)``), it waits for Consume again.
+    public var resumesConsume: Bool { !reversals.isEmpty }
+
     /// A notification's new outcome.
     public struct Settlement: Sendable, Hashable {
         public var notificationId: String

@@ -13,10 +13,13 @@ public struct RefusedNotification: Sendable, Hashable {
     public var firstReceivedAt: Date
     public var lastReceivedAt: Date
     public var count: Int
+    /// Where it last came from, to read it again once the cause is fixed: `topic[partition]@offset` for a record of
+    /// the store-notifications topic, the history window and type for one of a store's history (``Source``).
+    public var source: String?
 
     public init(
         bodyHash: String, store: Store?, code: String, detail: String, bodyBytes: Int, firstReceivedAt: Date,
-        lastReceivedAt: Date, count: Int = 1
+        lastReceivedAt: Date, count: Int = 1, source: String? = nil
     ) {
         self.bodyHash = bodyHash
         self.store = store
@@ -26,12 +29,26 @@ public struct RefusedNotification: Sendable, Hashable {
         self.firstReceivedAt = firstReceivedAt
         self.lastReceivedAt = lastReceivedAt
         self.count = count
+        self.source = source
     }
 
-    /// The first refusal of a record's value.
-    public init(body: [UInt8], refusal: NotificationRefusal, receivedAt: Date) {
+    /// The first refusal of a record's value, from `source`.
+    public init(body: [UInt8], refusal: NotificationRefusal, receivedAt: Date, source: String?) {
         self.init(
             bodyHash: SHA256.hex(bytes: body), store: refusal.store, code: refusal.code, detail: refusal.detail,
-            bodyBytes: body.count, firstReceivedAt: receivedAt, lastReceivedAt: receivedAt)
+            bodyBytes: body.count, firstReceivedAt: receivedAt, lastReceivedAt: receivedAt, source: source)
+    }
+
+    /// How a refused record's origin is written, so the runbook can say how to read each kind again.
+    public enum Source {
+        /// A record of a Kafka topic: `topic[partition]@offset`.
+        public static func record(topic: String, partition: Int32, offset: Int64) -> String {
+            "\(topic)[\(partition)]@\(offset)"
+        }
+
+        /// A page of a store's history: `<store> history <type> <start>..<end>` (RFC 3339, UTC).
+        public static func history(store: Store, type: String, from start: Date, to end: Date) -> String {
+            "\(store.rawValue) history \(type) \(RFC3339.string(start))..\(RFC3339.string(end))"
+        }
     }
 }

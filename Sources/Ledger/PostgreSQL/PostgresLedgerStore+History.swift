@@ -78,11 +78,16 @@ extension PostgresLedgerStore {
         try await wrap {
             var history = PurchaseHistory(paymentSeq: paymentSeq)
             for try await row in try await client.query(
-                "SELECT \(unescaped: LedgerSchema.grantColumns), duplicate_count FROM grants WHERE payment_seq = \(paymentSeq)",
-                logger: logger)
+                """
+                SELECT \(unescaped: LedgerSchema.grantColumns), duplicate_count, consume_set_aside_at_ms FROM grants
+                WHERE payment_seq = \(paymentSeq)
+                """, logger: logger)
             {
                 history.grant = try Self.grant(from: row)
-                history.grantDuplicates = Int(try row.makeRandomAccess()["duplicate_count"].decode(Int32.self))
+                let columns = row.makeRandomAccess()
+                history.grantDuplicates = Int(try columns["duplicate_count"].decode(Int32.self))
+                history.consumeSetAsideAt = try columns["consume_set_aside_at_ms"].decode(Int64?.self)
+                    .map(Date.init(epochMilliseconds:))
             }
             for try await row in try await client.query(
                 """

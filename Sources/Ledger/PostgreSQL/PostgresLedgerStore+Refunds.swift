@@ -127,6 +127,10 @@ extension PostgresLedgerStore {
                     """, logger: logger)
             }
         }
+        if plan.resumesConsume, let paymentSeq = plan.paymentSeq {
+            try await connection.query(
+                "UPDATE grants SET consume_set_aside_at_ms = NULL WHERE payment_seq = \(paymentSeq)", logger: logger)
+        }
         for settled in plan.settled {
             try await connection.query(
                 """
@@ -179,11 +183,12 @@ extension PostgresLedgerStore {
         try await wrap {
             try await client.query(
                 """
-                INSERT INTO refused_notifications (\(unescaped: LedgerSchema.refusalColumns)) VALUES (
+                INSERT INTO refused_notifications (\(unescaped: LedgerSchema.refusalColumns), last_source) VALUES (
                     \(r.bodyHash), \(r.store?.rawValue), \(r.code), \(r.detail), \(Int64(r.bodyBytes)),
-                    \(r.firstReceivedAt.epochMilliseconds), \(r.lastReceivedAt.epochMilliseconds), 1)
+                    \(r.firstReceivedAt.epochMilliseconds), \(r.lastReceivedAt.epochMilliseconds), 1, \(r.source))
                 ON CONFLICT (body_hash) DO UPDATE SET refused_count = refused_notifications.refused_count + 1,
-                    last_received_at_ms = greatest(refused_notifications.last_received_at_ms, excluded.last_received_at_ms)
+                    last_received_at_ms = greatest(refused_notifications.last_received_at_ms, excluded.last_received_at_ms),
+                    last_source = coalesce(excluded.last_source, refused_notifications.last_source)
                 """, logger: logger)
         }
     }
@@ -193,7 +198,7 @@ extension PostgresLedgerStore {
             var refusals: [RefusedNotification] = []
             for try await row in try await client.query(
                 """
-                SELECT \(unescaped: LedgerSchema.refusalColumns) FROM refused_notifications
+                SELECT \(unescaped: LedgerSchema.refusalColumns), last_source FROM refused_notifications
                 ORDER BY last_received_at_ms DESC, body_hash LIMIT \(Int64(max(0, limit)))
                 """, logger: logger)
             {
@@ -206,7 +211,8 @@ extension PostgresLedgerStore {
                         bodyBytes: Int(try r["body_bytes"].decode(Int64.self)),
                         firstReceivedAt: Date(epochMilliseconds: try r["first_received_at_ms"].decode(Int64.self)),
                         lastReceivedAt: Date(epochMilliseconds: try r["last_received_at_ms"].decode(Int64.self)),
-                        count: Int(try r["refused_count"].decode(Int64.self))))
+                        count: Int(try r["refused_count"].decode(Int64.self)),
+                        source: try r["last_source"].decode(String?.self)))
             }
             return refusals
         }

@@ -84,7 +84,8 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
                 UPDATE grants SET sweep_claimed_until_ms = \(until)
                 WHERE payment_seq IN (
                     SELECT payment_seq FROM grants
-                    WHERE state = 'granted' AND granted_at_ms < \(grantedBefore.epochMilliseconds)
+                    WHERE \(unescaped: LedgerSchema.waitingForConsume)
+                      AND granted_at_ms < \(grantedBefore.epochMilliseconds)
                       AND (sweep_claimed_until_ms IS NULL OR sweep_claimed_until_ms < \(nowMs)
                            OR sweep_claimed_until_ms > \(beyond))
                     ORDER BY granted_at_ms LIMIT \(Int64(limit))
@@ -175,8 +176,10 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
             // The probe of the ledger: a server that answers reads but takes no writes (a standby the pool still
             // points at after a failover, a database set read-only) is not a ledger the flow can use.
             for try await (count, readOnly) in try await client.query(
-                "SELECT COUNT(*), current_setting('transaction_read_only') FROM grants WHERE state = 'granted'",
-                logger: logger
+                """
+                SELECT COUNT(*), current_setting('transaction_read_only') FROM grants
+                WHERE \(unescaped: LedgerSchema.waitingForConsume)
+                """, logger: logger
             ).decode((Int64, String).self) {
                 guard readOnly == "off" else {
                     throw LedgerError(
@@ -192,11 +195,37 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
     public func oldestUnconsumedGrantedAt() async throws -> Date? {
         try await wrap {
             for try await oldest in try await client.query(
-                "SELECT MIN(granted_at_ms) FROM grants WHERE state = 'granted'", logger: logger
+                "SELECT MIN(granted_at_ms) FROM grants WHERE \(unescaped: LedgerSchema.waitingForConsume)",
+                logger: logger
             ).decode(Int64?.self) {
                 return oldest.map(Date.init(epochMilliseconds:))
             }
             return nil
+        }
+    }
+
+    public func countSetAside() async throws -> Int {
+        try await wrap {
+            for try await count in try await client.query(
+                "SELECT COUNT(*) FROM grants WHERE \(unescaped: LedgerSchema.setAside)", logger: logger
+            ).decode(Int64.self) {
+                return Int(count)
+            }
+            return 0
+        }
+    }
+
+    public func setAsideRevokedGrant(paymentSeq: String, at date: Date) async throws -> Bool {
+        try await wrap {
+            let rows = try await client.query(
+                """
+                UPDATE grants SET consume_set_aside_at_ms = \(date.epochMilliseconds)
+                WHERE payment_seq = \(paymentSeq) AND \(unescaped: LedgerSchema.waitingForConsume)
+                  AND (\(unescaped: LedgerSchema.revokedByStandingRefund))
+                RETURNING payment_seq
+                """, logger: logger)
+            for try await _ in rows.decode(String.self) { return true }
+            return false
         }
     }
 

@@ -58,7 +58,10 @@ extension SQLiteLedgerStore {
         try await read { db in
             let grantRow = try Row.fetchOne(
                 db.cachedStatement(
-                    sql: "SELECT \(LedgerSchema.grantColumns), duplicate_count FROM grants WHERE payment_seq = ?"),
+                    sql: """
+                        SELECT \(LedgerSchema.grantColumns), duplicate_count, consume_set_aside_at_ms FROM grants
+                        WHERE payment_seq = ?
+                        """),
                 arguments: [paymentSeq])
             let rejections = try Row.fetchAll(
                 db.cachedStatement(
@@ -107,7 +110,9 @@ extension SQLiteLedgerStore {
             }
             return PurchaseHistory(
                 paymentSeq: paymentSeq, grant: grantRow.map(Self.grant(from:)),
-                grantDuplicates: grantRow?["duplicate_count"] ?? 0, rejections: rejections, events: events,
+                grantDuplicates: grantRow?["duplicate_count"] ?? 0,
+                consumeSetAsideAt: (grantRow?["consume_set_aside_at_ms"] as Int64?).map(Date.init(epochMilliseconds:)),
+                rejections: rejections, events: events,
                 consumeAttempts: attempts, deadLetters: deadLetters, sighting: sighting)
         }
     }

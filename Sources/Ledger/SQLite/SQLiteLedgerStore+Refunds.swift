@@ -75,6 +75,10 @@ extension SQLiteLedgerStore {
                     [reversal.reversedBy, reversal.reversedAt?.epochMilliseconds, reversal.paymentSeq]
                         as [(any DatabaseValueConvertible)?] + (reversal.number > 1 ? [Int64(reversal.number)] : [])))
         }
+        if plan.resumesConsume, let paymentSeq = plan.paymentSeq {
+            try db.execute(
+                sql: "UPDATE grants SET consume_set_aside_at_ms = NULL WHERE payment_seq = ?", arguments: [paymentSeq])
+        }
         for settled in plan.settled {
             try db.execute(
                 sql: "UPDATE store_notifications SET outcome = ?, payment_seq = ? WHERE notification_id = ?",
@@ -113,14 +117,16 @@ extension SQLiteLedgerStore {
         try await write { db in
             try db.execute(
                 sql: """
-                    INSERT INTO refused_notifications (\(LedgerSchema.refusalColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, 1)
+                    INSERT INTO refused_notifications (\(LedgerSchema.refusalColumns), last_source)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)
                     ON CONFLICT (body_hash) DO UPDATE SET refused_count = refused_count + 1,
-                        last_received_at_ms = max(last_received_at_ms, excluded.last_received_at_ms)
+                        last_received_at_ms = max(last_received_at_ms, excluded.last_received_at_ms),
+                        last_source = coalesce(excluded.last_source, last_source)
                     """,
                 arguments: [
                     refusal.bodyHash, refusal.store?.rawValue, refusal.code, refusal.detail,
                     Int64(clamping: refusal.bodyBytes), refusal.firstReceivedAt.epochMilliseconds,
-                    refusal.lastReceivedAt.epochMilliseconds,
+                    refusal.lastReceivedAt.epochMilliseconds, refusal.source,
                 ])
         }
     }
@@ -130,7 +136,7 @@ extension SQLiteLedgerStore {
             try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
-                        SELECT \(LedgerSchema.refusalColumns) FROM refused_notifications
+                        SELECT \(LedgerSchema.refusalColumns), last_source FROM refused_notifications
                         ORDER BY last_received_at_ms DESC, body_hash LIMIT ?
                         """),
                 arguments: [max(0, limit)]
@@ -139,7 +145,8 @@ extension SQLiteLedgerStore {
                     bodyHash: $0["body_hash"], store: ($0["store"] as String?).flatMap(Store.init(rawValue:)),
                     code: $0["code"], detail: $0["detail"], bodyBytes: $0["body_bytes"],
                     firstReceivedAt: Date(epochMilliseconds: $0["first_received_at_ms"]),
-                    lastReceivedAt: Date(epochMilliseconds: $0["last_received_at_ms"]), count: $0["refused_count"])
+                    lastReceivedAt: Date(epochMilliseconds: $0["last_received_at_ms"]), count: $0["refused_count"],
+                    source: $0["last_source"])
             }
         }
     }

@@ -204,7 +204,7 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
                         UPDATE grants SET sweep_claimed_until_ms = ?
                         WHERE payment_seq IN (
                             SELECT payment_seq FROM grants
-                            WHERE state = 'granted' AND granted_at_ms < ?
+                            WHERE \(LedgerSchema.waitingForConsume) AND granted_at_ms < ?
                               AND (sweep_claimed_until_ms IS NULL OR sweep_claimed_until_ms < ? OR sweep_claimed_until_ms > ?)
                             ORDER BY granted_at_ms LIMIT ?)
                         RETURNING \(LedgerSchema.grantColumns)
@@ -287,14 +287,37 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
 
     public func countUnconsumed() async throws -> Int {
         try await read { db in
-            try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM grants WHERE state = 'granted'")) ?? 0
+            try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT COUNT(*) FROM grants WHERE \(LedgerSchema.waitingForConsume)")) ?? 0
+        }
+    }
+
+    public func countSetAside() async throws -> Int {
+        try await read { db in
+            try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT COUNT(*) FROM grants WHERE \(LedgerSchema.setAside)")) ?? 0
+        }
+    }
+
+    public func setAsideRevokedGrant(paymentSeq: String, at date: Date) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE grants SET consume_set_aside_at_ms = ?
+                    WHERE payment_seq = ? AND \(LedgerSchema.waitingForConsume) AND (\(LedgerSchema.revokedByStandingRefund))
+                    """,
+                arguments: [date.epochMilliseconds, paymentSeq])
+            return db.changesCount == 1
         }
     }
 
     public func oldestUnconsumedGrantedAt() async throws -> Date? {
         try await read { db in
-            try Int64.fetchOne(db.cachedStatement(sql: "SELECT MIN(granted_at_ms) FROM grants WHERE state = 'granted'"))
-                .map(Date.init(epochMilliseconds:))
+            try Int64.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT MIN(granted_at_ms) FROM grants WHERE \(LedgerSchema.waitingForConsume)")
+            )
+            .map(Date.init(epochMilliseconds:))
         }
     }
 

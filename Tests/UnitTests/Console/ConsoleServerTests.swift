@@ -189,6 +189,13 @@ struct ConsoleServerTests {
             let users = try #require(object["users"] as? [[String: Any]])
             #expect(users.first?["userId"] as? String == FakeReader.user && users.first?["reversed"] as? Int == 1)
             #expect((object["latest"] as? [[String: Any]])?.count == 2)
+            // Refused records: why and where each last came from, escaped; one an older version kept without it.
+            let refused = try #require(object["refused"] as? [[String: Any]])
+            #expect(refused.first?["source"] as? String == "store.notifications[2]@<i>41</i>")
+            #expect(refused.first?["count"] as? Int == 3 && refused.first?["code"] as? String == "signed_in_the_future")
+            #expect(html.contains("store.notifications[2]@&lt;i&gt;41&lt;/i&gt;"))
+            #expect(html.contains("&lt;b&gt;signed&lt;/b&gt; 10 minutes ahead"))
+            #expect(html.contains("not kept (an older version refused it)"))
 
             // The console's search finds a refund by its notification id, as `find` does.
             let found = try await request(client, base + "/search?q=n-pending")

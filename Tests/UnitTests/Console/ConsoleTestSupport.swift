@@ -198,6 +198,18 @@ struct FakeRefunds: RefundHistoryLedger {
         await wait()
         return [RefundingUser(userId: FakeReader.user, revocations: 3, reversed: 1, lastRecordedAt: Self.now)]
     }
+    func refusals(limit: Int) async throws -> [RefusedNotification] {
+        await wait()
+        return [
+            RefusedNotification(
+                bodyHash: String(repeating: "ab", count: 32), store: .apple, code: "signed_in_the_future",
+                detail: "<b>signed</b> 10 minutes ahead of this clock", bodyBytes: 4_000, firstReceivedAt: Self.now,
+                lastReceivedAt: Self.now, count: 3, source: "store.notifications[2]@<i>41</i>"),
+            RefusedNotification(
+                bodyHash: String(repeating: "cd", count: 32), store: nil, code: "not_json", detail: "not JSON",
+                bodyBytes: 3, firstReceivedAt: Self.now, lastReceivedAt: Self.now),
+        ]
+    }
 }
 
 /// A console served on a free loopback port while `body` runs.

@@ -423,8 +423,12 @@ struct AppleHistoryPollerTests {
         #expect(pass.refused == 3 && pass.notifications == 0)
         #expect(try await rig.ledger.revocation(paymentSeq: "730") == nil)
         #expect(rig.harness.publisher.records(on: "iap.item-revoked").isEmpty)
-        let codes = try await rig.ledger.refusals(limit: 10).map(\.code).sorted()
-        #expect(codes == ["other_application", "other_environment", "unverified"])
+        let refusals = try await rig.ledger.refusals(limit: 10)
+        #expect(refusals.map(\.code).sorted() == ["other_application", "other_environment", "unverified"])
+        // Where each came from: the history's type and window, to read it again.
+        for refusal in refusals {
+            #expect(refusal.source?.hasPrefix("apple history REFUND ") == true, "\(refusal.source ?? "-")")
+        }
         #expect(rig.harness.metrics.values.storeNotifications["apple/unknown/refused_unverified"] == 1)
     }
 

@@ -198,6 +198,11 @@ struct NotificationIntakeTests {
         for refusal in refusals {
             #expect(!refusal.detail.contains("secret-token"), "a refusal never keeps the token")
         }
+        // Where each came from, to read it again: the record the same body came last in.
+        let sources = Set(refusals.compactMap(\.source))
+        #expect(sources.count == 5, "\(sources)")
+        let repeated = try #require(refusals.first { $0.count == 2 })
+        #expect(repeated.source == "\(Self.partition.topic)[\(Self.partition.partition)]@\(hostile.count - 1)")
         let counted = rig.metrics.values.storeNotifications
         #expect(counted["google/unknown/refused_other_application"] == 2)
         #expect(counted["apple/unknown/refused_not_configured"] == 1)

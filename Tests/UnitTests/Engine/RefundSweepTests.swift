@@ -1,5 +1,6 @@
 import Foundation
 import Fulfilment
+import Gamebase
 import IAPTestSupport
 import Synchronization
 import Testing
@@ -124,6 +125,42 @@ struct RefundSweepTests {
         #expect(revocationIDs() == ["s5:item-revoked"])
         try await recorder.publishEvents(of: reversal)
         #expect(revocationIDs() == ["s5:item-revoked", "s5:refund-reversed"])
+    }
+
+    /// A grant a refund revoked, whose Consume Gamebase refuses for good (5000, a payment in an abnormal state), is set
+    /// aside after one refusal: the sweeper no longer retries it nor counts it as unconsumed (the alert on unconsumed
+    /// grants would otherwise fire for ever), counts it apart, and tries it again once the refund is reversed.
+    @Test func aRevokedGrantGamebaseWillNotConsumeIsSetAsideUntilItsRefundIsReversed() async throws {
+        let harness = EngineHarness(sweep: .init(grace: .zero))
+        try await harness.unfinishedGrant("s6")
+        try await harness.unfinishedGrant("s7")
+        _ = try await harness.services.refunds.record(
+            Self.google("r6", .refund, payment: "GPA.s6", at: harness.clock.now), channel: .googleRTDN)
+        harness.gamebase.failConsume(Array(repeating: FakeGamebase.error(.consumeFailed, api: "consume"), count: 100))
+        harness.clock.advance(by: .seconds(1))
+
+        let first = await harness.services.sweeper.sweepOnce()
+        #expect(first.setAside == 1, "the revoked grant")
+        #expect(first.stillPending == 1, "the other one, not revoked, is retried as before")
+        #expect(harness.metrics.values.setAsideGrants == 1)
+        #expect(harness.metrics.values.unconsumedGrants == 1)
+        let calls = harness.gamebase.consumeCalls
+        harness.clock.advance(by: .seconds(600))
+        let second = await harness.services.sweeper.sweepOnce()
+        #expect(second.setAside == 0 && second.stillPending == 1)
+        #expect(harness.gamebase.consumeCalls == calls + 1, "only the grant that is not revoked is tried again")
+        let history = try await harness.ledger.history(paymentSeq: "s6")
+        #expect(history.consumeSetAsideAt != nil)
+
+        // Reversed: the item is the player's again; Consume is tried again (and now taken).
+        harness.gamebase.failConsume([])
+        _ = try await harness.services.refunds.record(
+            Self.google("v6", .refundReversed, payment: "GPA.s6", at: harness.clock.now), channel: .googleRTDN)
+        harness.clock.advance(by: .seconds(600))
+        let third = await harness.services.sweeper.sweepOnce()
+        #expect(third.consumed == 2 && third.setAside == 0)
+        #expect(harness.metrics.values.setAsideGrants == 0)
+        #expect(try await harness.ledger.grant(paymentSeq: "s6")?.state == .consumed)
     }
 
     /// A Google notification of `payment`, `kind`, at `date`.

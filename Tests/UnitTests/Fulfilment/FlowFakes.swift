@@ -70,6 +70,10 @@ final class CrashingLedger: PurchaseLedger {
         try await base.recordDeadLetter(entry)
     }
 
+    func setAsideRevokedGrant(paymentSeq: String, at date: Date) async throws -> Bool {
+        try await base.setAsideRevokedGrant(paymentSeq: paymentSeq, at: date)
+    }
+
     func lookup(_ keys: [RejectionKey]) async throws -> [LedgerLookup] { try await base.lookup(keys) }
     func grant(paymentSeq: String) async throws -> GrantRecord? { try await base.grant(paymentSeq: paymentSeq) }
     func event(id: String) async throws -> OutboxEvent? { try await base.event(id: id) }

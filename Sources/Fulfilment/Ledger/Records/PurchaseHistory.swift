@@ -32,6 +32,8 @@ public struct PurchaseHistory: Sendable, Hashable {
     public var grant: GrantRecord?
     /// Messages that arrived again after the grant.
     public var grantDuplicates: Int
+    /// When the grant was set aside: revoked by a refund, and Gamebase refused its Consume for good.
+    public var consumeSetAsideAt: Date?
     public var rejections: [RejectionHistory]
     public var events: [EventSummary]
     /// Oldest first.
@@ -40,13 +42,15 @@ public struct PurchaseHistory: Sendable, Hashable {
     public var sighting: ReconciliationSightingRecord?
 
     public init(
-        paymentSeq: String?, grant: GrantRecord? = nil, grantDuplicates: Int = 0, rejections: [RejectionHistory] = [],
+        paymentSeq: String?, grant: GrantRecord? = nil, grantDuplicates: Int = 0, consumeSetAsideAt: Date? = nil,
+        rejections: [RejectionHistory] = [],
         events: [EventSummary] = [], consumeAttempts: [ConsumeAttempt] = [], deadLetters: [DeadLetterEntry] = [],
         sighting: ReconciliationSightingRecord? = nil
     ) {
         self.paymentSeq = paymentSeq
         self.grant = grant
         self.grantDuplicates = grantDuplicates
+        self.consumeSetAsideAt = consumeSetAsideAt
         self.rejections = rejections
         self.events = events
         self.consumeAttempts = consumeAttempts

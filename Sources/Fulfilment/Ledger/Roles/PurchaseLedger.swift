@@ -42,6 +42,12 @@ public protocol PurchaseLedger: Sendable {
 
     /// Records a dead letter published to the dead-letter topic.
     func recordDeadLetter(_ entry: DeadLetterEntry) async throws
+
+    /// Sets a `granted` grant aside when a refund revokes it as a whole and no reversal undid it: Gamebase refused its
+    /// Consume for good, so the sweeper stops retrying it and stops counting it as waiting (``SweepLedger``). `false`,
+    /// and nothing written, when the grant is not revoked so (or not `granted`, or set aside already). A reversal of
+    /// the refund takes it back (``RefundPlan/resumesConsume``).
+    func setAsideRevokedGrant(paymentSeq: String, at date: Date) async throws -> Bool
 }
 
 /// One purchase at a time: each a batch of one.

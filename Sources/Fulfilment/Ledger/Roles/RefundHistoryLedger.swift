@@ -25,6 +25,9 @@ public protocol RefundHistoryLedger: Sendable {
     /// The users whose grants were revoked at or after `since` (by when the worker recorded it): the most revocations
     /// first, then by userId; at most `limit`.
     func refundingUsers(since: Date, limit: Int) async throws -> [RefundingUser]
+
+    /// The refused records, latest first, at most `limit`: why, and where each last came from.
+    func refusals(limit: Int) async throws -> [RefusedNotification]
 }
 
 extension RefundHistoryLedger {

@@ -20,11 +20,9 @@ public protocol RefundLedger: RefundHistoryLedger {
     /// transaction under the lock, and carried out as when they arrived — at most `limit` of them; their recordings.
     func settlePendingRefunds(limit: Int, events: EventFactory, now: Date) async throws -> [RefundRecording]
 
-    /// Keeps a refused record: the first of its body inserted, a repeat counted (`count`, `lastReceivedAt`).
+    /// Keeps a refused record: the first of its body inserted, a repeat counted (`count`, `lastReceivedAt`), where it
+    /// came from (`source`) the latest place it was read.
     func recordRefusal(_ refusal: RefusedNotification) async throws
-
-    /// The refused records, latest first, at most `limit`.
-    func refusals(limit: Int) async throws -> [RefusedNotification]
 
     /// Takes (or renews) the lease of the named history position until `until`: the position, or `nil` while another
     /// owner's lease runs. A lease ending beyond ``LeaseEnd/latest(now:until:)`` has ended (a clock stepped back since).

@@ -5,7 +5,8 @@ import Foundation
 ///
 /// Every method throws ``LedgerError``.
 public protocol SweepLedger: Sendable {
-    /// Claims up to `limit` grants still `granted` since before `grantedBefore`, leasing them until `now + lease` so
+    /// Claims up to `limit` grants still waiting for Consume (`granted`, not set aside:
+    /// ``PurchaseLedger/setAsideRevokedGrant(paymentSeq:at:)``) since before `grantedBefore`, leasing them until `now + lease` so
     /// other workers' sweepers skip them. A lease that ends before `now`, or beyond ``LeaseEnd/latest(now:until:)``
     /// (taken by a clock that has since stepped back), has ended.
     func claimUnconsumedGrants(grantedBefore: Date, limit: Int, lease: Duration, now: Date) async throws
@@ -15,12 +16,16 @@ public protocol SweepLedger: Sendable {
     func claimUnpublishedEvents(createdBefore: Date, limit: Int, lease: Duration, now: Date) async throws
         -> [OutboxEvent]
 
-    /// Grants still waiting for Consume (cheap: a partial index); also the readiness probe of the ledger, so it fails
-    /// when the ledger cannot take writes (PostgreSQL read-only) even though it answers.
+    /// Grants still waiting for Consume, not counting those set aside (cheap: a partial index); also the readiness
+    /// probe of the ledger, so it fails when the ledger cannot take writes (PostgreSQL read-only) even though it
+    /// answers.
     func countUnconsumed() async throws -> Int
 
-    /// When the oldest grant still waiting for Consume was granted; `nil` when none waits.
+    /// When the oldest grant still waiting for Consume (not set aside) was granted; `nil` when none waits.
     func oldestUnconsumedGrantedAt() async throws -> Date?
+
+    /// Grants set aside: revoked by a refund, and Gamebase refused their Consume for good (a partial index).
+    func countSetAside() async throws -> Int
 }
 
 /// When a lease read from the ledger has ended, for every claim that leases rows (the sweeper's, a store history
