@@ -67,11 +67,11 @@ test: deps
 	    >.build/beside-build.log 2>&1 & beside=$$!; \
 	  $(SWIFT) build --build-tests --scratch-path "$(SWIFT_SCRATCH)" $(SWIFT_BUILD_FLAGS); built=$$?; \
 	  wait $$beside; ready=$$?; cat .build/beside-build.log; \
+	  if [ $$ready -eq 0 ] && [ $$built -eq 0 ]; then scripts/stage-tests.sh "$(SWIFT_SCRATCH)" || ready=1; fi; \
 	  if [ $$ready -ne 0 ] || [ $$built -ne 0 ]; then scripts/test-postgres.sh stop; exit 1; fi
-	@scripts/stage-tests.sh "$(SWIFT_SCRATCH)"
 	@rm -f .build/previous-executable .build/previous-executable.new; \
 	  echo "previous version: found in the build cache or built beside the tests, output in .build/previous-build.log"; \
-	  { SWIFT=$(SWIFT) SWIFT_SCRATCH="$(SWIFT_SCRATCH)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" nice -n 19 \
+	  { SWIFT=$(SWIFT) SWIFT_SCRATCH="$(SWIFT_SCRATCH)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" timeout 3600 nice -n 19 \
 	      scripts/build-previous.sh >.build/previous-executable.new 2>.build/previous-build.log || \
 	      : >.build/previous-executable.new; mv .build/previous-executable.new .build/previous-executable; } & previous=$$!; \
 	  echo "fuzz smoke: built and run beside the tests at the lowest priority, output in .build/fuzz-smoke.log"; \

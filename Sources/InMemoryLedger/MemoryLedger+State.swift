@@ -167,3 +167,10 @@ extension DeadLetterEntry {
         return entry
     }
 }
+
+extension MemoryLedger.State {
+    /// The grant of `key` is revoked as a whole by a refund no reversal undid (``RefundPlan``'s standing revocation).
+    func revokedByStandingRefund(_ key: BinaryText) -> Bool {
+        (revocations[key] ?? []).contains { !$0.isPartial && $0.reversedBy == nil }
+    }
+}

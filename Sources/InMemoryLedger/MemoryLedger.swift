@@ -127,12 +127,24 @@ extension MemoryLedger {
         state.withLock { $0.grants.values.count { $0.record.state == .granted && $0.consumeSetAsideAt != nil } }
     }
 
+    public func resumeSetAsideGrants() async throws -> Int {
+        state.withLock { state in
+            var resumed = 0
+            for (key, row) in state.grants where row.record.state == .granted && row.consumeSetAsideAt != nil {
+                guard !state.revokedByStandingRefund(key) else { continue }
+                state.grants[key]?.consumeSetAsideAt = nil
+                resumed += 1
+            }
+            return resumed
+        }
+    }
+
     public func setAsideRevokedGrant(paymentSeq: String, at date: Date) async throws -> Bool {
         let key = BinaryText(paymentSeq)
         return state.withLock { state in
-            guard let row = state.grants[key], row.waitsForConsume,
-                (state.revocations[key] ?? []).contains(where: { !$0.isPartial && $0.reversedBy == nil })
-            else { return false }
+            guard let row = state.grants[key], row.waitsForConsume, state.revokedByStandingRefund(key) else {
+                return false
+            }
             state.grants[key]?.consumeSetAsideAt = date
             return true
         }

@@ -158,7 +158,10 @@ package enum LedgerSchema {
                 indexes: [
                     LedgerIndex(
                         "grants_consume_set_aside",
-                        on: "grants (granted_at_ms) WHERE consume_set_aside_at_ms IS NOT NULL")
+                        on: "grants (granted_at_ms) WHERE consume_set_aside_at_ms IS NOT NULL"),
+                    // The sweeper's claim, count and oldest read past no set-aside grant (grants_unconsumed, which
+                    // holds them too, stays for older instances).
+                    LedgerIndex("grants_waiting_for_consume", on: "grants (granted_at_ms) WHERE \(waitingForConsume)"),
                 ]),
         ]
     }

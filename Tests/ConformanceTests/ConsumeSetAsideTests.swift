@@ -83,4 +83,58 @@ struct ConsumeSetAsideTests {
             #expect(try await store.countUnconsumed() == 0)
         }
     }
+
+    /// A reversal recorded by an instance of a version before set-asides (or committed while another instance was
+    /// setting the grant aside) leaves the grant set aside: the sweeper's backstop takes back every set-aside grant
+    /// whose refund no longer stands, and only those.
+    @Test(arguments: LedgerBackend.sql)
+    func theSweepTakesBackASetAsideGrantWhoseRefundAnOlderInstanceReversed(backend: LedgerBackend) async throws {
+        let url = try await TestDatabases.freshLedgerURL(backend)
+        try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { store in
+            for seq in ["reversed", "still"] {
+                _ = try await store.insertGrant(
+                    T.grant(seq, at: Self.granted), event: T.event("\(seq):item-granted", seq: seq, at: Self.granted))
+                _ = try await store.record(
+                    R.notification("refund-\(seq)", paymentId: "GPA.\(seq)"), events: R.events, now: R.now)
+                #expect(try await store.setAsideRevokedGrant(paymentSeq: seq, at: Self.setAsideAt))
+            }
+            #expect(try await store.resumeSetAsideGrants() == 0, "both refunds stand")
+        }
+        // The older version's reversal: the revocation marked reversed, nothing else.
+        try await R.execute(
+            "UPDATE revocations SET reversed_by = 'old-reversal', reversed_at_ms = 1 WHERE payment_seq = 'reversed'",
+            on: url, backend: backend)
+        try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { store async throws in
+            #expect(try await store.countSetAside() == 2)
+            #expect(try await store.resumeSetAsideGrants() == 1)
+            #expect(try await store.resumeSetAsideGrants() == 0, "once")
+            #expect(try await store.countSetAside() == 1)
+            #expect(try await Self.claimable(store, minute: 1) == ["reversed"])
+            #expect(try await store.history(paymentSeq: "still").consumeSetAsideAt == Self.setAsideAt)
+        }
+    }
+
+    /// The new version's `find` and `check-config` read a ledger not migrated to 009 yet (no set-aside column): the
+    /// history without a set-aside, and the count of grants waiting said as "not migrated", never a query error.
+    @Test(arguments: LedgerBackend.sql)
+    func aLedgerNotMigratedToTheSetAsideIsReadAsOneWithoutAny(backend: LedgerBackend) async throws {
+        let url = try await TestDatabases.freshLedgerURL(backend)
+        try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger) { store in
+            _ = try await store.insertGrant(
+                T.grant("old", at: Self.granted), event: T.event("old:item-granted", seq: "old", at: Self.granted))
+        }
+        try await R.execute("DROP INDEX grants_consume_set_aside", on: url, backend: backend)
+        try await R.execute("DROP INDEX grants_waiting_for_consume", on: url, backend: backend)
+        try await R.execute("ALTER TABLE grants DROP COLUMN consume_set_aside_at_ms", on: url, backend: backend)
+        try await LedgerStores.withStore(url: url, logger: TestDatabases.quietLogger, migrate: false) {
+            store async throws in
+            let history = try await store.history(paymentSeq: "old")
+            #expect(history.grant?.paymentSeq == "old" && history.consumeSetAsideAt == nil)
+            await #expect {
+                _ = try await store.countUnconsumed()
+            } throws: { error in
+                (error as? LedgerError)?.code == .missingTable
+            }
+        }
+    }
 }

@@ -66,4 +66,5 @@ public final class CountingLedger: PurchaseLedger, SweepLedger, LedgerProbe {
     }
     public func oldestUnconsumedGrantedAt() async throws -> Date? { try await sweep.oldestUnconsumedGrantedAt() }
     public func countSetAside() async throws -> Int { try await sweep.countSetAside() }
+    public func resumeSetAsideGrants() async throws -> Int { try await sweep.resumeSetAsideGrants() }
 }

@@ -18,8 +18,8 @@ struct MixedVersionProcessTests {
         if let path = ProcessInfo.processInfo.environment["IAP_WORKER_PREVIOUS_BIN"] {
             guard !path.isEmpty else {
                 throw ProcessTestError(
-                    "scripts/build-previous.sh could not build the previous version (its output is above the tests; a "
-                        + "shallow clone needs git fetch --unshallow)")
+                    "scripts/build-previous.sh could not build the previous version (its output: .build/previous-build.log, "
+                        + "shown after the tests by make test; a shallow clone needs git fetch --unshallow)")
             }
             return path
         }

@@ -141,7 +141,8 @@ public final class WorkerMetrics: EngineMetrics {
             buckets: Self.latencyBuckets)
         inFlight = registry.makeGauge(descriptor: Self.describe(Name.inFlight, "Purchases being processed"))
         unconsumedGrants = registry.makeGauge(
-            descriptor: Self.describe(Name.unconsumedGrants, "Granted purchases not yet consumed at Gamebase"))
+            descriptor: Self.describe(
+                Name.unconsumedGrants, "Granted purchases waiting for Consume at Gamebase (set-aside grants apart)"))
         setAsideGrants = registry.makeGauge(
             descriptor: Self.describe(
                 Name.setAsideGrants,

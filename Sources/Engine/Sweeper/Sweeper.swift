@@ -51,6 +51,8 @@ public struct Sweeper: Service {
         public var stillPending = 0
         /// Grants a refund revoked whose Consume Gamebase refused for good: set aside, not claimed again.
         public var setAside = 0
+        /// Set-aside grants whose refund no longer stands, waiting for Consume again.
+        public var resumed = 0
         /// Events left for the next pass because their topic refused one of them.
         public var unpublishable = 0
         /// Refunds found pending beside a grant of their payment, and settled.
@@ -102,6 +104,9 @@ public struct Sweeper: Service {
                         metrics.countRevocation(store: revocation.store.rawValue, reason: revocation.reason)
                     }
                 }.count
+            }
+            result.resumed = try await deadline.run("resume set-aside grants") {
+                try await ledger.resumeSetAsideGrants()
             }
             if gamebaseMonitor.allowsCalls {
                 // Read again: publishing above can take a producer's whole delivery timeout.

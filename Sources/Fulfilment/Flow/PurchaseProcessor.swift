@@ -179,8 +179,9 @@ public struct PurchaseProcessor: Sendable {
             // purchase. Should the worker die in between, the sweeper re-sends it under the same id.
             try await publisher.publish(OutboundRecord(event))
             switch try await consume(grant, publishedEventID: event.id, gate: gate) {
-            case .done, .setAside: return .granted(paymentSeq: grant.paymentSeq, consumePending: false)
-            case .pending: return .granted(paymentSeq: grant.paymentSeq, consumePending: true)
+            case .done: return .granted(paymentSeq: grant.paymentSeq, consumePending: false)
+            // Set aside (a refund revoked it before its Consume): not consumed, and not to be reported so.
+            case .pending, .setAside: return .granted(paymentSeq: grant.paymentSeq, consumePending: true)
             case .stop(let error): return .stop(error, durable: true)
             }
         }

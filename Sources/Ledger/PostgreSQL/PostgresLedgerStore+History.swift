@@ -78,16 +78,23 @@ extension PostgresLedgerStore {
         try await wrap {
             var history = PurchaseHistory(paymentSeq: paymentSeq)
             for try await row in try await client.query(
-                """
-                SELECT \(unescaped: LedgerSchema.grantColumns), duplicate_count, consume_set_aside_at_ms FROM grants
-                WHERE payment_seq = \(paymentSeq)
-                """, logger: logger)
+                "SELECT \(unescaped: LedgerSchema.grantColumns), duplicate_count FROM grants WHERE payment_seq = \(paymentSeq)",
+                logger: logger)
             {
                 history.grant = try Self.grant(from: row)
-                let columns = row.makeRandomAccess()
-                history.grantDuplicates = Int(try columns["duplicate_count"].decode(Int32.self))
-                history.consumeSetAsideAt = try columns["consume_set_aside_at_ms"].decode(Int64?.self)
-                    .map(Date.init(epochMilliseconds:))
+                history.grantDuplicates = Int(try row.makeRandomAccess()["duplicate_count"].decode(Int32.self))
+            }
+            if history.grant != nil {
+                // `nil` too on a ledger not migrated to 009 yet (`find` migrates nothing).
+                do {
+                    for try await setAside in try await client.query(
+                        "SELECT consume_set_aside_at_ms FROM grants WHERE payment_seq = \(paymentSeq)", logger: logger
+                    ).decode(Int64?.self) {
+                        history.consumeSetAsideAt = setAside.map(Date.init(epochMilliseconds:))
+                    }
+                } catch  where Self.sqlState(of: error) == "42703" {
+                    history.consumeSetAsideAt = nil
+                }
             }
             for try await row in try await client.query(
                 """

@@ -215,6 +215,20 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
         }
     }
 
+    public func resumeSetAsideGrants() async throws -> Int {
+        try await wrap {
+            let rows = try await client.query(
+                """
+                UPDATE grants SET consume_set_aside_at_ms = NULL
+                WHERE \(unescaped: LedgerSchema.setAside) AND NOT (\(unescaped: LedgerSchema.revokedByStandingRefund))
+                RETURNING payment_seq
+                """, logger: logger)
+            var resumed = 0
+            for try await _ in rows.decode(String.self) { resumed += 1 }
+            return resumed
+        }
+    }
+
     public func setAsideRevokedGrant(paymentSeq: String, at date: Date) async throws -> Bool {
         try await wrap {
             let rows = try await client.query(
@@ -270,8 +284,8 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
         if let condition = storageCondition(sqlState: state) {
             return LedgerError(code: .unwritable, message: "\(condition); PostgreSQL: \(describe(error))")
         }
-        // 42P01 undefined_table, 42883 undefined_function: a ledger an older version migrated.
-        let missing = ["42P01", "42883"].contains(state)
+        // 42P01 undefined_table, 42883 undefined_function, 42703 undefined_column: a ledger an older version migrated.
+        let missing = ["42P01", "42883", "42703"].contains(state)
         return LedgerError(code: missing ? .missingTable : .query, message: "PostgreSQL: \(describe(error))")
     }
 

@@ -58,10 +58,7 @@ extension SQLiteLedgerStore {
         try await read { db in
             let grantRow = try Row.fetchOne(
                 db.cachedStatement(
-                    sql: """
-                        SELECT \(LedgerSchema.grantColumns), duplicate_count, consume_set_aside_at_ms FROM grants
-                        WHERE payment_seq = ?
-                        """),
+                    sql: "SELECT \(LedgerSchema.grantColumns), duplicate_count FROM grants WHERE payment_seq = ?"),
                 arguments: [paymentSeq])
             let rejections = try Row.fetchAll(
                 db.cachedStatement(
@@ -111,9 +108,21 @@ extension SQLiteLedgerStore {
             return PurchaseHistory(
                 paymentSeq: paymentSeq, grant: grantRow.map(Self.grant(from:)),
                 grantDuplicates: grantRow?["duplicate_count"] ?? 0,
-                consumeSetAsideAt: (grantRow?["consume_set_aside_at_ms"] as Int64?).map(Date.init(epochMilliseconds:)),
+                consumeSetAsideAt: try grantRow.flatMap { _ in try Self.setAsideAt(paymentSeq, db) },
                 rejections: rejections, events: events,
                 consumeAttempts: attempts, deadLetters: deadLetters, sighting: sighting)
+        }
+    }
+
+    /// When the grant was set aside; `nil` too on a ledger not migrated to 009 yet (`find` migrates nothing).
+    static func setAsideAt(_ paymentSeq: String, _ db: Database) throws -> Date? {
+        do {
+            return try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT consume_set_aside_at_ms FROM grants WHERE payment_seq = ?"),
+                arguments: [paymentSeq]
+            ).map(Date.init(epochMilliseconds:))
+        } catch let error as DatabaseError where error.message?.hasPrefix("no such column") == true {
+            return nil
         }
     }
 

@@ -299,6 +299,17 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
         }
     }
 
+    public func resumeSetAsideGrants() async throws -> Int {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE grants SET consume_set_aside_at_ms = NULL
+                    WHERE \(LedgerSchema.setAside) AND NOT (\(LedgerSchema.revokedByStandingRefund))
+                    """)
+            return db.changesCount
+        }
+    }
+
     public func setAsideRevokedGrant(paymentSeq: String, at date: Date) async throws -> Bool {
         try await write { db in
             try db.execute(
@@ -346,7 +357,9 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
         if let condition = Self.storageCondition(error.resultCode) {
             return LedgerError(code: .unwritable, message: "\(condition) (\(path)); SQLite: \(Self.describe(error))")
         }
-        if error.resultCode == .SQLITE_ERROR, error.message?.hasPrefix("no such table") == true {
+        if error.resultCode == .SQLITE_ERROR,
+            error.message?.hasPrefix("no such table") == true || error.message?.hasPrefix("no such column") == true
+        {
             return LedgerError(code: .missingTable, message: "SQLite: \(Self.describe(error))")
         }
         return LedgerError(code: .query, message: "SQLite: \(Self.describe(error))")

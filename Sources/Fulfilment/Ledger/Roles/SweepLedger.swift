@@ -26,6 +26,12 @@ public protocol SweepLedger: Sendable {
 
     /// Grants set aside: revoked by a refund, and Gamebase refused their Consume for good (a partial index).
     func countSetAside() async throws -> Int
+
+    /// Grants set aside whose refund no longer stands wait for Consume again; answers how many. A reversal takes its
+    /// grant back as it is recorded (``RefundPlan/resumesConsume``); this is the backstop for one that could not: a
+    /// reversal recorded by an instance of a version before set-asides, or committed while another instance was setting
+    /// the grant aside.
+    func resumeSetAsideGrants() async throws -> Int
 }
 
 /// When a lease read from the ledger has ended, for every claim that leases rows (the sweeper's, a store history
