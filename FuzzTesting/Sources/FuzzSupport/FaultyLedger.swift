@@ -102,4 +102,10 @@ public final class FaultyLedger: PurchaseLedger {
     public func recordDeadLetter(_ entry: DeadLetterEntry) async throws {
         try await memory.recordDeadLetter(entry)
     }
+
+    /// A write like the others: it can fail before it applies.
+    public func setAsideRevokedGrant(paymentSeq: String, at date: Date) async throws -> Bool {
+        if failsNow() { throw InjectedFailure() }
+        return try await memory.setAsideRevokedGrant(paymentSeq: paymentSeq, at: date)
+    }
 }
