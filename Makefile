@@ -71,9 +71,11 @@ test: deps
 	  if [ $$ready -ne 0 ] || [ $$built -ne 0 ]; then scripts/test-postgres.sh stop; exit 1; fi
 	@rm -f .build/previous-executable .build/previous-executable.new; \
 	  echo "previous version: found in the build cache or built beside the tests, output in .build/previous-build.log"; \
-	  { SWIFT=$(SWIFT) SWIFT_SCRATCH="$(SWIFT_SCRATCH)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" timeout 3600 nice -n 19 \
+	  { SWIFT=$(SWIFT) SWIFT_SCRATCH="$(SWIFT_SCRATCH)" SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" timeout --foreground -k 60 3600 nice -n 19 \
 	      scripts/build-previous.sh >.build/previous-executable.new 2>.build/previous-build.log || \
-	      : >.build/previous-executable.new; mv .build/previous-executable.new .build/previous-executable; } & previous=$$!; \
+	      { echo "scripts/build-previous.sh exited with status $$? (124: still building after an hour)" \
+	        >>.build/previous-build.log; : >.build/previous-executable.new; }; \
+	      mv .build/previous-executable.new .build/previous-executable; } & previous=$$!; \
 	  echo "fuzz smoke: built and run beside the tests at the lowest priority, output in .build/fuzz-smoke.log"; \
 	  SWIFT=$(SWIFT) nice -n 19 scripts/fuzz.sh smoke >.build/fuzz-smoke.log 2>&1 & fuzz=$$!; \
 	  url=$$(scripts/test-postgres.sh start) && ca=$$(scripts/test-postgres.sh ca) && echo "IAP_TEST_POSTGRES_CA=$$ca" && \
@@ -81,7 +83,7 @@ test: deps
 	  IAP_TEST_POSTGRES_URL="$$url" IAP_TEST_POSTGRES_CA="$$ca" SWIFT=$(SWIFT) scripts/test-lanes.py all; status=$$?; \
 	  scripts/test-postgres.sh stop; \
 	  wait $$previous; if [ -s .build/previous-executable ]; then echo "previous version: $$(cat .build/previous-executable)"; \
-	  else tail -40 .build/previous-build.log; echo "previous version: scripts/build-previous.sh failed (a shallow clone? git fetch --unshallow)"; fi; \
+	  else tail -40 .build/previous-build.log; echo "previous version: not built (above; a shallow clone? git fetch --unshallow)"; fi; \
 	  if wait $$fuzz; then grep '^fuzz smoke' .build/fuzz-smoke.log; echo "fuzz smoke: ok"; \
 	  else tail -60 .build/fuzz-smoke.log; echo "fuzz smoke: FAILED (.build/fuzz-smoke.log)"; status=1; fi; \
 	  cat .build/test-lanes/closing-line 2>/dev/null || echo "test-lanes: 0 passed, 1 failed (the lanes did not run to their end)"; \

@@ -175,12 +175,18 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
         try await wrap {
             // The probe of the ledger: a server that answers reads but takes no writes (a standby the pool still
             // points at after a failover, a database set read-only) is not a ledger the flow can use.
-            for try await (count, readOnly) in try await client.query(
-                """
-                SELECT COUNT(*), current_setting('transaction_read_only') FROM grants
-                WHERE \(unescaped: LedgerSchema.waitingForConsume)
-                """, logger: logger
-            ).decode((Int64, String).self) {
+            let rows: PostgresRowSequence
+            do {
+                rows = try await client.query(
+                    """
+                    SELECT COUNT(*), current_setting('transaction_read_only') FROM grants
+                    WHERE \(unescaped: LedgerSchema.waitingForConsume)
+                    """, logger: logger)
+            } catch  where Self.sqlState(of: error) == "42703" {
+                // A ledger not migrated to 009 yet (`check-config` migrates nothing).
+                throw LedgerError(code: .missingTable, message: "PostgreSQL: \(Self.describe(error))")
+            }
+            for try await (count, readOnly) in rows.decode((Int64, String).self) {
                 guard readOnly == "off" else {
                     throw LedgerError(
                         code: .unwritable,
@@ -284,8 +290,8 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
         if let condition = storageCondition(sqlState: state) {
             return LedgerError(code: .unwritable, message: "\(condition); PostgreSQL: \(describe(error))")
         }
-        // 42P01 undefined_table, 42883 undefined_function, 42703 undefined_column: a ledger an older version migrated.
-        let missing = ["42P01", "42883", "42703"].contains(state)
+        // 42P01 undefined_table, 42883 undefined_function: a ledger an older version migrated.
+        let missing = ["42P01", "42883"].contains(state)
         return LedgerError(code: missing ? .missingTable : .query, message: "PostgreSQL: \(describe(error))")
     }
 

@@ -287,8 +287,13 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
 
     public func countUnconsumed() async throws -> Int {
         try await read { db in
-            try Int.fetchOne(
-                db.cachedStatement(sql: "SELECT COUNT(*) FROM grants WHERE \(LedgerSchema.waitingForConsume)")) ?? 0
+            do {
+                return try Int.fetchOne(
+                    db.cachedStatement(sql: "SELECT COUNT(*) FROM grants WHERE \(LedgerSchema.waitingForConsume)")) ?? 0
+            } catch let error as DatabaseError where error.message?.hasPrefix("no such column") == true {
+                // A ledger not migrated to 009 yet (`check-config` migrates nothing).
+                throw LedgerError(code: .missingTable, message: "SQLite: \(Self.describe(error))")
+            }
         }
     }
 
@@ -357,9 +362,7 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
         if let condition = Self.storageCondition(error.resultCode) {
             return LedgerError(code: .unwritable, message: "\(condition) (\(path)); SQLite: \(Self.describe(error))")
         }
-        if error.resultCode == .SQLITE_ERROR,
-            error.message?.hasPrefix("no such table") == true || error.message?.hasPrefix("no such column") == true
-        {
+        if error.resultCode == .SQLITE_ERROR, error.message?.hasPrefix("no such table") == true {
             return LedgerError(code: .missingTable, message: "SQLite: \(Self.describe(error))")
         }
         return LedgerError(code: .query, message: "SQLite: \(Self.describe(error))")
