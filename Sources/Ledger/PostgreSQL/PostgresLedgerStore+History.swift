@@ -92,7 +92,7 @@ extension PostgresLedgerStore {
                     ).decode(Int64?.self) {
                         history.consumeSetAsideAt = setAside.map(Date.init(epochMilliseconds:))
                     }
-                } catch  where Self.sqlState(of: error) == "42703" {
+                } catch  where Self.namesAMissingColumn(error) {
                     history.consumeSetAsideAt = nil
                 }
             }

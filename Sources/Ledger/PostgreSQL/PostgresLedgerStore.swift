@@ -182,7 +182,7 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
                     SELECT COUNT(*), current_setting('transaction_read_only') FROM grants
                     WHERE \(unescaped: LedgerSchema.waitingForConsume)
                     """, logger: logger)
-            } catch  where Self.sqlState(of: error) == "42703" {
+            } catch  where Self.namesAMissingColumn(error) {
                 // A ledger not migrated to 009 yet (`check-config` migrates nothing).
                 throw LedgerError(code: .missingTable, message: "PostgreSQL: \(Self.describe(error))")
             }
@@ -293,6 +293,12 @@ public final class PostgresLedgerStore: SQLLedgerStore, Service {
         // 42P01 undefined_table, 42883 undefined_function: a ledger an older version migrated.
         let missing = ["42P01", "42883"].contains(state)
         return LedgerError(code: missing ? .missingTable : .query, message: "PostgreSQL: \(describe(error))")
+    }
+
+    /// 42703 undefined_column: a column a newer migration adds (009's set-aside), read by a tool that migrates nothing
+    /// (`find`, `check-config`) before the worker migrated the ledger.
+    static func namesAMissingColumn(_ error: any Error) -> Bool {
+        sqlState(of: error) == "42703"
     }
 
     /// What a SQLSTATE says of the server's ability to write, `nil` for a statement's own failure.

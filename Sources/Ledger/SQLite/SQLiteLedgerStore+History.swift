@@ -121,7 +121,7 @@ extension SQLiteLedgerStore {
                 db.cachedStatement(sql: "SELECT consume_set_aside_at_ms FROM grants WHERE payment_seq = ?"),
                 arguments: [paymentSeq]
             ).map(Date.init(epochMilliseconds:))
-        } catch let error as DatabaseError where error.message?.hasPrefix("no such column") == true {
+        } catch let error as DatabaseError where Self.namesAMissingColumn(error) {
             return nil
         }
     }

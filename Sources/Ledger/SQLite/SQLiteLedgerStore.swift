@@ -290,7 +290,7 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
             do {
                 return try Int.fetchOne(
                     db.cachedStatement(sql: "SELECT COUNT(*) FROM grants WHERE \(LedgerSchema.waitingForConsume)")) ?? 0
-            } catch let error as DatabaseError where error.message?.hasPrefix("no such column") == true {
+            } catch let error as DatabaseError where Self.namesAMissingColumn(error) {
                 // A ledger not migrated to 009 yet (`check-config` migrates nothing).
                 throw LedgerError(code: .missingTable, message: "SQLite: \(Self.describe(error))")
             }
@@ -366,6 +366,12 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
             return LedgerError(code: .missingTable, message: "SQLite: \(Self.describe(error))")
         }
         return LedgerError(code: .query, message: "SQLite: \(Self.describe(error))")
+    }
+
+    /// A statement naming a column the ledger does not have yet: one a newer migration adds (009's set-aside), read
+    /// by a tool that migrates nothing (`find`, `check-config`) before the worker migrated the ledger.
+    static func namesAMissingColumn(_ error: DatabaseError) -> Bool {
+        error.resultCode == .SQLITE_ERROR && error.message?.hasPrefix("no such column") == true
     }
 
     /// What a primary result code says of the storage, `nil` for a statement's own failure. SQLITE_IOERR covers its
