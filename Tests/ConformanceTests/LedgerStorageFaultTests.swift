@@ -81,9 +81,10 @@ struct LedgerStorageFaultTests {
     }
 
     /// The ledger's file gone from its path (a volume detached), then another ledger there, then an older copy of
-    /// its own, then a whole copy: the store waits without creating a file in the empty place, refuses the other
-    /// ledger and the copy that lacks its last grant, and opens the whole copy — with every row it had.
-    @Test func aSQLiteLedgerWhoseFileIsGoneWaitsRefusesOthersAndOpensAWholeCopyOfItself() async throws {
+    /// its own, then its own file again: the store waits without creating a file in the empty place, refuses the
+    /// other ledger, and opens each copy of itself with every row it had — the rows a copy lacks (commits a failed
+    /// volume lost, or all since an older copy) copied from the file it had open.
+    @Test func aSQLiteLedgerWhoseFileIsGoneWaitsRefusesOthersAndOpensItsOwnCopiesWhole() async throws {
         let folder = NSTemporaryDirectory() + "reopen-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -120,18 +121,28 @@ struct LedgerStorageFaultTests {
         try await other.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
         try place(folder + "/other.sqlite")
         await #expect(throws: LedgerError.self) { try await store.probeWrite() }
-        // A copy of this ledger taken before its last grant: refused too (opening it would lose that grant).
+        // A copy of this ledger taken before its last grant (as a volume that lost its last commits leaves it):
+        // opened, with the grant and its event copied from the file that was open.
         try place(older)
-        await #expect(throws: LedgerError.self) { try await store.probeWrite() }
-
-        // A whole copy (another inode): opened again, with its rows.
-        try place(folder + "/detached", wal: folder + "/detached-wal")
         try await store.probeWrite()
         #expect(store.storageShortfall() == nil)
         #expect(try await store.grant(paymentSeq: "kept") != nil, "the ledger opened again is this one")
-        #expect(try await store.grant(paymentSeq: "later") != nil, "with its last grant")
+        #expect(try await store.grant(paymentSeq: "later") != nil, "with the grant the copy lacked")
+        let events = try await store.pool.read { db in
+            try String.fetchAll(db, sql: "SELECT id FROM outbox ORDER BY id")
+        }
+        #expect(events == ["kept:item-granted", "later:item-granted"])
         try await grant("after")
-        #expect(try await store.grant(paymentSeq: "after") != nil)
+
+        // The file detached at first, its volume back: it lacks "after", which is copied to it in turn.
+        try place(folder + "/detached", wal: folder + "/detached-wal")
+        try await store.probeWrite()
+        #expect(store.storageShortfall() == nil)
+        for seq in ["kept", "later", "after"] {
+            #expect(try await store.grant(paymentSeq: seq) != nil, "\(seq) is in the file opened again")
+        }
+        try await grant("last")
+        #expect(try await store.grant(paymentSeq: "last") != nil)
     }
 
     /// A commit is durable against the machine's crash, not only the process's: the writer syncs the log at each

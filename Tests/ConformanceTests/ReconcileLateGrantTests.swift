@@ -153,49 +153,6 @@ struct ReconcileLateGrantTests {
         }
     }
 
-    /// While a transaction is left open, more grants written than one refresh reads in its budget are all read over
-    /// the next refreshes, the newest included: each goes on from where the last got to. (A position held below the
-    /// open transaction made every refresh start again there, and the newest grants were never reached.)
-    @Test func grantsBeyondARefreshsBudgetAreReachedWhileATransactionIsLeftOpen() async throws {
-        let server = try PostgresTestServer.current()
-        let database = try await server.createDatabase()
-        let other = try await server.createDatabase()
-        let since = Date().addingTimeInterval(-72 * 3_600)
-        let rows = 300_000
-        try await LedgerStores.withStore(url: server.url(database: database), logger: Self.logger) { store in
-            #expect(try await store.refreshReconciliationUsers(activeSince: since))
-            try await server.withConnection(to: other) { open in
-                try await open.query("BEGIN", logger: Self.logger)
-                _ = try await Self.currentTransaction(open)
-                try await server.withConnection(to: database) { connection in
-                    let start = Date().addingTimeInterval(-600).epochMilliseconds
-                    // A busy ledger: many transactions of 1,000 grants (four per user).
-                    for batch in stride(from: 0, to: rows, by: 1_000) {
-                        try await connection.query(
-                            """
-                            INSERT INTO grants (payment_seq, user_id, gamebase_product_id, purchase_token,
-                                is_test_purchase, state, granted_at_ms)
-                            SELECT 'b' || i, 'bu-' || (i / 4), 'gems', 'tok' || i, false, 'consumed', \(start) + i / 1000
-                            FROM generate_series(\(batch), \(batch + 999)) AS i
-                            """, logger: Self.logger)
-                    }
-                    try await Self.insertGrant(connection, "newest", user: "u-newest", at: Date())
-                    var caughtUp = false
-                    for _ in 0..<10 where !caughtUp {
-                        caughtUp = try await store.refreshReconciliationUsers(activeSince: since)
-                    }
-                    #expect(caughtUp, "every refresh starts again below the open transaction")
-                    let due = Set(
-                        try await store.reconciliationUsers(activeSince: since, dueAt: Date(), limit: 1_000_000))
-                    let newestDue = due.contains("u-newest")
-                    #expect(newestDue, "a grant committed before the refreshes is out of their reach")
-                    #expect(due.count == rows / 4 + 1)
-                }
-                try await open.query("ROLLBACK", logger: Self.logger)
-            }
-        }
-    }
-
     /// Never more pending transactions stored than the limit: past it the stored position moves back to the first one
     /// not kept, so what the others wrote is read again by the scan from there.
     @Test func pendingTransactionsPastTheLimitMoveTheStoredPositionBack() {

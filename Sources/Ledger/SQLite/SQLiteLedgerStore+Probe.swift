@@ -112,47 +112,53 @@ extension SQLiteLedgerStore {
         )
     }
 
-    /// Opens the file at `path` again and uses it from now on, if it is this ledger, whole: its `ledger_identity`
-    /// mark the one ``migrate()`` read, and at least every grant the open file holds, when that can still be read (a
-    /// copy taken before the last grants is not this ledger any more). Returns why it was opened again; `nil` when
-    /// nothing changed because the file there is not this ledger, cannot be opened (a volume not mounted yet: never a
-    /// new file created in the empty mount point), or this ledger's identity was never recorded (a start on a disk
-    /// too full to write it: only a restart opens the file again then).
+    /// Opens the file at `path` again and uses it from now on, if it is this ledger: its `ledger_identity` mark the one
+    /// ``migrate()`` read, at the same schema migrations. Returns why it was opened again; `nil` when nothing changed
+    /// because the file there is not this ledger, cannot be opened (a volume not mounted yet: never a new file created
+    /// in the empty mount point), or this ledger's identity was never recorded (a start on a disk too full to write it:
+    /// only a restart opens the file again then).
+    ///
+    /// A file system that aborts on a disk error can lose its last commits although their syncs succeeded (ext4's
+    /// journal, aborted under load, drops its last transaction: seen in about one failure in four). The rows the
+    /// open file holds past the new one's — those commits, or all since the copy when an older copy of this ledger was
+    /// put there — are copied across first, read from the open file (its descriptors still read the failed volume).
+    /// What a lost commit changed in rows already there (a grant consumed, an event published) the worker does again:
+    /// the sweeper calls Consume again and publishes the event again under its id.
     func reopen() -> String? {
         guard FileIdentity(of: path) != nil, let expected = identityMark.withLock({ $0 }) else { return nil }
         let candidate: OpenedFile
         do { candidate = try OpenedFile(path: path) } catch { return nil }
-        // Through the writer: the one connection a pool keeps for good. A reader may be opened afresh, by the path,
-        // which leads to the candidate now.
-        let lastGrant = { (pool: DatabasePool) in
-            try? pool.writeWithoutTransaction { db in try Int64.fetchOne(db, sql: "SELECT MAX(rowid) FROM grants") ?? 0
-            }
-        }
-        let found: Int64?
+        let current = opened.withLock { $0.pool }
+        let recovered: [String: Int]
         do {
-            found = try candidate.pool.read { db in
+            let found = try candidate.pool.read { db in
                 try Int64.fetchOne(db, sql: "SELECT value_ms FROM ledger_marks WHERE name = 'ledger_identity'")
             }
+            guard found == expected else {
+                refuse(candidate, "another ledger", ["ledger.found_identity": "\(found.map(String.init) ?? "-")"])
+                return nil
+            }
+            recovered = try Self.copyRowsPast(from: current, into: candidate.pool)
+        } catch let error as UnreadableOpenFile {
+            // The failed volume no longer reads either: the file there is used as it is, as a restart would.
+            logger.warning(
+                "the ledger file that was open cannot be read any more; the file at its path is used as it is",
+                metadata: ["ledger.path": "\(path)", "iap.error": "\(Self.describe(error.underlying))"])
+            recovered = [:]
+        } catch let error as OtherSchema {
+            refuse(candidate, "this ledger at other schema migrations", ["ledger.migrations": "\(error.detail)"])
+            return nil
         } catch {
             return nil
         }
-        let held = lastGrant(opened.withLock { $0.pool })
-        let complete = held.map { held in (lastGrant(candidate.pool) ?? -1) >= held } ?? true
-        guard found == expected, complete else {
-            // Said once for each file found there, not at every probe.
-            let firstTime = refusedFile.withLock { refused in
-                defer { refused = candidate.identity }
-                return refused != candidate.identity
-            }
-            guard firstTime else { return nil }
-            logger.error(
-                "the file at the ledger's path is another ledger, or an older copy of this one: not used; the worker waits for its own file",
+        if !recovered.isEmpty {
+            logger.warning(
+                "the ledger file opened again lacked rows the worker had committed (lost by the volume's failure, or an older copy put there); copied from the file that was open",
                 metadata: [
-                    "ledger.path": "\(path)", "ledger.identity": "\(expected)",
-                    "ledger.found_identity": "\(found.map(String.init) ?? "-")",
-                    "ledger.complete": "\(complete)",
+                    "ledger.path": "\(path)",
+                    "ledger.copied_rows":
+                        "\(recovered.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ","))",
                 ])
-            return nil
         }
         let previous = opened.withLock { file in
             defer { file = candidate }
@@ -163,6 +169,87 @@ extension SQLiteLedgerStore {
         // new pool (commits lost). Its few descriptors stay open on the failed volume until the process ends.
         retiredFiles.withLock { $0.append(previous) }
         return "file \(candidate.identity.map { "\($0.device):\($0.inode)" } ?? "?")"
+    }
+
+    /// Says once for each file found at the path that it is not used.
+    private func refuse(_ candidate: OpenedFile, _ what: String, _ detail: Logger.Metadata) {
+        let firstTime = refusedFile.withLock { refused in
+            defer { refused = candidate.identity }
+            return refused != candidate.identity
+        }
+        guard firstTime else { return }
+        logger.error(
+            "the file at the ledger's path is \(what): not used; the worker waits for its own file",
+            metadata: detail.merging(
+                [
+                    "ledger.path": "\(path)",
+                    "ledger.identity": "\(identityMark.withLock { $0 }.map(String.init) ?? "-")",
+                ]
+            ) { new, _ in new })
+    }
+
+    /// The open file could not be read.
+    struct UnreadableOpenFile: Error { let underlying: any Error }
+    /// The two files' applied migrations differ.
+    struct OtherSchema: Error { let detail: String }
+
+    /// Rows copied per call: a copy long behind is brought forward in bounded transactions.
+    static let copyChunk = 1_000
+
+    /// Copies into `candidate` each row `source` holds with a rowid past the candidate's last, table by table
+    /// (`INSERT OR IGNORE`: a row the candidate has under another rowid, a purchase retried there, stays as it is);
+    /// returns how many were copied per table. `source` is read through its writer, the one connection a pool keeps
+    /// for good: a reader may be opened afresh, by the path, which leads to the candidate now.
+    static func copyRowsPast(from source: DatabasePool, into candidate: DatabasePool) throws -> [String: Int] {
+        let migrations = "SELECT identifier FROM grdb_migrations ORDER BY identifier"
+        let tablesSQL = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+        let (held, tables): ([String], [String])
+        do {
+            (held, tables) = try source.writeWithoutTransaction { db in
+                (try String.fetchAll(db, sql: migrations), try String.fetchAll(db, sql: tablesSQL))
+            }
+        } catch {
+            throw UnreadableOpenFile(underlying: error)
+        }
+        let there = try candidate.read { db in try String.fetchAll(db, sql: migrations) }
+        guard held == there else {
+            throw OtherSchema(detail: "open file: \(held.last ?? "-"), file there: \(there.last ?? "-")")
+        }
+        var copied: [String: Int] = [:]
+        for table in tables where table != "grdb_migrations" {
+            let name = table.quotedDatabaseIdentifier
+            var after = try candidate.read { db in try Int64.fetchOne(db, sql: "SELECT MAX(rowid) FROM \(name)") } ?? 0
+            while true {
+                let rows: [Row]
+                do {
+                    rows = try source.writeWithoutTransaction { db in
+                        try Row.fetchAll(
+                            db, sql: "SELECT rowid AS iap_rowid, * FROM \(name) WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                            arguments: [after, copyChunk])
+                    }
+                } catch {
+                    throw UnreadableOpenFile(underlying: error)
+                }
+                guard let last = rows.last else { break }
+                let count = try candidate.write { db in
+                    var count = 0
+                    for row in rows {
+                        let columns = ["rowid"] + row.columnNames.dropFirst().map(\.quotedDatabaseIdentifier)
+                        try db.execute(
+                            sql: """
+                                INSERT OR IGNORE INTO \(name) (\(columns.joined(separator: ", ")))
+                                VALUES (\(databaseQuestionMarks(count: columns.count)))
+                                """, arguments: StatementArguments(row.databaseValues))
+                        count += db.changesCount
+                    }
+                    return count
+                }
+                if count > 0 { copied[table, default: 0] += count }
+                after = last["iap_rowid"]
+                if rows.count < copyChunk { break }
+            }
+        }
+        return copied
     }
 
     /// Writes the ledger's `ledger_identity` mark (a random number, in `value_ms` for want of another column) if it
