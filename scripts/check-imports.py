@@ -30,11 +30,14 @@ root = pathlib.Path(__file__).resolve().parent.parent
 
 # The production modules, the test rig (iap-dev and the tests only; never the image), the tests' shared support.
 PRODUCTION = {
-    "Wire", "Gamebase", "Stores", "Fulfilment", "Engine", "CRdKafka", "Kafka", "GamebaseHTTP", "AppStoreHTTP", "Ledger",
-    "Lookup", "Console",
+    "Wire", "Gamebase", "Stores", "Fulfilment", "Engine", "CRdKafka", "Kafka", "GamebaseHTTP", "AppStoreHTTP",
+    "GooglePlayHTTP", "Ledger", "Lookup", "Console",
     "EventTail", "App", "StopSignalsAtLoad",
 }
-TEST_RIG = {"KafkaTesting", "GamebaseSimulator", "AppStoreSimulator", "Sandbox", "InMemoryLedger"}
+TEST_RIG = {
+    "KafkaTesting", "GamebaseSimulator", "AppStoreSimulator", "GooglePlaySimulator", "SimulatorServer", "Sandbox",
+    "InMemoryLedger",
+}
 # librdkafka's C API is seen by the Kafka module (and the mock cluster's wrapper) alone.
 C_BOUNDARY = {"CRdKafka"}
 
@@ -53,6 +56,7 @@ ALLOWED = {
     "GamebaseHTTP": {"Gamebase", "Wire"},
     "Ledger": {"Fulfilment", "Wire"},
     "AppStoreHTTP": {"Fulfilment", "Wire"},
+    "GooglePlayHTTP": {"Fulfilment", "Wire"},
     # Surfaces for people, over the core's read ports; never the engine's state or an adapter's internals.
     "Lookup": {"Fulfilment", "Gamebase", "Wire"},
     "Console": {"Fulfilment", "Gamebase", "Lookup", "Wire"},
@@ -64,8 +68,10 @@ ALLOWED = {
     "StopSignalsAtLoad": set(),
     # The test rig and the development executable.
     "KafkaTesting": {"Kafka", "CRdKafka"},
-    "GamebaseSimulator": {"Gamebase", "Wire"},
-    "AppStoreSimulator": {"Stores", "Wire"},
+    "SimulatorServer": {"Wire"},
+    "GamebaseSimulator": {"Gamebase", "SimulatorServer", "Wire"},
+    "AppStoreSimulator": {"SimulatorServer", "Stores", "Wire"},
+    "GooglePlaySimulator": {"SimulatorServer", "Wire"},
     # The memory ledger: every role over tables in memory (the tests' and the fuzz targets' ledger).
     "InMemoryLedger": {"Fulfilment", "Wire"},
     "Sandbox": (PRODUCTION | TEST_RIG) - {"Sandbox"} - C_BOUNDARY,

@@ -5,7 +5,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import ServiceLifecycle
-import Synchronization
+import SimulatorServer
 import Wire
 
 /// Apple's App Store Server API as far as the worker uses it, over real HTTP: Get Notification History (a window that
@@ -44,48 +44,24 @@ public final class AppStoreSimulator: Service {
     public let configuration: Configuration
     public let state: AppStoreSimulatorState
     private let logger: Logger
-    private let listening = Mutex<(port: Int?, waiters: [CheckedContinuation<Int, Never>])>((nil, []))
+    private let server: SimulatorServer
 
     public init(configuration: Configuration, state: AppStoreSimulatorState, logger: Logger) {
         self.configuration = configuration
         self.state = state
         self.logger = logger
+        self.server = SimulatorServer(host: configuration.host, port: configuration.port, name: "App Store simulator")
     }
 
     public func run() async throws {
-        let app = Application(
-            responder: CallbackResponder<BasicRequestContext> { [self] request, _ in
-                try await respond(to: request)
-            },
-            configuration: .init(
-                address: .hostname(configuration.host, port: configuration.port), serverName: nil, reuseAddress: true),
-            onServerRunning: { [self] channel in
-                let port = channel.localAddress?.port ?? configuration.port
-                let waiters = listening.withLock { state in
-                    state.port = port
-                    defer { state.waiters = [] }
-                    return state.waiters
-                }
-                for waiter in waiters { waiter.resume(returning: port) }
-                logger.info("App Store simulator listening", metadata: ["simulator.port": "\(port)"])
-            },
-            logger: logger)
-        try await app.run()
+        try await server.run(logger: logger) { [self] request, _ in try await respond(to: request) }
     }
 
     /// The port it listens on; waits until it does.
-    public func port() async -> Int {
-        await withCheckedContinuation { continuation in
-            let port = listening.withLock { state -> Int? in
-                if state.port == nil { state.waiters.append(continuation) }
-                return state.port
-            }
-            if let port { continuation.resume(returning: port) }
-        }
-    }
+    public func port() async -> Int { await server.port() }
 
     /// `http://host:port`, once listening.
-    public func baseURL() async -> String { "http://\(configuration.host):\(await port())" }
+    public func baseURL() async -> String { await server.baseURL() }
 
     // MARK: Answers
 
@@ -109,7 +85,7 @@ public final class AppStoreSimulator: Service {
             return Self.error(status, 5_000_000, "injected failure")
         }
         let body = try await request.body.collect(upTo: 1 << 16)
-        let members = Self.members(Array(body.readableBytesView))
+        let members = SimulatorJSON.members(Array(body.readableBytesView))
         if kind == "consumption" {
             let transactionId = String(path.dropFirst("/inApps/v2/transactions/consumption/".count))
             guard let members, members["customerConsented"] == "true" else {
@@ -178,9 +154,9 @@ public final class AppStoreSimulator: Service {
         switch (request.method, request.uri.path) {
         case (.post, "/admin/notifications"):
             let body = try await request.body.collect(upTo: 1 << 16)
-            guard let members = Self.members(Array(body.readableBytesView)),
-                let type = members["type"].flatMap(Self.string),
-                let transactionId = members["transactionId"].flatMap(Self.string),
+            guard let members = SimulatorJSON.members(Array(body.readableBytesView)),
+                let type = members["type"].flatMap(SimulatorJSON.string),
+                let transactionId = members["transactionId"].flatMap(SimulatorJSON.string),
                 ["REFUND", "REFUND_REVERSED", "REFUND_DECLINED", "CONSUMPTION_REQUEST"].contains(type)
             else {
                 return Self.error(
@@ -225,19 +201,13 @@ public final class AppStoreSimulator: Service {
         name.utf8.allSatisfy { (0x20..<0x7F).contains($0) && $0 != 0x22 && $0 != 0x5C }
     }
 
-    /// A JSON string member's value (its text without the quotes; `nil` for anything else or one with escapes).
-    static func string(_ json: String) -> String? {
-        guard json.count >= 2, json.hasPrefix("\""), json.hasSuffix("\""), !json.contains("\\") else { return nil }
-        return String(json.dropFirst().dropLast())
-    }
-
     /// Whether `header` is `Bearer <JWT>` signed by the configured key, for this app, now valid for at most an hour.
     func authorized(_ header: String?) -> Bool {
         guard let header, header.hasPrefix("Bearer ") else { return false }
         let parts = header.dropFirst("Bearer ".count).split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0].utf8),
             let claimBytes = Base64URL.decode(parts[1].utf8), let signatureBytes = Base64URL.decode(parts[2].utf8),
-            let jwtHeader = Self.members(headerBytes), let claims = Self.members(claimBytes),
+            let jwtHeader = SimulatorJSON.members(headerBytes), let claims = SimulatorJSON.members(claimBytes),
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes)
         else { return false }
         let signed = Array("\(parts[0]).\(parts[1])".utf8)
@@ -249,21 +219,6 @@ public final class AppStoreSimulator: Service {
         else { return false }
         let now = Int64(Date().timeIntervalSince1970)
         return issued <= now + 60 && expires > now && expires - issued <= 3_600
-    }
-
-    /// A JSON object's members as their JSON text (strings keep their quotes); `nil` when it is not one.
-    static func members(_ bytes: [UInt8]) -> [String: String]? {
-        var members: [String: String] = [:]
-        var reader = JSONReader(bytes, maxDepth: 8)
-        do {
-            try reader.readObject { reader, key throws(JSONReader.Failure) in
-                members[key] = String(decoding: try reader.captureValue(), as: UTF8.self)
-            }
-            try reader.finish()
-        } catch {
-            return nil
-        }
-        return members
     }
 
     static func token(offset: Int, query: String, issued milliseconds: Int64) -> String {

@@ -3,7 +3,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import ServiceLifecycle
-import Synchronization
+import SimulatorServer
 
 /// The Gamebase server API simulator: an HTTP server that follows the contract's §12 checklist.
 ///
@@ -27,52 +27,27 @@ public final class GamebaseSimulator: Service {
     public let configuration: Configuration
     public let state: SimulatorState
     private let logger: Logger
-    private let listening = Mutex<(port: Int?, waiters: [CheckedContinuation<Int, Never>])>((nil, []))
+    private let server: SimulatorServer
 
     public init(configuration: Configuration, state: SimulatorState, logger: Logger) {
         self.configuration = configuration
         self.state = state
         self.logger = logger
+        self.server = SimulatorServer(
+            host: configuration.host, port: configuration.port, name: "Gamebase simulator", backlog: 1024)
     }
 
     /// Serves until the task is cancelled or graceful shutdown is triggered.
     public func run() async throws {
         let responder = SimulatorResponder(appID: configuration.appID, secretKey: configuration.secretKey, state: state)
-        let app = Application(
-            responder: CallbackResponder<BasicRequestContext> { request, context in
-                try await responder.respond(to: request, context: context)
-            },
-            configuration: .init(
-                address: .hostname(configuration.host, port: configuration.port), serverName: nil,
-                backlog: 1024, reuseAddress: true),
-            onServerRunning: { [self] channel in
-                let port = channel.localAddress?.port ?? configuration.port
-                let waiters = listening.withLock { state in
-                    state.port = port
-                    defer { state.waiters = [] }
-                    return state.waiters
-                }
-                for waiter in waiters { waiter.resume(returning: port) }
-                logger.info("Gamebase simulator listening", metadata: ["simulator.port": "\(port)"])
-            },
-            logger: logger
-        )
-        try await app.run()
-    }
-
-    /// The port it listens on; waits until it does.
-    public func port() async -> Int {
-        await withCheckedContinuation { continuation in
-            let port = listening.withLock { state -> Int? in
-                if state.port == nil { state.waiters.append(continuation) }
-                return state.port
-            }
-            if let port { continuation.resume(returning: port) }
+        try await server.run(logger: logger) { request, context in
+            try await responder.respond(to: request, context: context)
         }
     }
 
+    /// The port it listens on; waits until it does.
+    public func port() async -> Int { await server.port() }
+
     /// `http://host:port`, once listening.
-    public func baseURL() async -> String {
-        "http://\(configuration.host):\(await port())"
-    }
+    public func baseURL() async -> String { await server.baseURL() }
 }

@@ -6,6 +6,7 @@ import Fulfilment
 import Gamebase
 import GamebaseHTTP
 import GamebaseSimulator
+import GooglePlaySimulator
 import Kafka
 import KafkaTesting
 import Ledger
@@ -49,6 +50,8 @@ public enum Demo {
     {
         let batch = DemoBatch(purchases: options.purchases)
         let started = ContinuousClock.now
+        let play = try await DemoGooglePlay.start(logger: logger)
+        defer { play.stop() }
         return try await Sandbox.with(payments: batch.payments, logger: logger) { sandbox in
             say(
                 "Sandbox: mock Kafka at \(sandbox.cluster.bootstrapServers), Gamebase simulator at \(sandbox.simulatorURL),"
@@ -66,8 +69,12 @@ public enum Demo {
                 // Seconds, not the production minutes, so the demo shows a paid-but-unreported purchase found.
                 configuration.reconcile = Reconciler.Configuration(
                     interval: .seconds(2), grace: .seconds(3), lookback: .seconds(3_600), maxCallsPerSecond: 50)
-                // Google's refunds through the store-notifications topic: the demo refunds one granted purchase.
+                // Google's refunds: the granted purchase voided through the Voided Purchases API (the Google Play
+                // simulator, read every second), a payment never seen through RTDN on the store-notifications topic.
                 configuration.refunds.googlePackageName = DemoBatch.packageName
+                configuration.refunds.googleAccount = play.account
+                configuration.refunds.googleBaseURL = play.url
+                configuration.refunds.googlePollInterval = .seconds(1)
                 return configuration
             }()
             return try await LedgerStores.withStore(url: configuration.ledgerURL, logger: logger) { store in
@@ -86,8 +93,8 @@ public enum Demo {
                     }
                     do {
                         let report = try await observe(
-                            batch: batch, sandbox: sandbox, parts: parts, ledger: ledger, options: options,
-                            started: started,
+                            batch: batch, sandbox: sandbox, play: play, parts: parts, ledger: ledger,
+                            options: options, started: started,
                             logger: logger)
                         say("")
                         say(report.rendered)
@@ -116,8 +123,8 @@ public enum Demo {
     /// Injects the fault burst, waits until every message has an outcome and every grant is consumed, then
     /// reads the output topics and the ledger.
     static func observe(
-        batch: DemoBatch, sandbox: Sandbox, parts: WorkerApplication.Parts, ledger: LedgerRoles, options: Options,
-        started: ContinuousClock.Instant, logger: Logger
+        batch: DemoBatch, sandbox: Sandbox, play: DemoGooglePlay, parts: WorkerApplication.Parts, ledger: LedgerRoles,
+        options: Options, started: ContinuousClock.Instant, logger: Logger
     ) async throws -> DemoReport {
         let fed = batch.records.count
         var faults = sandbox.simulator.state.faults
@@ -156,7 +163,7 @@ public enum Demo {
             try await Task.sleep(for: .milliseconds(200))
             stats = try await ledger.admin.stats()
         }
-        let refunds = try await refund(sandbox: sandbox, ledger: ledger, logger: logger)
+        let refunds = try await refund(sandbox: sandbox, play: play, ledger: ledger, logger: logger)
         stats = try await ledger.admin.stats()
         let elapsed = ContinuousClock.now - started
         let records = try await TopicReader.readAll(
@@ -169,16 +176,23 @@ public enum Demo {
             reconciled: parts.metrics.reconciledCounts, refunds: refunds, elapsed: elapsed)
     }
 
-    /// The store refunds a granted purchase and a payment the ledger never saw, through the store-notifications topic:
-    /// waits until the first is revoked (its event published) and the second kept pending.
-    static func refund(sandbox: Sandbox, ledger: LedgerRoles, logger: Logger) async throws -> DemoReport.Refunds {
+    /// The store refunds a granted purchase (voided at the Google Play simulator, read by the worker's poller) and a
+    /// payment the ledger never saw (its RTDN on the store-notifications topic): waits until the first is revoked (its
+    /// event published) and the second kept pending.
+    static func refund(sandbox: Sandbox, play: DemoGooglePlay, ledger: LedgerRoles, logger: Logger) async throws
+        -> DemoReport.Refunds
+    {
         let now = Int64(Date().timeIntervalSince1970 * 1_000)
-        let topic = sandbox.topicNames.storeNotifications
+        play.state.add(
+            .init(
+                orderId: "GPA.\(DemoBatch.refunded)", purchaseToken: "refund-token-GPA.\(DemoBatch.refunded)",
+                voidedTime: Date()))
         try await sandbox.produce(
-            ["GPA.\(DemoBatch.refunded)", DemoBatch.refundedUnseen].map {
+            [
                 KafkaProducerRecord(
-                    topic: topic, key: Array("refunds".utf8), value: Array(DemoBatch.voided($0, at: now).utf8))
-            }, logger: logger)
+                    topic: sandbox.topicNames.storeNotifications, key: Array("refunds".utf8),
+                    value: Array(DemoBatch.voided(DemoBatch.refundedUnseen, at: now).utf8))
+            ], logger: logger)
         let deadline = ContinuousClock.now + .seconds(60)
         while true {
             let revocation = try await ledger.refunds.revocation(paymentSeq: DemoBatch.refunded)

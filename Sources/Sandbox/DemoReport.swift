@@ -89,10 +89,10 @@ public struct DemoReport: Sendable {
                 + "never reported (\(found.joined(separator: ", "))): granted through the same flow, its "
                 + "item-granted event with \"source\": \"reconciliation\".")
         lines.append(
-            "Refunds: the store refunded \(refunds.revocation.paymentSeq) after it was granted (a Google voided-purchase "
-                + "notification on the store-notifications topic): its grant revoked once, \(revokedEventIDs.count) "
+            "Refunds: the store refunded \(refunds.revocation.paymentSeq) after it was granted (read from Google Play's "
+                + "Voided Purchases API by the worker's poller): its grant revoked once, \(revokedEventIDs.count) "
                 + "item-revoked event (\(revokedEventIDs.joined(separator: ", "))). A refund of a payment the ledger "
-                + "never saw is kept \(refunds.unseenPending ? "pending" : "NOT pending"): a purchase of it would be "
+                + "never saw (its RTDN on the store-notifications topic) is kept \(refunds.unseenPending ? "pending" : "NOT pending"): a purchase of it would be "
                 + "rejected as `refunded`.")
         let verify = calls("payment_transaction")
         let consume = calls("consume")

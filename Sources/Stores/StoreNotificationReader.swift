@@ -2,9 +2,25 @@ import Foundation
 import Fulfilment
 import Wire
 
-/// The store-notifications topic's reader: a record whose JSON object names `signedPayload` is an Apple V2 body
-/// (verified, then read); any other is a Google RTDN message. A store the worker is not configured for is refused
-/// (`not_configured`), as is anything one of the readers refuses, with its code.
+/// One store's reader of the store-notifications topic's records: whether a record is that store's kind, and what it
+/// says. ``StoreNotificationReader`` asks each configured store's in turn.
+public protocol StoreBodyReader: Sendable {
+    /// The store read.
+    var store: Store { get }
+    /// The largest record this store sends: a larger one is not read.
+    var maxBytes: Int { get }
+    /// Whether the record is this store's kind (read without keeping any value; one over ``maxBytes`` is not claimed
+    /// unless the reader is the last, which refuses it with its reason).
+    func claims(_ bytes: [UInt8]) -> Bool
+    /// Reads a record this reader claims: a believed notification, or why it is refused (`not_configured` when the
+    /// store's settings are missing).
+    func read(_ bytes: [UInt8], receivedAt: Date) async -> Result<ReadNotification, NotificationRefusal>
+}
+
+/// The store-notifications topic's reader: each record goes to the first store's reader that claims it — Apple's V2
+/// bodies (a JSON object naming `signedPayload`, verified, then read), then Google's RTDN messages (any other record).
+/// A store the worker is not configured for is refused (`not_configured`), as is anything a reader refuses, with its
+/// code. A third store that pushes notifications adds its ``StoreBodyReader`` to ``readers``.
 public struct StoreNotificationReader: StoreNotificationReading {
     /// Apple's settings: the verifier (its roots), the app and the environment believed.
     public struct Apple: Sendable {
@@ -29,60 +45,41 @@ public struct StoreNotificationReader: StoreNotificationReading {
         self.apple = apple
     }
 
-    public func read(_ bytes: [UInt8], receivedAt: Date) async -> Result<ReadNotification, NotificationRefusal> {
-        // Larger than either store's notification: whose it claims to be is not worth reading.
-        guard bytes.count <= max(AppleJWSVerifier.Limits.jws + 1_024, GoogleNotification.Limits.bytes) else {
-            return .failure(NotificationRefusal(store: nil, code: "malformed", detail: "the record is over 65 KiB"))
-        }
-        if Self.isAppleBody(bytes) {
-            let signed: String
-            do {
-                signed = try AppleNotification.signedPayload(ofBody: bytes)
-            } catch {
-                return .failure(Self.refusal(error))
-            }
-            return await readAppleSignedPayload(signed, receivedAt: receivedAt).map {
-                ReadNotification(notification: $0, channel: .appleNotification)
-            }
-        }
-        guard let packageName = googlePackageName else {
-            return .failure(
-                NotificationRefusal(
-                    store: .google, code: "not_configured",
-                    detail: "not an Apple notification, and refunds.google.package_name is not set"))
-        }
-        switch GoogleNotification.parse(bytes, packageName: packageName) {
-        case .success(let notification):
-            return .success(ReadNotification(notification: notification, channel: .googleRTDN))
-        case .failure(let error):
-            return .failure(Self.refusal(error))
-        }
+    /// The stores' readers, in the order they are asked: the last claims whatever the others did not.
+    public var readers: [any StoreBodyReader] {
+        [AppleBodyReader(settings: apple), GoogleBodyReader(packageName: googlePackageName)]
     }
 
-    public func readAppleSignedPayload(_ signedPayload: String, receivedAt: Date) async
-        -> Result<StoreNotification, NotificationRefusal>
-    {
-        guard let apple else {
-            return .failure(
-                NotificationRefusal(store: .apple, code: "not_configured", detail: "refunds.apple is not set"))
+    public func read(_ bytes: [UInt8], receivedAt: Date) async -> Result<ReadNotification, NotificationRefusal> {
+        let readers = readers
+        // Larger than any store's notification: whose it claims to be is not worth reading.
+        guard bytes.count <= readers.map(\.maxBytes).max() ?? 0 else {
+            return .failure(NotificationRefusal(store: nil, code: "malformed", detail: "the record is over 65 KiB"))
         }
-        do {
-            return .success(
-                try await AppleNotification.read(
-                    signedPayload: signedPayload, verifier: apple.verifier, bundleId: apple.bundleId,
-                    environment: apple.environment, receivedAt: receivedAt))
-        } catch {
-            return .failure(Self.refusal(error))
+        for reader in readers where reader.claims(bytes) {
+            return await reader.read(bytes, receivedAt: receivedAt)
         }
+        return .failure(NotificationRefusal(store: nil, code: "malformed", detail: "no store's notification"))
     }
 
     static func refusal(_ error: StoreNotificationError) -> NotificationRefusal {
         NotificationRefusal(store: error.store, code: error.code.rawValue, detail: error.detail)
     }
+}
 
-    /// Whether the record is a JSON object with a top-level `signedPayload` member (read without keeping any value).
-    static func isAppleBody(_ bytes: [UInt8]) -> Bool {
-        guard bytes.count <= AppleJWSVerifier.Limits.jws + 1_024 else { return false }
+/// Apple's App Store Server Notifications V2 bodies on the topic, and the signed payloads of its history.
+public struct AppleBodyReader: StoreBodyReader {
+    public let settings: StoreNotificationReader.Apple?
+    public var store: Store { .apple }
+    public var maxBytes: Int { AppleJWSVerifier.Limits.jws + 1_024 }
+
+    public init(settings: StoreNotificationReader.Apple?) {
+        self.settings = settings
+    }
+
+    /// Whether the record is a JSON object with a top-level `signedPayload` member.
+    public func claims(_ bytes: [UInt8]) -> Bool {
+        guard bytes.count <= maxBytes else { return false }
         var found = false
         var reader = JSONReader(bytes, maxDepth: AppleJWSVerifier.Limits.nesting)
         do {
@@ -94,5 +91,63 @@ public struct StoreNotificationReader: StoreNotificationReading {
             return false
         }
         return found
+    }
+
+    public func read(_ bytes: [UInt8], receivedAt: Date) async -> Result<ReadNotification, NotificationRefusal> {
+        let signed: String
+        do {
+            signed = try AppleNotification.signedPayload(ofBody: bytes)
+        } catch {
+            return .failure(StoreNotificationReader.refusal(error))
+        }
+        return await readSignedPayload(signed, receivedAt: receivedAt, channel: .appleNotification)
+    }
+
+    /// Verifies and reads one `signedPayload` (a V2 body's, or one of the notification history's).
+    public func readSignedPayload(_ signedPayload: String, receivedAt: Date, channel: NotificationChannel) async
+        -> Result<ReadNotification, NotificationRefusal>
+    {
+        guard let settings else {
+            return .failure(
+                NotificationRefusal(store: .apple, code: "not_configured", detail: "refunds.apple is not set"))
+        }
+        do {
+            let notification = try await AppleNotification.read(
+                signedPayload: signedPayload, verifier: settings.verifier, bundleId: settings.bundleId,
+                environment: settings.environment, receivedAt: receivedAt)
+            return .success(ReadNotification(notification: notification, channel: channel))
+        } catch {
+            return .failure(StoreNotificationReader.refusal(error))
+        }
+    }
+}
+
+/// Google's Real-time developer notifications: the notification JSON, or the Pub/Sub envelope around it.
+public struct GoogleBodyReader: StoreBodyReader {
+    /// `refunds.google.package_name`.
+    public let packageName: String?
+    public var store: Store { .google }
+    public var maxBytes: Int { GoogleNotification.Limits.bytes }
+
+    public init(packageName: String?) {
+        self.packageName = packageName
+    }
+
+    /// Any record: Google's reader is asked last, and what it cannot parse is refused with its reason.
+    public func claims(_ bytes: [UInt8]) -> Bool { true }
+
+    public func read(_ bytes: [UInt8], receivedAt: Date) async -> Result<ReadNotification, NotificationRefusal> {
+        guard let packageName else {
+            return .failure(
+                NotificationRefusal(
+                    store: .google, code: "not_configured",
+                    detail: "not an Apple notification, and refunds.google.package_name is not set"))
+        }
+        switch GoogleNotification.parse(bytes, packageName: packageName) {
+        case .success(let notification):
+            return .success(ReadNotification(notification: notification, channel: .googleRTDN))
+        case .failure(let error):
+            return .failure(StoreNotificationReader.refusal(error))
+        }
     }
 }

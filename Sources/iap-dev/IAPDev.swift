@@ -14,6 +14,7 @@ struct IAPDev: AsyncParsableCommand {
         version: WorkerMetrics.version,
         subcommands: [
             DemoCommand.self, BenchCommand.self, DevKafkaCommand.self, GamebaseSimCommand.self, AppStoreSimCommand.self,
+            GooglePlaySimCommand.self,
         ]
     )
 }

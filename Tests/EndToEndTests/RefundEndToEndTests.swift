@@ -117,7 +117,7 @@ struct RefundEndToEndTests {
                 customerConsented: true, refundPreference: "DECLINE", interval: .milliseconds(300))
             let configuration = settings
             try await system.withWorker(configuration) { parts in
-                #expect(parts.applePoller != nil)
+                #expect(parts.historyPollers.map(\.store) == [.apple])
                 try await system.produce([("u-apple", System.message("apple-1", user: "u-apple"))])
                 try await system.eventually("the purchase is granted") {
                     String(decoding: parts.metrics.exposition(), as: UTF8.self).contains(

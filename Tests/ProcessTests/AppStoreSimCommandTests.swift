@@ -51,9 +51,8 @@ struct AppStoreSimCommandTests {
         let client = AppStoreClient(baseURL: url, key: key, logger: EndToEndSystem.logger)
         let root = try String(
             contentsOfFile: try #require(variables["REFUNDS_APPLE_ROOT_CERTIFICATES_FILE"]), encoding: .utf8)
-        let reader = StoreNotificationReader(
-            googlePackageName: nil,
-            apple: .init(
+        let reader = AppleBodyReader(
+            settings: .init(
                 verifier: try AppleJWSVerifier(rootCertificatesPEM: root), bundleId: bundle, environment: .production))
         do {
             let window = NotificationHistoryRequest(
@@ -61,10 +60,10 @@ struct AppStoreSimCommandTests {
                 notificationType: "REFUND")
             let seeded = try await client.notificationHistory(window)
             #expect(seeded.signedPayloads.count == 1)
-            let read = await reader.readAppleSignedPayload(
-                try #require(seeded.signedPayloads.first), receivedAt: Date())
-            #expect((try? read.get())?.paymentId == "2000000000000042", "\(read)")
-            #expect((try? read.get())?.kind == .refund)
+            let read = await reader.readSignedPayload(
+                try #require(seeded.signedPayloads.first), receivedAt: Date(), channel: .appleNotificationHistory)
+            #expect((try? read.get())?.notification.paymentId == "2000000000000042", "\(read)")
+            #expect((try? read.get())?.notification.kind == .refund)
             // A start older than the 180 days Apple keeps in production: refused as Apple refuses it.
             do {
                 _ = try await client.notificationHistory(

@@ -57,7 +57,7 @@ struct ReadmeCommandTableTests {
         let worker = try Self.commands(of: ChildProcess.executable)
         let dev = try Self.commands(of: ChildProcess.devExecutable)
         #expect(worker.contains("find") && worker.contains("events"))
-        for tool in ["demo", "bench", "dev-kafka", "gamebase-sim", "app-store-sim"] {
+        for tool in ["demo", "bench", "dev-kafka", "gamebase-sim", "app-store-sim", "google-play-sim"] {
             #expect(dev.contains(tool))
             #expect(!worker.contains(tool), "iap-worker still has \(tool)")
         }

@@ -31,7 +31,9 @@ final class ChildProcess: @unchecked Sendable {
         return root.appendingPathComponent(".build/debug/iap-dev").path
     }
 
-    static let devCommands: Set<String> = ["dev-kafka", "gamebase-sim", "app-store-sim", "demo", "bench"]
+    static let devCommands: Set<String> = [
+        "dev-kafka", "gamebase-sim", "app-store-sim", "google-play-sim", "demo", "bench",
+    ]
 
     private static var root: URL {
         TestRepository.root

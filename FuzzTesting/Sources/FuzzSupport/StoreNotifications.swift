@@ -27,7 +27,11 @@ public enum StoreNotifications {
     /// message.
     public static func check(_ input: [UInt8]) {
         var bytes = FuzzBytes(input)
-        let mode = bytes.byte() % 4
+        let mode = bytes.byte() % 5
+        if mode == 4 {
+            checkVoidedPurchase(bytes.rest())
+            return
+        }
         let records: [[UInt8]]
         switch mode {
         case 0: records = [bytes.rest()]
@@ -66,6 +70,29 @@ public enum StoreNotifications {
                 "one notification, two ids: \(plain.notification.notificationId), "
                     + "\(enveloped.notification.notificationId)")
             fuzzCheck(enveloped.notification.deliveryId == "m-1", "the envelope's messageId is not kept")
+        }
+    }
+
+    /// An entry of Google Play's Voided Purchases API (network bytes too): read twice the same; a believed one is a
+    /// refund of an order id of at most 256 bytes, its token kept only as a SHA-256 hex, a quantity only when it is a
+    /// partial refund and at most a million.
+    static func checkVoidedPurchase(_ entry: [UInt8]) {
+        let first = GoogleNotification.voidedPurchase(entry, packageName: packageName)
+        let again = GoogleNotification.voidedPurchase(entry, packageName: packageName)
+        switch (first, again) {
+        case (.success(let read), .success(let twice)):
+            fuzzCheck(read == twice, "one entry read two ways")
+            fuzzCheck(read.kind == .refund && read.store == .google, "a voided purchase that is no Google refund")
+            fuzzCheck((read.paymentId?.utf8.count ?? 0) <= 256, "an order id over 256 bytes")
+            fuzzCheck(read.purchaseTokenHash?.utf8.count == 64, "the token kept other than as its hash")
+            fuzzCheck(
+                read.quantity.map { (1...1_000_000).contains($0) && read.isPartialRefund } ?? true,
+                "a quantity out of bounds or on a whole refund")
+        case (.failure(let refused), .failure(let twice)):
+            fuzzCheck(refused == twice, "one entry refused two ways")
+            fuzzCheck(refused.detail.utf8.count <= 1_024, "a refusal's detail over 1 KiB")
+        default:
+            fuzzFailure("one entry believed once and refused once")
         }
     }
 

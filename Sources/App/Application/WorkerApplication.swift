@@ -5,6 +5,7 @@ import Foundation
 import Fulfilment
 import Gamebase
 import GamebaseHTTP
+import GooglePlayHTTP
 import Kafka
 import Ledger
 import Logging
@@ -27,8 +28,9 @@ public enum WorkerApplication {
         public let producer: KafkaProducer
         /// The store-notifications intake, when `kafka.topics.store_notifications` is read.
         public let notificationIntake: NotificationIntake?
-        /// The Apple history poller, when `refunds.apple.issuer_id` is set.
-        public let applePoller: AppleHistoryPoller?
+        /// The pollers of the stores' histories: Apple's when `refunds.apple.issuer_id` is set, Google's when
+        /// `refunds.google.service_account_file` is.
+        public let historyPollers: [HistoryPoller]
 
         public var engine: PurchaseEngine { services.engine }
         public var processor: PurchaseProcessor { services.processor }
@@ -134,21 +136,20 @@ public enum WorkerApplication {
                 metrics: metrics, health: health, logger: logger)
         }
         var appStore: AppStoreClient?
-        var poller: AppleHistoryPoller?
+        var pollers: [HistoryPoller] = []
         var answerer: ConsumptionAnswerer?
+        let owner = "\(workerName)-\(UUID().uuidString.prefix(8).lowercased())"
         if let key = configuration.refunds.appleKey {
             let client = AppStoreClient(baseURL: configuration.refunds.appStoreURL, key: key, logger: logger)
             appStore = client
-            poller = AppleHistoryPoller(
-                api: client, reader: reader, recorder: services.refunds,
-                configuration: AppleHistoryPoller.Configuration(
-                    interval: configuration.refunds.applePollInterval,
-                    historyKept: configuration.refunds.appleEnvironment == "sandbox"
-                        ? AppleHistoryPoller.sandboxHistory : AppleHistoryPoller.productionHistory),
-                owner: "\(workerName)-\(UUID().uuidString.prefix(8).lowercased())", metrics: metrics, logger: logger)
-            metrics.setStorePollInterval(
-                store: Store.apple.rawValue,
-                seconds: Double(configuration.refunds.applePollInterval / .milliseconds(1)) / 1_000)
+            pollers.append(
+                HistoryPoller(
+                    source: AppleNotificationHistory(
+                        api: client, reader: AppleBodyReader(settings: reader.apple),
+                        environment: configuration.refunds.appleEnvironment == "sandbox" ? .sandbox : .production),
+                    recorder: services.refunds, positions: ledger.refunds,
+                    configuration: HistoryPoller.Configuration(interval: configuration.refunds.applePollInterval),
+                    owner: owner, metrics: metrics, logger: logger))
             if var answers = configuration.refunds.consumptionAnswers {
                 // Requests the poller brings are looked for at least as often as it reads them (a minute at most).
                 answers.interval = min(answers.interval, configuration.refunds.applePollInterval)
@@ -156,6 +157,24 @@ public enum WorkerApplication {
                     api: client, refunds: ledger.refunds, deadline: services.refunds.deadline, configuration: answers,
                     metrics: metrics, logger: logger)
             }
+        }
+        var googlePlay: GooglePlayClient?
+        if let account = configuration.refunds.googleAccount, let package = configuration.refunds.googlePackageName {
+            let client = GooglePlayClient(
+                baseURL: configuration.refunds.googleBaseURL, packageName: package, account: account, logger: logger)
+            googlePlay = client
+            pollers.append(
+                HistoryPoller(
+                    source: GoogleVoidedPurchases(api: client, packageName: package), recorder: services.refunds,
+                    positions: ledger.refunds,
+                    // 25 pages of 1,000 a pass: under Google's 30 queries in any 30 seconds, with the token's call.
+                    configuration: HistoryPoller.Configuration(
+                        interval: configuration.refunds.googlePollInterval, maxPages: 25),
+                    owner: owner, metrics: metrics, logger: logger))
+        }
+        for poller in pollers {
+            metrics.setStorePollInterval(
+                store: poller.store.rawValue, seconds: Double(poller.configuration.interval / .milliseconds(1)) / 1_000)
         }
         let admin = AdminServer(
             host: adminHost, port: configuration.serverPort, metrics: metrics, health: health, logger: logger)
@@ -177,10 +196,11 @@ public enum WorkerApplication {
         }
         group.append(.init(service: OnShutdown { await producer.close() }))
         if let appStore { group.append(.init(service: OnShutdown { await appStore.shutdown() })) }
+        if let googlePlay { group.append(.init(service: OnShutdown { await googlePlay.shutdown() })) }
         group.append(.init(service: admin))
         if let console { group.append(.init(service: console)) }
         if let intake { group.append(.init(service: intake)) }
-        if let poller { group.append(.init(service: poller)) }
+        for poller in pollers { group.append(.init(service: poller)) }
         if let answerer { group.append(.init(service: answerer)) }
         for service in services.services { group.append(.init(service: service)) }
         let serviceGroup = ServiceGroup(
@@ -191,7 +211,7 @@ public enum WorkerApplication {
             serviceGroup,
             Parts(
                 services: services, admin: admin, console: console, metrics: metrics, consumer: consumer,
-                producer: producer, notificationIntake: intake, applePoller: poller)
+                producer: producer, notificationIntake: intake, historyPollers: pollers)
         )
     }
 }

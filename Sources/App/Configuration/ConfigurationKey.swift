@@ -123,6 +123,15 @@ public struct ConfigurationKey: Sendable, Hashable {
             "refunds.google.package_name", default: nil,
             "The Android package whose voided purchases revoke grants (notifications about another are refused)"),
         ConfigurationKey(
+            "refunds.google.service_account_file", default: nil,
+            "A service account's JSON key (View financial data in Play Console): set, the worker polls Google Play's "
+                + "Voided Purchases API"),
+        ConfigurationKey(
+            "refunds.google.base_url", default: "https://androidpublisher.googleapis.com",
+            "Google Play Developer API's host (tests: a simulator)"),
+        ConfigurationKey(
+            "refunds.google.interval_ms", default: "300000", "Between readings of Google Play's voided purchases"),
+        ConfigurationKey(
             "refunds.apple.bundle_id", default: nil,
             "The app whose App Store refunds revoke grants; Apple notifications are believed only when signed for it"),
         ConfigurationKey(

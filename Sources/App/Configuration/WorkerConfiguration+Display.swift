@@ -5,6 +5,7 @@ import Foundation
 import Fulfilment
 import Gamebase
 import GamebaseHTTP
+import GooglePlayHTTP
 import Ledger
 import Logging
 import Wire
@@ -57,6 +58,13 @@ extension WorkerConfiguration {
             ("reconcile.lookback_hours", String(Self.milliseconds(reconcile.lookback) / 3_600_000)),
             ("reconcile.max_calls_per_second", String(reconcile.maxCallsPerSecond)),
             ("refunds.google.package_name", refunds.googlePackageName ?? "(none)"),
+            (
+                "refunds.google.service_account_file",
+                refunds.googleServiceAccountFile.map { "\($0) (\(refunds.googleAccount?.clientEmail ?? "-"))" }
+                    ?? "(none: no voided purchases poller)"
+            ),
+            ("refunds.google.base_url", refunds.googleAccount == nil ? "(none)" : refunds.googleBaseURL),
+            ("refunds.google.interval_ms", String(Self.milliseconds(refunds.googlePollInterval))),
             ("refunds.apple.bundle_id", refunds.appleBundleId ?? "(none)"),
             ("refunds.apple.environment", refunds.appleEnvironment),
             ("refunds.apple.issuer_id", refunds.appleKey?.issuerId ?? "(none: no history poller)"),

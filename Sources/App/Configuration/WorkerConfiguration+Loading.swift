@@ -6,6 +6,7 @@ import Foundation
 import Fulfilment
 import Gamebase
 import GamebaseHTTP
+import GooglePlayHTTP
 import Kafka
 import Logging
 import Stores
@@ -157,6 +158,21 @@ extension WorkerConfiguration {
 
     /// `refunds.*`: the identifiers checked for their shape (they are compared with what the stores sign or send), the
     /// test roots' file for being readable PEM.
+    /// A store API's base URL (`key`), when set: http(s) with a host; plain HTTP only to this machine (a simulator),
+    /// since each call carries `secret`.
+    static func storeBaseURL(_ values: ConfigValues, _ key: String, carrying secret: String) throws -> String? {
+        guard let url = try values.optionalString(key) else { return nil }
+        let host = URLComponents(string: url)?.host
+        guard url.hasPrefix("https://") || url.hasPrefix("http://"), let host, !host.isEmpty else {
+            throw ConfigurationError(key: key, problem: "must be an http(s) URL with a host")
+        }
+        guard url.hasPrefix("https://") || ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host) else {
+            throw ConfigurationError(
+                key: key, problem: "must be https:// (each call carries \(secret)); http only to loopback")
+        }
+        return url
+    }
+
     static func refunds(_ values: ConfigValues) throws -> Refunds {
         var refunds = Refunds()
         if let package = try values.optionalString("refunds.google.package_name") {
@@ -169,6 +185,34 @@ extension WorkerConfiguration {
                     problem: "must be an Android package name such as com.studio.game (letters, digits, _ and .)")
             }
             refunds.googlePackageName = package
+        }
+        if let file = try values.optionalString("refunds.google.service_account_file") {
+            let key = "refunds.google.service_account_file"
+            guard refunds.googlePackageName != nil else {
+                throw ConfigurationError(key: key, problem: "set refunds.google.package_name too")
+            }
+            // Read no further than the bound: a key file is a few KiB, whatever the path leads to.
+            guard let handle = FileHandle(forReadingAtPath: file),
+                let data = try? handle.read(upToCount: 65_537), data.count <= 65_536
+            else {
+                throw ConfigurationError(key: key, problem: "cannot read \(file) as a JSON key file of at most 64 KiB")
+            }
+            try? handle.close()
+            do {
+                refunds.googleAccount = try GoogleServiceAccount(json: Array(data))
+            } catch {
+                throw ConfigurationError(key: key, problem: "\(file): \(error.description)")
+            }
+            refunds.googleServiceAccountFile = file
+            if let url = try storeBaseURL(values, "refunds.google.base_url", carrying: "the service account's token") {
+                refunds.googleBaseURL = url
+            }
+            refunds.googlePollInterval = .milliseconds(
+                try values.int("refunds.google.interval_ms", default: 300_000, in: 1_000...86_400_000))
+        } else if try values.optionalString("refunds.google.base_url") != nil {
+            throw ConfigurationError(
+                key: "refunds.google.base_url",
+                problem: "set refunds.google.service_account_file too, or remove this key")
         }
         if let bundle = try values.optionalString("refunds.apple.bundle_id") {
             guard bundle.utf8.count <= 255,
@@ -220,21 +264,8 @@ extension WorkerConfiguration {
                 throw ConfigurationError(key: "refunds.apple.private_key_file", problem: "\(file): \(error.message)")
             }
             refunds.applePrivateKeyFile = file
-            if let url = try values.optionalString("refunds.apple.base_url") {
-                let host = URLComponents(string: url)?.host
-                guard url.hasPrefix("https://") || url.hasPrefix("http://"), let host, !host.isEmpty else {
-                    throw ConfigurationError(
-                        key: "refunds.apple.base_url", problem: "must be an http(s) URL with a host")
-                }
-                // Each call carries the studio's signed token: plain HTTP only to this machine (a simulator).
-                guard url.hasPrefix("https://") || ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host) else {
-                    throw ConfigurationError(
-                        key: "refunds.apple.base_url",
-                        problem: "must be https:// (each call carries the studio's signed token); http only to loopback"
-                    )
-                }
-                refunds.appleBaseURL = url
-            }
+            refunds.appleBaseURL = try storeBaseURL(
+                values, "refunds.apple.base_url", carrying: "the studio's signed token")
             refunds.applePollInterval = .milliseconds(
                 try values.int("refunds.apple.interval_ms", default: 300_000, in: 1_000...86_400_000))
             if try values.bool("refunds.apple.consumption_info", default: false) {

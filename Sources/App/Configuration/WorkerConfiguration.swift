@@ -4,6 +4,7 @@ import Engine
 import Foundation
 import Gamebase
 import GamebaseHTTP
+import GooglePlayHTTP
 import Kafka
 import Logging
 
@@ -24,6 +25,13 @@ public struct WorkerConfiguration: Sendable {
     public struct Refunds: Sendable {
         /// `refunds.google.package_name`; `nil`: Google notifications are refused.
         public var googlePackageName: String?
+        /// `refunds.google.service_account_file` (read and checked at load): the account the Voided Purchases API
+        /// poller authenticates as; `nil` when no poller runs.
+        public var googleAccount: GoogleServiceAccount?
+        public var googleServiceAccountFile: String?
+        /// `refunds.google.base_url`: Google's host unless set.
+        public var googleBaseURL = GooglePlayClient.productionURL
+        public var googlePollInterval: Duration = .seconds(300)
         /// `refunds.apple.bundle_id`; `nil`: Apple notifications are refused.
         public var appleBundleId: String?
         /// `refunds.apple.environment`: `production` or `sandbox`.

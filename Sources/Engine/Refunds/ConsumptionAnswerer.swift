@@ -50,7 +50,7 @@ public final class ConsumptionAnswerer: Service {
     public static let nothingPending: Double = 1e9
 
     let api: any AppStoreServerAPI
-    let refunds: any RefundLedger
+    let refunds: any ConsumptionRequestLedger
     let deadline: LedgerDeadline
     let configuration: Configuration
     let metrics: any EngineMetrics
@@ -58,7 +58,7 @@ public final class ConsumptionAnswerer: Service {
     let logger: Logger
 
     public init(
-        api: any AppStoreServerAPI, refunds: any RefundLedger, deadline: LedgerDeadline = LedgerDeadline(),
+        api: any AppStoreServerAPI, refunds: any ConsumptionRequestLedger, deadline: LedgerDeadline = LedgerDeadline(),
         configuration: Configuration, metrics: any EngineMetrics, clock: any WorkerClock = .system, logger: Logger
     ) {
         self.api = api

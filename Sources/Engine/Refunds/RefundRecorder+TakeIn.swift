@@ -2,7 +2,7 @@ import Foundation
 import Fulfilment
 
 extension RefundRecorder {
-    /// Takes in what a reader made of one body, as the intake and the Apple history poller both do: a believed
+    /// Takes in what a reader made of one body, as the intake and the history pollers do: a believed
     /// notification recorded and carried out, a refusal kept once per body; either counted in
     /// `iap_store_notifications_total` (and a revocation in `iap_revocations_total`). Answers the refusal, if any, for
     /// the caller to log with its own context. Throws what the ledger or the publisher threw.

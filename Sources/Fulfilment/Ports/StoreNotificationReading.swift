@@ -5,8 +5,4 @@ import Foundation
 /// anything in it is believed); the intake and its tests see only this.
 public protocol StoreNotificationReading: Sendable {
     func read(_ bytes: [UInt8], receivedAt: Date) async -> Result<ReadNotification, NotificationRefusal>
-
-    /// Verifies and reads one `signedPayload` from Apple's notification history.
-    func readAppleSignedPayload(_ signedPayload: String, receivedAt: Date) async
-        -> Result<StoreNotification, NotificationRefusal>
 }

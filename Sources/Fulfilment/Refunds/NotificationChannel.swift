@@ -6,4 +6,6 @@ public enum NotificationChannel: String, Sendable, Hashable, CaseIterable {
     case appleNotification = "apple-notification"
     /// A Google Play real-time developer notification from the store-notifications topic.
     case googleRTDN = "google-rtdn"
+    /// Read by the worker's own poller from Google Play's Voided Purchases API.
+    case googleVoidedPurchasesAPI = "google-voided-purchases-api"
 }

@@ -2,14 +2,14 @@ import Foundation
 import Logging
 
 /// Takes in one believed store notification (DESIGN §2): records it and carries it out in one ledger transaction
-/// (``RefundLedger``), then publishes the events that transaction wrote and marks them published. Idempotent: the same
+/// (``RefundRecordingLedger``), then publishes the events that transaction wrote and marks them published. Idempotent: the same
 /// notification again, however it comes, records and publishes nothing new.
 ///
 /// It throws only when the ledger or the publisher fails; the notification is then not finished and must be read again
 /// (its offset not stored, its history page not passed). Events written but not published when it fails (or the worker
 /// dies) are published by the sweeper under the same ids.
 public struct RefundRecorder: Sendable {
-    public let refunds: any RefundLedger
+    public let refunds: any RefundRecordingLedger
     /// For marking events published.
     public let purchases: any PurchaseLedger
     public let publisher: any EventPublisher
@@ -20,7 +20,8 @@ public struct RefundRecorder: Sendable {
     public let deadline: LedgerDeadline
 
     public init(
-        refunds: any RefundLedger, purchases: any PurchaseLedger, publisher: any EventPublisher, events: EventFactory,
+        refunds: any RefundRecordingLedger, purchases: any PurchaseLedger, publisher: any EventPublisher,
+        events: EventFactory,
         deadline: LedgerDeadline = LedgerDeadline(), clock: any WorkerClock = .system, logger: Logger
     ) {
         self.deadline = deadline
@@ -65,7 +66,7 @@ public struct RefundRecorder: Sendable {
         return recording
     }
 
-    /// Settles refunds left pending beside a grant of their payment (``RefundLedger/settlePendingRefunds(limit:events:now:)``)
+    /// Settles refunds left pending beside a grant of their payment (``RefundRecordingLedger/settlePendingRefunds(limit:events:now:)``)
     /// and publishes what that revoked; answers what each payment's settlement did, and gives each to `onSettled` once it
     /// is committed, before publishing. A partial refund read before its
     /// purchase is settled here as a rule; a whole one only when a grant missed it (an older instance's).

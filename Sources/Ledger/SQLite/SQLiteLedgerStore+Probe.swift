@@ -56,7 +56,11 @@ extension SQLiteLedgerStore {
         // descriptors held on a volume that turned read-only stay read-only for good), or replaced. Open it again if
         // it is this ledger, before writing, so that the write lands where the next start would read.
         if let moved {
-            guard let reopened = reopen() else { throw moved }
+            // Off the cooperative pool: opening a file and perhaps copying a whole ledger blocks.
+            let reopened = await withCheckedContinuation { continuation in
+                DispatchQueue.global().async { continuation.resume(returning: self.reopen()) }
+            }
+            guard let reopened else { throw moved }
             logger.notice(
                 "the ledger file was opened again", metadata: ["ledger.path": "\(path)", "ledger.file": "\(reopened)"])
         }
@@ -115,21 +119,36 @@ extension SQLiteLedgerStore {
     /// Opens the file at `path` again and uses it from now on, if it is this ledger: its `ledger_identity` mark the one
     /// ``migrate()`` read, at the same schema migrations. Returns why it was opened again; `nil` when nothing changed
     /// because the file there is not this ledger, cannot be opened (a volume not mounted yet: never a new file created
-    /// in the empty mount point), or this ledger's identity was never recorded (a start on a disk too full to write it:
-    /// only a restart opens the file again then).
+    /// in the empty mount point), another reopening is under way, or this ledger's identity was never recorded (a start
+    /// on a disk too full to write it: only a restart opens the file again then).
     ///
     /// A file system that aborts on a disk error can lose its last commits although their syncs succeeded (ext4's
-    /// journal, aborted under load, drops its last transaction: seen in about one failure in four). The rows the
-    /// open file holds past the new one's — those commits, or all since the copy when an older copy of this ledger was
-    /// put there — are copied across first, read from the open file (its descriptors still read the failed volume).
-    /// What a lost commit changed in rows already there (a grant consumed, an event published) the worker does again:
-    /// the sweeper calls Consume again and publishes the event again under its id.
+    /// journal, aborted under load, drops its last transaction: seen in about one failure in four). When any table of
+    /// the new file ends before the open file's (its rows past the new one's last rowid: those commits, or all since an
+    /// older copy of this ledger was put there), the open file — every commit the worker made, read through its
+    /// descriptors on the failed volume — is copied over the new one whole, in one step (SQLite's online backup,
+    /// holding the open file's writer), so what those commits updated and deleted comes back too. A commit the worker
+    /// saw fail that the new file kept anyway is dropped by the copy; the worker does it again.
+    ///
+    /// Blocking (a copy of the whole file): the caller runs it off the cooperative pool.
     func reopen() -> String? {
         guard FileIdentity(of: path) != nil, let expected = identityMark.withLock({ $0 }) else { return nil }
+        let started = reopening.withLock { busy -> Bool in
+            if busy { return false }
+            busy = true
+            return true
+        }
+        guard started else { return nil }
+        defer { reopening.withLock { $0 = false } }
         let candidate: OpenedFile
-        do { candidate = try OpenedFile(path: path) } catch { return nil }
+        do {
+            candidate = try OpenedFile(path: path)
+        } catch {
+            refuse(nil, "a file that cannot be opened", ["iap.error": "\(Self.describe(error))"])
+            return nil
+        }
         let current = opened.withLock { $0.pool }
-        let recovered: [String: Int]
+        var copied: [String] = []
         do {
             let found = try candidate.pool.read { db in
                 try Int64.fetchOne(db, sql: "SELECT value_ms FROM ledger_marks WHERE name = 'ledger_identity'")
@@ -138,27 +157,23 @@ extension SQLiteLedgerStore {
                 refuse(candidate, "another ledger", ["ledger.found_identity": "\(found.map(String.init) ?? "-")"])
                 return nil
             }
-            recovered = try Self.copyRowsPast(from: current, into: candidate.pool)
+            copied = try Self.copyIfBehind(from: current, into: candidate.pool)
         } catch let error as UnreadableOpenFile {
             // The failed volume no longer reads either: the file there is used as it is, as a restart would.
             logger.warning(
                 "the ledger file that was open cannot be read any more; the file at its path is used as it is",
                 metadata: ["ledger.path": "\(path)", "iap.error": "\(Self.describe(error.underlying))"])
-            recovered = [:]
         } catch let error as OtherSchema {
             refuse(candidate, "this ledger at other schema migrations", ["ledger.migrations": "\(error.detail)"])
             return nil
         } catch {
+            refuse(candidate, "a file that cannot be read or written", ["iap.error": "\(Self.describe(error))"])
             return nil
         }
-        if !recovered.isEmpty {
+        if !copied.isEmpty {
             logger.warning(
-                "the ledger file opened again lacked rows the worker had committed (lost by the volume's failure, or an older copy put there); copied from the file that was open",
-                metadata: [
-                    "ledger.path": "\(path)",
-                    "ledger.copied_rows":
-                        "\(recovered.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ","))",
-                ])
+                "the ledger file opened again lacked rows the worker had committed (lost by the volume's failure, or an older copy put there); the file that was open was copied over it",
+                metadata: ["ledger.path": "\(path)", "ledger.tables_behind": "\(copied.joined(separator: ","))"])
         }
         let previous = opened.withLock { file in
             defer { file = candidate }
@@ -172,10 +187,11 @@ extension SQLiteLedgerStore {
     }
 
     /// Says once for each file found at the path that it is not used.
-    private func refuse(_ candidate: OpenedFile, _ what: String, _ detail: Logger.Metadata) {
+    private func refuse(_ candidate: OpenedFile?, _ what: String, _ detail: Logger.Metadata) {
+        let identity = candidate?.identity ?? FileIdentity(of: path)
         let firstTime = refusedFile.withLock { refused in
-            defer { refused = candidate.identity }
-            return refused != candidate.identity
+            defer { refused = identity }
+            return refused != identity
         }
         guard firstTime else { return }
         logger.error(
@@ -193,63 +209,46 @@ extension SQLiteLedgerStore {
     /// The two files' applied migrations differ.
     struct OtherSchema: Error { let detail: String }
 
-    /// Rows copied per call: a copy long behind is brought forward in bounded transactions.
-    static let copyChunk = 1_000
-
-    /// Copies into `candidate` each row `source` holds with a rowid past the candidate's last, table by table
-    /// (`INSERT OR IGNORE`: a row the candidate has under another rowid, a purchase retried there, stays as it is);
-    /// returns how many were copied per table. `source` is read through its writer, the one connection a pool keeps
-    /// for good: a reader may be opened afresh, by the path, which leads to the candidate now.
-    static func copyRowsPast(from source: DatabasePool, into candidate: DatabasePool) throws -> [String: Int] {
+    /// Copies `source` over `candidate` whole when a table of the candidate ends before the source's (a rowid past the
+    /// candidate's last); returns those tables (none: nothing copied). `source` is read through its writer, the one
+    /// connection a pool keeps for good (a reader may be opened afresh, by the path, which leads to the candidate now),
+    /// and held for the copy, so no write of the worker's lands in it meanwhile.
+    static func copyIfBehind(from source: DatabasePool, into candidate: DatabasePool) throws -> [String] {
         let migrations = "SELECT identifier FROM grdb_migrations ORDER BY identifier"
         let tablesSQL = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
-        let (held, tables): ([String], [String])
+        let last = { (db: Database, table: String) in
+            try Int64.fetchOne(db, sql: "SELECT MAX(rowid) FROM \(table.quotedDatabaseIdentifier)") ?? 0
+        }
+        let (held, ends): ([String], [String: Int64])
         do {
-            (held, tables) = try source.writeWithoutTransaction { db in
-                (try String.fetchAll(db, sql: migrations), try String.fetchAll(db, sql: tablesSQL))
+            (held, ends) = try source.writeWithoutTransaction { db in
+                var ends: [String: Int64] = [:]
+                for table in try String.fetchAll(db, sql: tablesSQL) { ends[table] = try last(db, table) }
+                return (try String.fetchAll(db, sql: migrations), ends)
             }
         } catch {
             throw UnreadableOpenFile(underlying: error)
         }
-        let there = try candidate.read { db in try String.fetchAll(db, sql: migrations) }
+        let (there, behind) = try candidate.read { db in
+            var behind: [String] = []
+            for (table, end) in ends.sorted(by: { $0.key < $1.key }) where try db.tableExists(table) {
+                if try last(db, table) < end { behind.append(table) }
+            }
+            return (try String.fetchAll(db, sql: migrations), behind)
+        }
         guard held == there else {
             throw OtherSchema(detail: "open file: \(held.last ?? "-"), file there: \(there.last ?? "-")")
         }
-        var copied: [String: Int] = [:]
-        for table in tables where table != "grdb_migrations" {
-            let name = table.quotedDatabaseIdentifier
-            var after = try candidate.read { db in try Int64.fetchOne(db, sql: "SELECT MAX(rowid) FROM \(name)") } ?? 0
-            while true {
-                let rows: [Row]
-                do {
-                    rows = try source.writeWithoutTransaction { db in
-                        try Row.fetchAll(
-                            db, sql: "SELECT rowid AS iap_rowid, * FROM \(name) WHERE rowid > ? ORDER BY rowid LIMIT ?",
-                            arguments: [after, copyChunk])
-                    }
-                } catch {
-                    throw UnreadableOpenFile(underlying: error)
-                }
-                guard let last = rows.last else { break }
-                let count = try candidate.write { db in
-                    var count = 0
-                    for row in rows {
-                        let columns = ["rowid"] + row.columnNames.dropFirst().map(\.quotedDatabaseIdentifier)
-                        try db.execute(
-                            sql: """
-                                INSERT OR IGNORE INTO \(name) (\(columns.joined(separator: ", ")))
-                                VALUES (\(databaseQuestionMarks(count: columns.count)))
-                                """, arguments: StatementArguments(row.databaseValues))
-                        count += db.changesCount
-                    }
-                    return count
-                }
-                if count > 0 { copied[table, default: 0] += count }
-                after = last["iap_rowid"]
-                if rows.count < copyChunk { break }
+        guard !behind.isEmpty else { return [] }
+        do {
+            try source.writeWithoutTransaction { old in
+                try candidate.writeWithoutTransaction { new in try old.backup(to: new) }
             }
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_IOERR {
+            // The failed volume could not give every page: the candidate is left as it was (the copy is one step).
+            throw UnreadableOpenFile(underlying: error)
         }
-        return copied
+        return behind
     }
 
     /// Writes the ledger's `ledger_identity` mark (a random number, in `value_ms` for want of another column) if it

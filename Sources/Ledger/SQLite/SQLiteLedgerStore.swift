@@ -16,6 +16,8 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
     let refusedFile = Mutex<FileIdentity?>(nil)
     /// The databases open before a ``reopen()``, kept open for good (see there).
     let retiredFiles = Mutex<[OpenedFile]>([])
+    /// Whether a ``reopen()`` is under way (one at a time: a probe that gave up on one does not start another).
+    let reopening = Mutex(false)
     /// The database file's path.
     let path: String
     let logger: Logger

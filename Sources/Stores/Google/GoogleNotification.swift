@@ -54,12 +54,12 @@ public enum GoogleNotification {
         }
     }
 
-    private static func refused(_ detail: String) -> StoreNotificationError {
+    static func refused(_ detail: String) -> StoreNotificationError {
         StoreNotificationError(.malformed, store: .google, detail)
     }
 
     /// The members of a JSON object by name, each value's bytes kept to be read later; a name given twice is refused.
-    private static func members(
+    static func members(
         of bytes: ArraySlice<UInt8>, what: String
     ) throws(StoreNotificationError) -> [String: ArraySlice<UInt8>] {
         guard bytes.count <= Limits.bytes else { throw refused("\(what) is over \(Limits.bytes) bytes") }
@@ -169,7 +169,7 @@ public enum GoogleNotification {
 
     // MARK: Values
 
-    private static func string(
+    static func string(
         _ value: ArraySlice<UInt8>, _ name: String, limit: Int
     ) throws(StoreNotificationError) -> String {
         var reader = JSONReader(value, maxDepth: 1)
@@ -179,8 +179,7 @@ public enum GoogleNotification {
     }
 
     /// A short string fit for logs and ids (``StoreText/isPlainIdentifier(_:limit:)``).
-    private static func identifier(_ value: ArraySlice<UInt8>, _ name: String) throws(StoreNotificationError) -> String
-    {
+    static func identifier(_ value: ArraySlice<UInt8>, _ name: String) throws(StoreNotificationError) -> String {
         let text = try string(value, name, limit: Limits.identifier)
         guard !text.isEmpty else { throw refused("\(name) is empty") }
         guard StoreText.isPlainIdentifier(text, limit: Limits.identifier) else {
@@ -189,7 +188,7 @@ public enum GoogleNotification {
         return text
     }
 
-    private static func integer(_ value: ArraySlice<UInt8>, _ name: String) throws(StoreNotificationError) -> Int64 {
+    static func integer(_ value: ArraySlice<UInt8>, _ name: String) throws(StoreNotificationError) -> Int64 {
         var reader = JSONReader(value, maxDepth: 1)
         guard let number = try? reader.readInt64() else { throw refused("\(name) is not an integer") }
         return number
@@ -197,7 +196,7 @@ public enum GoogleNotification {
 
     /// Milliseconds since 1970, as Google writes them: a string of digits (its JSON encoding of a 64-bit number) or a
     /// number.
-    private static func millis(_ value: ArraySlice<UInt8>, _ name: String) throws(StoreNotificationError) -> Int64 {
+    static func millis(_ value: ArraySlice<UInt8>, _ name: String) throws(StoreNotificationError) -> Int64 {
         var reader = JSONReader(value, maxDepth: 1)
         let number: Int64?
         if let text = try? reader.readStringOrSkip() {

@@ -87,12 +87,12 @@ struct AppleHistoryPollerTests {
         let harness = EngineHarness()
         let chain: AppleSigningChain
         let appStore: ScriptedAppStore
-        let poller: AppleHistoryPoller
+        let poller: HistoryPoller
 
         /// - Parameters:
         ///   - store: the App Store's environment (`Production`, `Sandbox`): the history it keeps and signs for.
         ///   - configured: the history the poller is configured for (`refunds.apple.environment`).
-        init(store: String = "Production", configured: Duration = AppleHistoryPoller.productionHistory) throws {
+        init(store: String = "Production", configured: Duration = AppleNotificationHistory.productionHistory) throws {
             chain = try AppleSigningChain(around: harness.clock.now)
             appStore = ScriptedAppStore(
                 state: AppStoreSimulatorState(
@@ -103,28 +103,28 @@ struct AppleHistoryPollerTests {
         }
 
         /// Another instance's poller over the same ledger, App Store and clock.
-        func poller(owner: String, maxPages: Int = 100) -> AppleHistoryPoller {
+        func poller(owner: String, maxPages: Int = 100) -> HistoryPoller {
             Self.poller(owner: owner, harness: harness, chain: chain, appStore: appStore, maxPages: maxPages)
         }
 
         static func poller(
             owner: String, harness: EngineHarness, chain: AppleSigningChain, appStore: ScriptedAppStore,
-            maxPages: Int = 100, historyKept: Duration = AppleHistoryPoller.productionHistory,
-            environment: AppleNotification.Environment = .production
-        ) -> AppleHistoryPoller {
+            maxPages: Int = 100, historyKept: Duration = AppleNotificationHistory.productionHistory,
+            environment: AppleNotification.Environment = .production, types: [String] = ["REFUND", "REFUND_REVERSED"],
+            metrics: (any EngineMetrics)? = nil, logger given: Logger? = nil
+        ) -> HistoryPoller {
             var logger = Logger(label: "poller.test")
             logger.logLevel = .critical
-            let reader = StoreNotificationReader(
-                googlePackageName: nil,
-                apple: .init(
+            if let given { logger = given }
+            let reader = AppleBodyReader(
+                settings: .init(
                     verifier: chain.verifier, bundleId: AppleHistoryPollerTests.bundleId, environment: environment))
-            return AppleHistoryPoller(
-                api: appStore, reader: reader, recorder: harness.services.refunds,
-                configuration: .init(
-                    types: ["REFUND", "REFUND_REVERSED"], historyKept: historyKept, maxPages: maxPages),
+            return HistoryPoller(
+                source: AppleNotificationHistory(
+                    api: appStore, reader: reader, historyKept: historyKept, types: types),
+                recorder: harness.services.refunds, positions: harness.ledger, configuration: .init(maxPages: maxPages),
                 owner: owner,
-                metrics: harness.metrics,
-                clock: harness.clock, logger: logger)
+                metrics: metrics ?? harness.metrics, clock: harness.clock, logger: logger)
         }
 
         var clock: TestClock { harness.clock }
@@ -180,7 +180,7 @@ struct AppleHistoryPollerTests {
     /// `refunds.apple.environment: sandbox`: Apple keeps 30 days of history there and refuses an older start
     /// (before, the poller asked for 179 days and every pass was refused, for ever).
     @Test func aSandboxPollerAsksForTheThirtyDaysTheSandboxKeeps() async throws {
-        let rig = try Rig(store: "Sandbox", configured: AppleHistoryPoller.sandboxHistory)
+        let rig = try Rig(store: "Sandbox", configured: AppleNotificationHistory.sandboxHistory)
         rig.appStore.keepsHistory.withLock { $0 = rig.clock }
         try await rig.grant("701", transactionId: "2000000000000701")
         try rig.refund("2000000000000701", hoursAgo: 24 * 20)
@@ -194,7 +194,7 @@ struct AppleHistoryPollerTests {
     /// A store that keeps less history than the poller was configured for (a sandbox key configured as production):
     /// the refused start narrows the window, by halves, until Apple takes it; the pass goes on and fails nothing.
     @Test func aStartAppleRefusesAsTooFarInThePastNarrowsTheWindowAndReadingGoesOn() async throws {
-        let rig = try Rig(store: "Sandbox", configured: AppleHistoryPoller.productionHistory)
+        let rig = try Rig(store: "Sandbox", configured: AppleNotificationHistory.productionHistory)
         rig.appStore.keepsHistory.withLock { $0 = rig.clock }
         // The reader trusts the sandbox here, as a worker configured for it would; the history is what is wrong.
         try await rig.grant("702", transactionId: "2000000000000702")
@@ -219,10 +219,10 @@ struct AppleHistoryPollerTests {
         for i in 0..<4 { try rig.refund("20000000000008\(i)0", hoursAgo: Double(10 + i)) }
         try rig.refund("2000000000000710", hoursAgo: 1)  // the fifth: on the third page
         // Calls: REFUND page 1, REFUND page 2 (fails), REFUND_REVERSED page 1; next pass: REFUND page 2, page 3, ...
-        rig.appStore.fail(call: 1, AppStoreError(.rateLimited, httpStatus: 429, "not yet"))
+        rig.appStore.fail(call: 1, AppStoreError(.unavailable, httpStatus: 503, "not now"))
         let first = await rig.poller.pollOnce()
         #expect(first.failed == 1 && first.notifications == 2)
-        #expect(rig.harness.metrics.values.applePollFailures == ["rate_limited": 1])
+        #expect(rig.harness.metrics.values.applePollFailures == ["unavailable": 1])
         #expect(rig.harness.metrics.values.applePollSucceededAt == nil, "not every type was read")
         let mark = try #require(try await rig.ledger.historyPolls().first { $0.name == "apple:REFUND" })
         #expect(mark.paginationToken == "2", "the position keeps the page it got to")
@@ -292,17 +292,9 @@ struct AppleHistoryPollerTests {
         while await a.pollOnce().incomplete > 0 {}
         let finished = try #require(rig.harness.metrics.values.applePollSucceededAt)
         // Another instance, started afresh: every type is not due, it reads nothing, and says the same.
-        var logger = Logger(label: "poller.test")
-        logger.logLevel = .critical
         let metrics = RecordingMetrics()
-        let other = AppleHistoryPoller(
-            api: rig.appStore,
-            reader: StoreNotificationReader(
-                googlePackageName: nil,
-                apple: .init(verifier: rig.chain.verifier, bundleId: Self.bundleId, environment: .production)),
-            recorder: rig.harness.services.refunds,
-            configuration: .init(types: ["REFUND", "REFUND_REVERSED"]), owner: "instance-b", metrics: metrics,
-            clock: rig.harness.clock, logger: logger)
+        let other = Rig.poller(
+            owner: "instance-b", harness: rig.harness, chain: rig.chain, appStore: rig.appStore, metrics: metrics)
         let pass = await other.pollOnce()
         #expect(pass.notDue == 2 && pass.pages == 0)
         #expect(metrics.values.applePollSucceededAt == finished)
@@ -326,15 +318,9 @@ struct AppleHistoryPollerTests {
 
     @Test func anExpiredTokenIsRecoveredFromEvenWithOnePageAPass() async throws {
         let rig = try Rig()
-        var logger = Logger(label: "poller.test")
-        logger.logLevel = .critical
-        let onePage = AppleHistoryPoller(
-            api: rig.appStore,
-            reader: StoreNotificationReader(
-                googlePackageName: nil,
-                apple: .init(verifier: rig.chain.verifier, bundleId: Self.bundleId, environment: .production)),
-            recorder: rig.harness.services.refunds, configuration: .init(types: ["REFUND"], maxPages: 1),
-            owner: "instance-a", metrics: rig.harness.metrics, clock: rig.harness.clock, logger: logger)
+        let onePage = Rig.poller(
+            owner: "instance-a", harness: rig.harness, chain: rig.chain, appStore: rig.appStore, maxPages: 1,
+            types: ["REFUND"])
         for i in 0..<3 { try rig.refund("20000000000006\(i)0", hoursAgo: Double(10 + i)) }
         #expect(await onePage.pollOnce().pages == 1)  // page 1 of 2: the position keeps the token
         rig.appStore.fail(call: 1, AppStoreError(.invalidRequest, httpStatus: 400, "token expired"))
@@ -443,5 +429,45 @@ struct AppleHistoryPollerTests {
         #expect(pass.failed == 2)
         #expect(rig.harness.metrics.values.applePollFailures == ["unauthorized": 2])
         #expect(rig.harness.metrics.values.applePollSucceededAt == succeeded)
+    }
+
+    /// A failure that lasts is logged once a minute for the store, saying how many it stands for, and counted at every
+    /// pass (before: a line per type and pass — four a second while the sandbox refused every window).
+    @Test func aLastingFailureIsLoggedOnceAMinuteAndCountedEveryTime() async throws {
+        let rig = try Rig()
+        let recorder = RecordingLogHandler.Recorder()
+        let poller = Rig.poller(
+            owner: "instance-a", harness: rig.harness, chain: rig.chain, appStore: rig.appStore,
+            logger: recorder.logger())
+        for call in 0..<40 { rig.appStore.fail(call: call, AppStoreError(.unavailable, httpStatus: 503, "down")) }
+        for _ in 0..<20 {
+            #expect(await poller.pollOnce().failed == 2)
+            rig.clock.advance(by: .seconds(5))
+        }
+        let lines = recorder.all.filter { $0.message.contains("history failed") }
+        #expect(lines.count == 2, "at 0 s and at 60 s: \(lines.map(\.line))")
+        #expect(lines.first?.metadata["log.repeated"] == nil)
+        #expect(lines.last?.metadata["log.repeated"] == "23", "the 23 failures between the two")
+        #expect(lines.allSatisfy { $0.metadata["iap.store"] == "apple" })
+        #expect(rig.harness.metrics.values.applePollFailures == ["unavailable": 40])
+    }
+
+    /// Apple's 429: the pass stops there (the other types are not asked), and the store is not asked again before an
+    /// interval has passed.
+    @Test func aSpentQuotaStopsThePassAndTheStoreIsLeftAloneForAnInterval() async throws {
+        let rig = try Rig()
+        rig.appStore.fail(call: 0, AppStoreError(.rateLimited, httpStatus: 429, "too many requests"))
+        let pass = await rig.poller.pollOnce()
+        #expect(pass.quotaSpent && pass.failed == 1)
+        #expect(rig.appStore.requests.count == 1, "REFUND_REVERSED is not asked after the 429")
+        rig.clock.advance(by: .seconds(60))
+        #expect(await rig.poller.pollOnce().pages == 0)
+        #expect(rig.appStore.requests.count == 1, "nothing asked within the interval")
+        // Another instance: the type whose reading met the quota is held for the wait, not read again.
+        #expect(await rig.poller(owner: "instance-b").pollOnce().heldElsewhere >= 1)
+        rig.clock.advance(by: .seconds(240))
+        let after = await rig.poller.pollOnce()
+        #expect(after.failed == 0 && after.pages >= 1, "REFUND read again once the wait is over")
+        #expect(rig.harness.metrics.values.applePollFailures == ["rate_limited": 1])
     }
 }
