@@ -46,4 +46,10 @@ struct BoundedRefundReader: RefundHistoryLedger {
     func refusals(limit: Int) async throws -> [RefusedNotification] {
         try await bounds.bounded("refused notifications") { [base] in try await base.refusals(limit: limit) }
     }
+
+    func refusals(claimedId: String, limit: Int) async throws -> [RefusedNotification] {
+        try await bounds.bounded("refused notifications") { [base] in
+            try await base.refusals(claimedId: claimedId, limit: limit)
+        }
+    }
 }

@@ -51,6 +51,8 @@ struct FindPage: Sendable {
         if let seq = purchase.paymentSeq {
             html +=
                 "purchase <a class=\"mono\" href=\"\(HTML.link("/purchase", [("seq", seq)]))\">\(HTML.escape(seq))</a>"
+        } else if purchase.entries.first?.kind == .refusal {
+            html += "refused store notification (no purchase)"
         } else {
             html += "malformed message (no paymentSeq)"
         }

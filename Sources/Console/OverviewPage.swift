@@ -58,6 +58,11 @@ struct OverviewPage: Encodable, Sendable {
             "Oldest unconsumed grant",
             status.oldestUnconsumedGrantAgeSeconds.map { $0 > 0 ? Self.age($0) : "none" } ?? "not swept yet",
             (status.oldestUnconsumedGrantAgeSeconds ?? 0) > 300 ? "bad" : "", id: "oldest-unconsumed")
+        // Revoked grants Gamebase will not consume: not retried, told apart (docs/runbook.md#iapworkergrantsawaitingconsume).
+        if let setAside = status.setAsideGrants, setAside > 0 {
+            html += card(
+                "Consume set aside", "\(setAside) revoked grant\(setAside == 1 ? "" : "s")", "warn", id: "set-aside")
+        }
         return html + "</div>\n"
     }
 

@@ -77,6 +77,7 @@ extension MemoryLedger {
                 existing.record.lastReceivedAt = max(
                     existing.record.lastReceivedAt, refusal.lastReceivedAt.storedInMilliseconds)
                 existing.record.source = refusal.source ?? existing.record.source
+                existing.record.claimedId = existing.record.claimedId ?? refusal.claimedId
                 state.refusals[key] = existing
             } else {
                 var stored = refusal
@@ -86,6 +87,13 @@ extension MemoryLedger {
                 state.refusals[key] = (stored, state.nextRow())
             }
         }
+    }
+
+    public func refusals(claimedId: String, limit: Int) async throws -> [RefusedNotification] {
+        let claimed = BinaryText(claimedId)
+        return try await refusals(limit: Int.max).filter { $0.claimedId.map(BinaryText.init) == claimed }.prefix(
+            max(0, limit)
+        ).map { $0 }
     }
 
     public func refusals(limit: Int) async throws -> [RefusedNotification] {

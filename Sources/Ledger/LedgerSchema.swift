@@ -163,6 +163,16 @@ package enum LedgerSchema {
                     // holds them too, stays for older instances).
                     LedgerIndex("grants_waiting_for_consume", on: "grants (granted_at_ms) WHERE \(waitingForConsume)"),
                 ]),
+            // The notification id a refused record claims (not believed), so `find --notification-id` finds the
+            // refusal. A nullable column older instances never name, and its index.
+            LedgerMigration(
+                name: "010_refusal_claimed_ids",
+                sql: ["ALTER TABLE refused_notifications ADD COLUMN claimed_id TEXT"],
+                indexes: [
+                    LedgerIndex(
+                        "refused_notifications_claimed_id",
+                        on: "refused_notifications (claimed_id, last_received_at_ms) WHERE claimed_id IS NOT NULL")
+                ]),
         ]
     }
 

@@ -12,7 +12,10 @@ public enum FindTextRenderer {
             "\(printable(result.id)): \(kind.rawValue.replacingOccurrences(of: "_", with: " ")), "
             + "\(result.purchases.count) purchase\(result.purchases.count == 1 ? "" : "s")\n"
         for purchase in result.purchases {
-            out += "\npurchase \(printable(purchase.paymentSeq ?? "(no paymentSeq: malformed message)"))"
+            let none =
+                purchase.entries.first?.kind == .refusal
+                ? "(none: a refused store notification)" : "(no paymentSeq: malformed message)"
+            out += "\npurchase \(printable(purchase.paymentSeq ?? none))"
             if let userId = purchase.userId { out += "  userId \(printable(userId))" }
             if let paymentId = purchase.paymentId { out += "  paymentId \(printable(paymentId))" }
             out += "\n  status: \(printable(purchase.status))\n"

@@ -32,7 +32,7 @@ public struct PurchaseFinder: Sendable {
         async throws -> FindResult
     {
         let limit = max(1, min(limit, 1_000))
-        if let kind { return try await find(id, kind, before: before, limit: limit) }
+        if let kind { return try await find(id, kind, before: before, limit: limit, explicit: true) }
         if EventIdentifier(id) != nil { return try await find(id, .eventId, before: before, limit: limit) }
         for kind in [IdentifierKind.paymentSeq, .paymentId, .userId, .notificationId] {
             let result = try await find(id, kind, before: before, limit: limit)
@@ -41,7 +41,9 @@ public struct PurchaseFinder: Sendable {
         return FindResult(id: id, kind: nil, purchases: [])
     }
 
-    func find(_ id: String, _ kind: IdentifierKind, before: PurchaseCursor?, limit: Int) async throws -> FindResult {
+    func find(_ id: String, _ kind: IdentifierKind, before: PurchaseCursor?, limit: Int, explicit: Bool = false)
+        async throws -> FindResult
+    {
         switch kind {
         case .paymentSeq:
             return FindResult(id: id, kind: kind, purchases: try await timelines([id]))
@@ -52,9 +54,18 @@ public struct PurchaseFinder: Sendable {
             // A refund of a payment the ledger never saw is kept, and found by the store's payment id.
             return FindResult(id: id, kind: kind, purchases: try await refundsAlone(paymentId: id))
         case .notificationId:
-            guard let refunds, let record = try await refunds.notification(id: id), let key = record.paymentKey else {
-                return FindResult(id: id, kind: kind, purchases: [])
+            guard let refunds else { return FindResult(id: id, kind: kind, purchases: []) }
+            guard let record = try await refunds.notification(id: id) else {
+                // Never believed: the records refused that claimed this id, each with why and where it came from. A
+                // claim is the record's own word (anyone who can write to the topic chooses it), so an id tried under
+                // every kind is looked for among them only when it has a notification id's shape.
+                guard explicit || Self.hasNotificationIdShape(id) else {
+                    return FindResult(id: id, kind: kind, purchases: [])
+                }
+                let refused = try await refunds.refusals(claimedId: id, limit: Self.paymentIdLimit)
+                return FindResult(id: id, kind: kind, purchases: refused.map(PurchaseTimeline.init(refused:)))
             }
+            guard let key = record.paymentKey else { return FindResult(id: id, kind: kind, purchases: []) }
             if let seq = record.paymentSeq {
                 return FindResult(id: id, kind: kind, purchases: try await timelines([seq]))
             }
@@ -84,6 +95,18 @@ public struct PurchaseFinder: Sendable {
                 return FindResult(id: id, kind: kind, purchases: [])
             }
         }
+    }
+
+    /// Whether `id` looks like a store's notification id: Apple's `notificationUUID` (8-4-4-4-12 hex digits) or the id
+    /// the worker gives a Google notification (`google:` and 32 hex digits).
+    static func hasNotificationIdShape(_ id: String) -> Bool {
+        let hex = Set("0123456789abcdefABCDEF")
+        if id.hasPrefix("google:") {
+            let rest = id.dropFirst("google:".count)
+            return rest.count == 32 && rest.allSatisfy(hex.contains)
+        }
+        let groups = id.split(separator: "-", omittingEmptySubsequences: false)
+        return groups.map(\.count) == [8, 4, 4, 4, 12] && groups.allSatisfy { $0.allSatisfy(hex.contains) }
     }
 
     /// The histories of `paymentSeqs` the ledger holds anything of, with their timelines.

@@ -132,3 +132,34 @@ extension PurchaseTimeline {
             kind: .consumptionAnswer, summary: summary, fields: fields)
     }
 }
+
+extension PurchaseTimeline {
+    /// A refused store record found by the notification id it claims: no purchase, why it was refused, when, how
+    /// often and where it last came from (docs/runbook.md, "Reading a refused notification again").
+    public init(refused r: RefusedNotification) {
+        let store = r.store?.rawValue ?? "unknown"
+        var fields = [
+            "store": store, "code": r.code, "body_sha256": r.bodyHash, "body_bytes": String(r.bodyBytes),
+            "count": String(r.count),
+        ]
+        if let claimed = r.claimedId { fields["claimed_notification_id"] = claimed }
+        // The source kept is where it last came from: said on the first line only when there is no later one.
+        if let source = r.source, r.count <= 1 { fields["source"] = source }
+        var entries = [
+            TimelineEntry(
+                time: r.firstReceivedAt, origin: .store, kind: .refusal,
+                summary: "\(store) notification refused (\(r.code)), never believed: \(r.detail)", fields: fields)
+        ]
+        if r.count > 1 {
+            entries.append(
+                TimelineEntry(
+                    time: r.lastReceivedAt, origin: .store, kind: .refusal,
+                    summary: "refused again, \(r.count) times in all; last from \(r.source ?? "-")",
+                    fields: ["count": String(r.count), "source": r.source ?? ""]))
+        }
+        self.init(
+            paymentSeq: nil, userId: nil, paymentId: nil,
+            status: "refused \(store) notification (\(r.code)), its id only claimed: nothing revoked or recorded",
+            entries: entries)
+    }
+}

@@ -19,6 +19,8 @@ public struct TimelineEntry: Sendable, Hashable, Codable {
         case reprocessed, sighting
         case refund, revocation
         case consumptionAnswer = "consumption_answer"
+        /// A store record that was not believed (``RefusedNotification``), found by the id it claims.
+        case refusal
     }
 
     public var time: Date

@@ -20,11 +20,14 @@ public struct StoreNotificationError: Error, Sendable, Hashable, CustomStringCon
     public var code: Code
     public var detail: String
     public var store: Store
+    /// The notification id the record claims, when it could be read though not believed.
+    public var claimedId: String?
 
-    public init(_ code: Code, store: Store, _ detail: String) {
+    public init(_ code: Code, store: Store, _ detail: String, claimedId: String? = nil) {
         self.code = code
         self.store = store
         self.detail = detail
+        self.claimedId = claimedId
     }
 
     public var description: String { "\(store) notification refused (\(code)): \(detail)" }

@@ -63,7 +63,8 @@ public struct StoreNotificationReader: StoreNotificationReading {
     }
 
     static func refusal(_ error: StoreNotificationError) -> NotificationRefusal {
-        NotificationRefusal(store: error.store, code: error.code.rawValue, detail: error.detail)
+        NotificationRefusal(
+            store: error.store, code: error.code.rawValue, detail: error.detail, claimedId: error.claimedId)
     }
 }
 
@@ -109,7 +110,9 @@ public struct AppleBodyReader: StoreBodyReader {
     {
         guard let settings else {
             return .failure(
-                NotificationRefusal(store: .apple, code: "not_configured", detail: "refunds.apple is not set"))
+                NotificationRefusal(
+                    store: .apple, code: "not_configured", detail: "refunds.apple is not set",
+                    claimedId: AppleNotification.claimedUUID(of: signedPayload)))
         }
         do {
             let notification = try await AppleNotification.read(
@@ -117,7 +120,9 @@ public struct AppleBodyReader: StoreBodyReader {
                 environment: settings.environment, receivedAt: receivedAt)
             return .success(ReadNotification(notification: notification, channel: channel))
         } catch {
-            return .failure(StoreNotificationReader.refusal(error))
+            var refusal = StoreNotificationReader.refusal(error)
+            refusal.claimedId = AppleNotification.claimedUUID(of: signedPayload)
+            return .failure(refusal)
         }
     }
 }

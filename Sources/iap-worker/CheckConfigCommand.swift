@@ -1,9 +1,11 @@
 import App
+import AppStoreHTTP
 import ArgumentParser
 import Foundation
 import Fulfilment
 import Gamebase
 import GamebaseHTTP
+import GooglePlayHTTP
 import Kafka
 import Ledger
 import Logging
@@ -12,7 +14,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check-config",
         abstract:
-            "Validates and prints the effective configuration (secrets redacted), then tests Kafka, Gamebase and the ledger."
+            "Validates and prints the effective configuration (secrets redacted), then tests Kafka, Gamebase, the ledger and the stores' APIs."
     )
 
     @Option(name: .customLong("config"), help: "YAML configuration file (default: $IAP_WORKER_CONFIG).")
@@ -96,6 +98,47 @@ struct CheckConfigCommand: AsyncParsableCommand {
             failures += 1
             print("  ledger    FAILED: \(error) (\(configuration.redactedLedgerURL))")
         }
+        failures += await checkStores(configuration, logger: logger)
         if failures > 0 { throw ExitCode(1) }
+    }
+
+    /// The stores' APIs the history pollers read: one call each with the configured key, over the last hour (Apple's
+    /// Get Notification History of refunds; Google's voided purchases, through the token endpoint first). Answers how
+    /// many failed.
+    func checkStores(_ configuration: WorkerConfiguration, logger: Logger) async -> Int {
+        var failures = 0
+        let hourAgo = Date().addingTimeInterval(-3_600)
+        if let key = configuration.refunds.appleKey {
+            let client = AppStoreClient(
+                baseURL: configuration.refunds.appStoreURL, key: key, timeout: .seconds(10), logger: logger)
+            do {
+                _ = try await client.notificationHistory(
+                    NotificationHistoryRequest(startDate: hourAgo, endDate: Date(), notificationType: "REFUND"))
+                print("  apple     ok: Get Notification History answers the key \(key.keyId)")
+            } catch {
+                failures += 1
+                print("  apple     FAILED: \(error)")
+            }
+            await client.shutdown()
+        }
+        if let account = configuration.refunds.googleAccount, let package = configuration.refunds.googlePackageName {
+            let client = GooglePlayClient(
+                baseURL: configuration.refunds.googleBaseURL, packageName: package, account: account,
+                timeout: .seconds(10), logger: logger)
+            do {
+                _ = try await client.voidedPurchases(
+                    VoidedPurchasesRequest(startTime: hourAgo, endTime: Date().addingTimeInterval(-10)))
+                print("  google    ok: \(account.clientEmail) reads the voided purchases of \(package)")
+            } catch  where error.result == "rate_limited" {
+                // Past the token endpoint, the API only asks to wait: the account works; the workers share the quota.
+                print(
+                    "  google    ok: \(account.clientEmail) authenticated; the API's quota is spent for now (HTTP 429)")
+            } catch {
+                failures += 1
+                print("  google    FAILED: \(error.result): \(error)")
+            }
+            await client.shutdown()
+        }
+        return failures
     }
 }

@@ -46,6 +46,42 @@ struct RefundFindTests {
         }
     }
 
+    /// A record refused as not believed (a forged signature, another app) is found by the notification id it claims,
+    /// with why, how often and where it last came from — on every ledger; nothing else claims that id.
+    @Test(arguments: LedgerBackend.allCases)
+    func aRefusedNotificationIsFoundByTheIdItClaims(backend: LedgerBackend) async throws {
+        try await TestDatabases.withFreshLedger(backend) { store in
+            for (body, source) in [("forged-1", "store.notifications[0]@4"), ("forged-1", "store.notifications[2]@9")] {
+                try await store.recordRefusal(
+                    RefusedNotification(
+                        body: Array(body.utf8),
+                        refusal: NotificationRefusal(
+                            store: .apple, code: "unverified", detail: "the chain does not verify",
+                            claimedId: "3f1c2a9e-0b1d-4c2e-9f00-112233445566"),
+                        receivedAt: R.now, source: source))
+            }
+            try await store.recordRefusal(
+                RefusedNotification(
+                    body: Array("other".utf8),
+                    refusal: NotificationRefusal(store: .google, code: "malformed", detail: "not JSON"),
+                    receivedAt: R.now, source: nil))
+            let finder = PurchaseFinder(reader: store, refunds: store)
+            let found = try await finder.find("3f1c2a9e-0b1d-4c2e-9f00-112233445566")
+            #expect(found.kind == .notificationId)
+            let refused = try #require(found.purchases.first)
+            #expect(found.purchases.count == 1 && refused.paymentSeq == nil)
+            #expect(
+                refused.status
+                    == "refused apple notification (unverified), its id only claimed: nothing revoked or recorded")
+            #expect(refused.entries.map(\.kind) == [.refusal, .refusal])
+            #expect(refused.entries.last?.fields["source"] == "store.notifications[2]@9")
+            #expect(refused.entries.first?.fields["count"] == "2")
+            #expect(try await finder.find("00000000-0000-0000-0000-000000000000").purchases.isEmpty)
+            let text = FindTextRenderer.render(found)
+            #expect(text.contains("never believed") && text.contains("store.notifications[2]@9"), "\(text)")
+        }
+    }
+
     /// A ledger an older version migrated (no refund tables) still tells a purchase's own story; a refund read that
     /// fails otherwise (the ledger down, a deadline) fails the find rather than leave the refund out unsaid.
     @Test(arguments: LedgerBackend.sql)
@@ -86,5 +122,6 @@ struct RefundFindTests {
         func refundCounts(since: Date) async throws -> [RefundDayCount] { throw error }
         func refundingUsers(since: Date, limit: Int) async throws -> [RefundingUser] { throw error }
         func refusals(limit: Int) async throws -> [RefusedNotification] { throw error }
+        func refusals(claimedId: String, limit: Int) async throws -> [RefusedNotification] { throw error }
     }
 }

@@ -127,4 +127,39 @@ struct GoogleRefundProcessTests {
             #expect(!output.contains("PRIVATE KEY"), "the key in \(worker.name)'s log")
         }
     }
+
+    /// `check-config` asks Google with the service account: ok with the key Google holds, FAILED and a failing status
+    /// with another (the token endpoint refuses it), never the key or a token in what it prints.
+    @Test func checkConfigSaysWhetherTheServiceAccountReadsTheVoidedPurchases() async throws {
+        let cluster = try await ProcessCluster.start(purchases: 1, simulatorArguments: [])
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let state = GooglePlaySimulatorState(
+            packageName: GoogleNotifications.package, clientEmail: "worker@studio.iam.gserviceaccount.com",
+            keyId: "key-1", publicKey: key.publicKey)
+        let play = GooglePlaySimulator(configuration: .init(), state: state, logger: EndToEndSystem.logger)
+        let served = Task { try await play.run() }
+        defer { served.cancel() }
+        var environment = cluster.workerEnvironment(
+            ledgerURL: try await TestDatabases.freshLedgerURL(.sqlite), group: "check-\(UUID().uuidString.prefix(6))")
+        environment["REFUNDS_GOOGLE_PACKAGE_NAME"] = GoogleNotifications.package
+        environment["REFUNDS_GOOGLE_BASE_URL"] = await play.baseURL()
+        for (name, signer) in [("right", key), ("other", try _RSA.Signing.PrivateKey(keySize: .bits2048))] {
+            let file = cluster.folder.appendingPathComponent("\(name).json")
+            let json = GooglePlaySimulatorState.serviceAccountKey(
+                clientEmail: state.clientEmail, keyId: state.keyId, privateKey: signer, tokenURI: await play.tokenURI())
+            try Data(json.utf8).write(to: file)
+            environment["REFUNDS_GOOGLE_SERVICE_ACCOUNT_FILE"] = file.path
+            let check = try ChildProcess(
+                "check-\(name)", ["check-config"], environment: environment, folder: cluster.folder)
+            let status = try await check.exitStatus(within: 60)
+            if name == "right" {
+                #expect(status == 0, "\(check.output)")
+                #expect(check.output.contains("google    ok: worker@studio.iam.gserviceaccount.com"), "\(check.output)")
+            } else {
+                #expect(status != 0)
+                #expect(check.output.contains("google    FAILED: unauthorized"), "\(check.output)")
+            }
+            #expect(!check.output.contains("PRIVATE KEY") && !check.output.contains("ya29."), "a secret printed")
+        }
+    }
 }

@@ -238,6 +238,7 @@ public final class WorkerMetrics: EngineMetrics {
     struct Readable {
         var lag: [String: WorkerStatus.PartitionLag] = [:]
         var unconsumedGrants: Int?
+        var setAsideGrants: Int?
         var oldestUnconsumedGrantAge: Double?
         var lastReconcilePass: WorkerStatus.ReconcilePass?
     }
@@ -257,6 +258,7 @@ public final class WorkerMetrics: EngineMetrics {
     /// Sets `iap_set_aside_grants`.
     public func setSetAsideGrants(_ count: Int) {
         setAsideGrants.set(to: Double(count))
+        readable.withLock { $0.setAsideGrants = count }
     }
 
     /// Sets `iap_oldest_unconsumed_grant_age_seconds` (0 when none).

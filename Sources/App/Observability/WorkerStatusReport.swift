@@ -34,6 +34,6 @@ struct WorkerStatusReport: WorkerStatusSource {
             oldestUnconsumedGrantAgeSeconds: readable.oldestUnconsumedGrantAge, outcomes: purchases,
             rejections: rejections, deadLetters: deadLetters,
             reconciliationEnabled: reconciliationEnabled, lastReconcilePass: readable.lastReconcilePass,
-            settings: settings)
+            settings: settings, setAsideGrants: readable.setAsideGrants)
     }
 }

@@ -320,12 +320,12 @@ public final class HistoryPoller: Service {
             let refusal = try await recorder.takeIn(
                 item.read, body: item.body, source: source, metrics: metrics, unknownStore: label)
         else { return true }
-        logger.warning(
-            "an item of the store's history was refused",
-            metadata: [
-                "iap.store": "\(label)", "iap.refusal": "\(refusal.code)", "iap.detail": "\(refusal.detail)",
-                "iap.source": "\(source)",
-            ])
+        var metadata: Logger.Metadata = [
+            "iap.store": "\(label)", "iap.refusal": "\(refusal.code)", "iap.detail": "\(refusal.detail)",
+            "iap.source": "\(source)",
+        ]
+        if let claimed = refusal.claimedId { metadata["iap.claimed_id"] = "\(claimed)" }
+        logger.warning("an item of the store's history was refused", metadata: metadata)
         return false
     }
 }

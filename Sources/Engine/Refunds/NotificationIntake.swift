@@ -149,12 +149,12 @@ public final class NotificationIntake: Service {
             topic: input.source.topic, partition: input.source.partition, offset: input.source.offset)
         guard let refusal = try await recorder.takeIn(read, body: input.value, source: source, metrics: metrics)
         else { return }
-        logger.warning(
-            "store notification refused",
-            metadata: [
-                "iap.store": "\(refusal.store?.rawValue ?? "unknown")", "iap.refusal": "\(refusal.code)",
-                "iap.detail": "\(refusal.detail)", "kafka.topic": "\(input.source.topic)",
-                "kafka.partition": "\(input.source.partition)", "kafka.offset": "\(input.source.offset)",
-            ])
+        var metadata: Logger.Metadata = [
+            "iap.store": "\(refusal.store?.rawValue ?? "unknown")", "iap.refusal": "\(refusal.code)",
+            "iap.detail": "\(refusal.detail)", "kafka.topic": "\(input.source.topic)",
+            "kafka.partition": "\(input.source.partition)", "kafka.offset": "\(input.source.offset)",
+        ]
+        if let claimed = refusal.claimedId { metadata["iap.claimed_id"] = "\(claimed)" }
+        logger.warning("store notification refused", metadata: metadata)
     }
 }

@@ -70,6 +70,8 @@ public struct WorkerStatus: Sendable, Hashable, Codable {
     /// From the sweeper's last pass; `nil` before it.
     public var unconsumedGrants: Int?
     public var oldestUnconsumedGrantAgeSeconds: Double?
+    /// Revoked grants whose Consume Gamebase refuses for good, set aside (not retried); from the sweeper's last pass.
+    public var setAsideGrants: Int?
     /// Purchase messages by outcome (`iap_purchases_total`), rejections and dead letters by reason.
     public var outcomes: [String: Int]
     public var rejections: [String: Int]
@@ -83,8 +85,9 @@ public struct WorkerStatus: Sendable, Hashable, Codable {
         circuitOpen: Bool, ledgerReachable: Bool, stoppedBy: String?, inFlight: Int, consumerLag: [PartitionLag],
         unconsumedGrants: Int?, oldestUnconsumedGrantAgeSeconds: Double?, outcomes: [String: Int],
         rejections: [String: Int], deadLetters: [String: Int], reconciliationEnabled: Bool,
-        lastReconcilePass: ReconcilePass?, settings: [Setting]
+        lastReconcilePass: ReconcilePass?, settings: [Setting], setAsideGrants: Int? = nil
     ) {
+        self.setAsideGrants = setAsideGrants
         self.version = version
         self.instance = instance
         self.ready = ready

@@ -10,11 +10,15 @@ public struct NotificationRefusal: Error, Sendable, Hashable, CustomStringConver
     public var code: String
     /// One line saying why, never echoing a token, a key or a JWS.
     public var detail: String
+    /// The notification id the record claims, not believed (Apple's `notificationUUID` from a payload whose signature
+    /// did not verify, the id a Google notification about another app would have): what support searches with.
+    public var claimedId: String?
 
-    public init(store: Store?, code: String, detail: String) {
+    public init(store: Store?, code: String, detail: String, claimedId: String? = nil) {
         self.store = store
         self.code = code
         self.detail = detail
+        self.claimedId = claimedId
     }
 
     public var description: String { "\(store?.rawValue ?? "unknown") notification refused (\(code)): \(detail)" }

@@ -16,11 +16,15 @@ public struct RefusedNotification: Sendable, Hashable {
     /// Where it last came from, to read it again once the cause is fixed: `topic[partition]@offset` for a record of
     /// the store-notifications topic, the history window and type for one of a store's history (``Source``).
     public var source: String?
+    /// The notification id the record claims, not believed (``NotificationRefusal/claimedId``): `find
+    /// --notification-id` finds the refusal by it.
+    public var claimedId: String?
 
     public init(
         bodyHash: String, store: Store?, code: String, detail: String, bodyBytes: Int, firstReceivedAt: Date,
-        lastReceivedAt: Date, count: Int = 1, source: String? = nil
+        lastReceivedAt: Date, count: Int = 1, source: String? = nil, claimedId: String? = nil
     ) {
+        self.claimedId = claimedId
         self.bodyHash = bodyHash
         self.store = store
         self.code = code
@@ -36,7 +40,8 @@ public struct RefusedNotification: Sendable, Hashable {
     public init(body: [UInt8], refusal: NotificationRefusal, receivedAt: Date, source: String?) {
         self.init(
             bodyHash: SHA256.hex(bytes: body), store: refusal.store, code: refusal.code, detail: refusal.detail,
-            bodyBytes: body.count, firstReceivedAt: receivedAt, lastReceivedAt: receivedAt, source: source)
+            bodyBytes: body.count, firstReceivedAt: receivedAt, lastReceivedAt: receivedAt, source: source,
+            claimedId: refusal.claimedId)
     }
 
     /// How a refused record's origin is written, so the runbook can say how to read each kind again.

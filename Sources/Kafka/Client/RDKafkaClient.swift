@@ -69,7 +69,11 @@ package final class RDKafkaClient: @unchecked Sendable {
             KeptHandles.keep(handle: handle, context: contextPointer)
             return
         }
-        rd_kafka_destroy(handle)
+        // Never librdkafka's own consumer close here: a consumer this code closed has left its group already (its
+        // poll thread calls rd_kafka_consumer_close), and one it did not close must not serve callbacks into an object
+        // being torn down — nor wait on a broker for it: with librdkafka 2.16 against Tansu that close, called from
+        // rd_kafka_destroy, was seen to wait for ever. The group times such a member out instead.
+        rd_kafka_destroy_flags(handle, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE)
         Unmanaged<RDKafkaClientContext>.fromOpaque(contextPointer).release()
     }
 

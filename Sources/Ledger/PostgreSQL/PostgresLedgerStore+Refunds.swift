@@ -183,25 +183,49 @@ extension PostgresLedgerStore {
         try await wrap {
             try await client.query(
                 """
-                INSERT INTO refused_notifications (\(unescaped: LedgerSchema.refusalColumns), last_source) VALUES (
+                INSERT INTO refused_notifications (\(unescaped: LedgerSchema.refusalColumns), last_source, claimed_id)
+                VALUES (
                     \(r.bodyHash), \(r.store?.rawValue), \(r.code), \(r.detail), \(Int64(r.bodyBytes)),
-                    \(r.firstReceivedAt.epochMilliseconds), \(r.lastReceivedAt.epochMilliseconds), 1, \(r.source))
+                    \(r.firstReceivedAt.epochMilliseconds), \(r.lastReceivedAt.epochMilliseconds), 1, \(r.source),
+                    \(r.claimedId))
                 ON CONFLICT (body_hash) DO UPDATE SET refused_count = refused_notifications.refused_count + 1,
                     last_received_at_ms = greatest(refused_notifications.last_received_at_ms, excluded.last_received_at_ms),
-                    last_source = coalesce(excluded.last_source, refused_notifications.last_source)
+                    last_source = coalesce(excluded.last_source, refused_notifications.last_source),
+                    claimed_id = coalesce(refused_notifications.claimed_id, excluded.claimed_id)
                 """, logger: logger)
         }
     }
 
     public func refusals(limit: Int) async throws -> [RefusedNotification] {
+        try await refusals(
+            tolerating: false,
+            """
+            SELECT \(unescaped: LedgerSchema.refusalColumns), last_source, claimed_id FROM refused_notifications
+            ORDER BY last_received_at_ms DESC, body_hash LIMIT \(Int64(max(0, limit)))
+            """)
+    }
+
+    public func refusals(claimedId: String, limit: Int) async throws -> [RefusedNotification] {
+        try await refusals(
+            tolerating: true,
+            """
+            SELECT \(unescaped: LedgerSchema.refusalColumns), last_source, claimed_id FROM refused_notifications
+            WHERE claimed_id = \(claimedId) ORDER BY last_received_at_ms DESC, body_hash LIMIT \(Int64(max(0, limit)))
+            """)
+    }
+
+    /// - Parameter tolerating: a ledger not migrated to 010 (no `claimed_id`) answers none rather than failing.
+    private func refusals(tolerating: Bool, _ query: PostgresQuery) async throws -> [RefusedNotification] {
         try await wrap {
             var refusals: [RefusedNotification] = []
-            for try await row in try await client.query(
-                """
-                SELECT \(unescaped: LedgerSchema.refusalColumns), last_source FROM refused_notifications
-                ORDER BY last_received_at_ms DESC, body_hash LIMIT \(Int64(max(0, limit)))
-                """, logger: logger)
-            {
+            let rows: PostgresRowSequence
+            do {
+                rows = try await client.query(query, logger: logger)
+            } catch  where Self.namesAMissingColumn(error) {
+                // A ledger not migrated to 010 yet (`find` migrates nothing): no refusal claims an id there.
+                return []
+            }
+            for try await row in rows {
                 let r = row.makeRandomAccess()
                 refusals.append(
                     RefusedNotification(
@@ -212,7 +236,8 @@ extension PostgresLedgerStore {
                         firstReceivedAt: Date(epochMilliseconds: try r["first_received_at_ms"].decode(Int64.self)),
                         lastReceivedAt: Date(epochMilliseconds: try r["last_received_at_ms"].decode(Int64.self)),
                         count: Int(try r["refused_count"].decode(Int64.self)),
-                        source: try r["last_source"].decode(String?.self)))
+                        source: try r["last_source"].decode(String?.self),
+                        claimedId: try r["claimed_id"].decode(String?.self)))
             }
             return refusals
         }

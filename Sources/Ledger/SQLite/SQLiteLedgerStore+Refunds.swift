@@ -117,36 +117,56 @@ extension SQLiteLedgerStore {
         try await write { db in
             try db.execute(
                 sql: """
-                    INSERT INTO refused_notifications (\(LedgerSchema.refusalColumns), last_source)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)
+                    INSERT INTO refused_notifications (\(LedgerSchema.refusalColumns), last_source, claimed_id)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
                     ON CONFLICT (body_hash) DO UPDATE SET refused_count = refused_count + 1,
                         last_received_at_ms = max(last_received_at_ms, excluded.last_received_at_ms),
-                        last_source = coalesce(excluded.last_source, last_source)
+                        last_source = coalesce(excluded.last_source, last_source),
+                        claimed_id = coalesce(claimed_id, excluded.claimed_id)
                     """,
                 arguments: [
                     refusal.bodyHash, refusal.store?.rawValue, refusal.code, refusal.detail,
                     Int64(clamping: refusal.bodyBytes), refusal.firstReceivedAt.epochMilliseconds,
-                    refusal.lastReceivedAt.epochMilliseconds, refusal.source,
+                    refusal.lastReceivedAt.epochMilliseconds, refusal.source, refusal.claimedId,
                 ])
         }
     }
 
     public func refusals(limit: Int) async throws -> [RefusedNotification] {
+        try await refusals(where: "", [], limit: limit)
+    }
+
+    public func refusals(claimedId: String, limit: Int) async throws -> [RefusedNotification] {
+        try await refusals(where: "WHERE claimed_id = ?", [claimedId], limit: limit)
+    }
+
+    private func refusals(where condition: String, _ values: [String], limit: Int) async throws
+        -> [RefusedNotification]
+    {
         try await read { db in
-            try Row.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        SELECT \(LedgerSchema.refusalColumns), last_source FROM refused_notifications
-                        ORDER BY last_received_at_ms DESC, body_hash LIMIT ?
-                        """),
-                arguments: [max(0, limit)]
-            ).map {
+            let rows: [Row]
+            do {
+                rows = try Row.fetchAll(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT \(LedgerSchema.refusalColumns), last_source, claimed_id FROM refused_notifications
+                            \(condition) ORDER BY last_received_at_ms DESC, body_hash LIMIT ?
+                            """),
+                    arguments: StatementArguments(
+                        values.map { $0 as any DatabaseValueConvertible } + [
+                            max(0, limit) as any DatabaseValueConvertible
+                        ]))
+            } catch let error as DatabaseError where !values.isEmpty && Self.namesAMissingColumn(error) {
+                // A ledger not migrated to 010 yet (`find` migrates nothing): no refusal claims an id there.
+                return []
+            }
+            return rows.map {
                 RefusedNotification(
                     bodyHash: $0["body_hash"], store: ($0["store"] as String?).flatMap(Store.init(rawValue:)),
                     code: $0["code"], detail: $0["detail"], bodyBytes: $0["body_bytes"],
                     firstReceivedAt: Date(epochMilliseconds: $0["first_received_at_ms"]),
                     lastReceivedAt: Date(epochMilliseconds: $0["last_received_at_ms"]), count: $0["refused_count"],
-                    source: $0["last_source"])
+                    source: $0["last_source"], claimedId: $0["claimed_id"])
             }
         }
     }

@@ -42,6 +42,24 @@ public enum AppleNotification {
         return signed
     }
 
+    /// The `notificationUUID` a `signedPayload` claims, read without verifying anything (for a refused one, so support
+    /// can find the refusal by the id Apple shows): `nil` unless the payload is a JSON object whose `notificationUUID`
+    /// is 1 to 64 ASCII letters, digits and hyphens.
+    public static func claimedUUID(of signedPayload: String) -> String? {
+        let parts = signedPayload.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[1].count <= AppleJWSVerifier.Limits.jws, let payload = Base64URL.decode(parts[1])
+        else { return nil }
+        var uuid: String?
+        var reader = JSONReader(payload, maxDepth: AppleJWSVerifier.Limits.nesting)
+        try? reader.readObject { reader, key throws(JSONReader.Failure) in
+            if key == "notificationUUID" { uuid = try reader.readStringOrSkip() } else { try reader.skipValue() }
+        }
+        guard let uuid, (1...64).contains(uuid.utf8.count),
+            uuid.utf8.allSatisfy({ $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "-") })
+        else { return nil }
+        return uuid
+    }
+
     /// Verifies and reads one notification's `signedPayload`.
     ///
     /// - Parameter receivedAt: when it was received (``AppleJWSVerifier/payload(of:receivedAt:)``).

@@ -45,8 +45,8 @@ public enum GoogleNotification {
                 return .failure(
                     StoreNotificationError(
                         .otherApplication, store: .google,
-                        "about package \(StoreText.printable(read.application ?? "-")), not the configured \(packageName)"
-                    ))
+                        "about package \(StoreText.printable(read.application ?? "-")), not the configured \(packageName)",
+                        claimedId: read.notificationId))
             }
             return .success(read)
         } catch {

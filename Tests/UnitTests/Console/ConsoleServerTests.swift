@@ -153,8 +153,9 @@ struct ConsoleServerTests {
             let overview = try await request(client, base + "/")
             #expect(overview.status == 200)
             #expect(overview.body.contains("The ledger did not say"))
-            // The worker's own status still shows.
+            // The worker's own status still shows, the revoked grants whose Consume was set aside among it.
             #expect(overview.body.contains("In flight"))
+            #expect(overview.body.contains("Consume set aside") && overview.body.contains("2 revoked grants"))
             let letters = try await request(client, base + "/dead-letters")
             #expect(letters.status == 503)
             #expect(ContinuousClock.now - started < .seconds(8))

@@ -86,7 +86,7 @@ struct FakeStatus: WorkerStatusSource {
             consumerLag: [.init(topic: "purchase.completed", partition: 0, lag: 5)], unconsumedGrants: 1,
             oldestUnconsumedGrantAgeSeconds: 12, outcomes: outcomes, rejections: ["user_mismatch": 1], deadLetters: [:],
             reconciliationEnabled: true, lastReconcilePass: nil,
-            settings: [.init("ledger.url", "postgres://iap:<redacted>@db/iap")])
+            settings: [.init("ledger.url", "postgres://iap:<redacted>@db/iap")], setAsideGrants: 2)
     }
 }
 
@@ -197,6 +197,9 @@ struct FakeRefunds: RefundHistoryLedger {
     func refundingUsers(since: Date, limit: Int) async throws -> [RefundingUser] {
         await wait()
         return [RefundingUser(userId: FakeReader.user, revocations: 3, reversed: 1, lastRecordedAt: Self.now)]
+    }
+    func refusals(claimedId: String, limit: Int) async throws -> [RefusedNotification] {
+        try await refusals(limit: limit).filter { $0.claimedId == claimedId }
     }
     func refusals(limit: Int) async throws -> [RefusedNotification] {
         await wait()

@@ -396,9 +396,9 @@ struct AppleHistoryPollerTests {
         let forger = AppStoreSimulatorState(
             chain: try AppleSigningChain(around: rig.clock.now, name: "Forger"), bundleId: Self.bundleId)
         let at = rig.clock.now.addingTimeInterval(-3_600)
-        rig.appStore.state.add(
-            try forger.addNotification(
-                type: "REFUND", transactionId: "2000000000000730", signedDate: at, revocationDate: at))
+        let forged = try forger.addNotification(
+            type: "REFUND", transactionId: "2000000000000730", signedDate: at, revocationDate: at)
+        rig.appStore.state.add(forged)
         try rig.appStore.state.addNotification(
             type: "REFUND", transactionId: "2000000000000730", signedDate: at, revocationDate: at,
             bundleId: "com.other.game")
@@ -411,6 +411,9 @@ struct AppleHistoryPollerTests {
         #expect(rig.harness.publisher.records(on: "iap.item-revoked").isEmpty)
         let refusals = try await rig.ledger.refusals(limit: 10)
         #expect(refusals.map(\.code).sorted() == ["other_application", "other_environment", "unverified"])
+        // Each keeps the notificationUUID it claims (not believed), which `find --notification-id` finds it by.
+        #expect(refusals.first { $0.code == "unverified" }?.claimedId == forged.uuid)
+        #expect(refusals.allSatisfy { $0.claimedId != nil })
         // Where each came from: the history's type and window, to read it again.
         for refusal in refusals {
             #expect(refusal.source?.hasPrefix("apple history REFUND ") == true, "\(refusal.source ?? "-")")

@@ -59,6 +59,9 @@ struct NotificationIntakeTests {
         }
         func recordRefusal(_ refusal: RefusedNotification) async throws { try await base.recordRefusal(refusal) }
         func refusals(limit: Int) async throws -> [RefusedNotification] { try await base.refusals(limit: limit) }
+        func refusals(claimedId: String, limit: Int) async throws -> [RefusedNotification] {
+            try await base.refusals(claimedId: claimedId, limit: limit)
+        }
         func claimHistoryPoll(name: String, owner: String, until: Date, now: Date) async throws -> HistoryPollMark? {
             try await base.claimHistoryPoll(name: name, owner: owner, until: until, now: now)
         }

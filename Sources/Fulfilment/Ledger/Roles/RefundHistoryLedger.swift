@@ -28,6 +28,10 @@ public protocol RefundHistoryLedger: Sendable {
 
     /// The refused records, latest first, at most `limit`: why, and where each last came from.
     func refusals(limit: Int) async throws -> [RefusedNotification]
+
+    /// The refused records that claimed the notification id `claimedId` (``RefusedNotification/claimedId``), latest
+    /// first, at most `limit`.
+    func refusals(claimedId: String, limit: Int) async throws -> [RefusedNotification]
 }
 
 extension RefundHistoryLedger {
