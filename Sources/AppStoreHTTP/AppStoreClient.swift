@@ -31,8 +31,7 @@ public final class AppStoreClient: AppStoreServerAPI {
     public init(baseURL: String, key: AppStoreKey, timeout: Duration = .seconds(30), logger: Logger) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.token = AppStoreToken(key: key)
-        let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
-        self.timeout = .nanoseconds(max(1, nanoseconds))
+        self.timeout = .nanoseconds(max(1, timeout.clampedNanoseconds))
         // The call's deadline covers only the wait for the answer's head: a read timeout bounds a body that stalls.
         var configuration = HTTPClient.Configuration()
         configuration.timeout = HTTPClient.Configuration.Timeout(connect: .seconds(10), read: self.timeout)

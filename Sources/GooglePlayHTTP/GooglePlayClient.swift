@@ -43,8 +43,7 @@ public final class GooglePlayClient: VoidedPurchasesAPI {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.packageName = packageName
         self.account = account
-        let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
-        self.timeout = .nanoseconds(max(1, nanoseconds))
+        self.timeout = .nanoseconds(max(1, timeout.clampedNanoseconds))
         var configuration = HTTPClient.Configuration()
         configuration.timeout = HTTPClient.Configuration.Timeout(connect: .seconds(10), read: self.timeout)
         configuration.redirectConfiguration = .disallow
@@ -236,8 +235,7 @@ public final class GooglePlayClient: VoidedPurchasesAPI {
     }
 
     static func printable(_ text: String) -> String {
-        let kept = text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.prefix(200)
-        return kept.isEmpty ? "-" : String(String.UnicodeScalarView(kept))
+        text.isEmpty ? "-" : OutsideText.printable(text, limit: 200)
     }
 
     /// `{"tokenPagination": {"nextPageToken": …}, "voidedPurchases": [{…}, …]}`.

@@ -51,7 +51,7 @@ public struct GoogleServiceAccount: Sendable, CustomStringConvertible {
             throw Failure("the key file's token_uri is not an http(s) URL")
         }
         // The signed assertion buys an access token: over plain HTTP only to this machine (a simulator).
-        guard url.scheme == "https" || ["127.0.0.1", "localhost", "::1"].contains(host) else {
+        guard url.scheme == "https" || OutsideText.isLoopbackHost(host) else {
             throw Failure("the key file's token_uri must be https:// (http only to loopback)")
         }
         clientEmail = email

@@ -117,7 +117,8 @@ public final class GooglePlaySimulator: Service {
         let partials = query["includeQuantityBasedPartialRefund"] == "true"
         let fingerprint = "\(startGiven.map(String.init) ?? "-")|\(end)|\(subscriptions)|\(partials)"
         var offset = 0
-        if let token = query["token"].map(String.init) {
+        let sentToken = query["token"].map(String.init)
+        if let token = sentToken {
             guard let parsed = Self.offset(of: token, query: fingerprint) else {
                 return Self.error(400, "INVALID_ARGUMENT", "Invalid pagination token.")
             }
@@ -132,9 +133,11 @@ public final class GooglePlaySimulator: Service {
         JSONText.appendObject(to: &text) { object in
             if next < matching.count {
                 var pagination = ""
-                JSONText.appendObject(to: &pagination) { inner in
-                    inner.string("nextPageToken", Self.token(offset: next, query: fingerprint))
-                }
+                let nextToken =
+                    state.repeatsPageTokens
+                    ? sentToken ?? Self.token(offset: next, query: fingerprint)
+                    : Self.token(offset: next, query: fingerprint)
+                JSONText.appendObject(to: &pagination) { inner in inner.string("nextPageToken", nextToken) }
                 object.raw("tokenPagination", pagination)
             }
             if !page.isEmpty { object.raw("voidedPurchases", "[" + page.map(\.json).joined(separator: ",") + "]") }

@@ -91,6 +91,7 @@ public final class GooglePlaySimulatorState: Sendable {
         var calls: [String: Int] = [:]
         var listCalls: [Date] = []
         var failures: [String: [Int]] = [:]
+        var repeatsPageTokens = false
     }
     private let inner = Mutex(Inner())
 
@@ -131,6 +132,11 @@ public final class GooglePlaySimulatorState: Sendable {
     func isValid(token: String, now: Date) -> Bool {
         inner.withLock { $0.tokens[token].map { $0 > now } ?? false }
     }
+
+    /// From now on a page asked with a token names that same token as the next one (a service that loops: the client
+    /// must refuse it rather than read for ever).
+    public func repeatPageTokens() { inner.withLock { $0.repeatsPageTokens = true } }
+    var repeatsPageTokens: Bool { inner.withLock { $0.repeatsPageTokens } }
 
     /// Forgets every access token given out (as a key deleted in the console revokes them).
     public func revokeTokens() { inner.withLock { $0.tokens = [:] } }

@@ -19,10 +19,6 @@ enum StoreText {
             && !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
     }
 
-    /// Text from outside fit for an error: at most 64 characters, control characters as `?`.
-    static func printable(_ text: String) -> String {
-        String(
-            String.UnicodeScalarView(
-                text.unicodeScalars.prefix(64).map { $0.properties.generalCategory == .control ? "?" : $0 }))
-    }
+    /// Text from outside fit for an error: at most 64 characters (``OutsideText/printable(_:limit:)``).
+    static func printable(_ text: String) -> String { OutsideText.printable(text, limit: 64) }
 }

@@ -166,7 +166,7 @@ extension WorkerConfiguration {
         guard url.hasPrefix("https://") || url.hasPrefix("http://"), let host, !host.isEmpty else {
             throw ConfigurationError(key: key, problem: "must be an http(s) URL with a host")
         }
-        guard url.hasPrefix("https://") || ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host) else {
+        guard url.hasPrefix("https://") || OutsideText.isLoopbackHost(host) else {
             throw ConfigurationError(
                 key: key, problem: "must be https:// (each call carries \(secret)); http only to loopback")
         }

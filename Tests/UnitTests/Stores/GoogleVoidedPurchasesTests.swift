@@ -162,6 +162,31 @@ struct GoogleVoidedPurchasesTests {
         await rig.stop()
     }
 
+    /// A service that answers a page token with the same token would have the poller read that page for ever: the
+    /// client refuses the answer as `invalid_response` (a failed pass, said and counted).
+    @Test func aNextPageTokenThatRepeatsTheOneSentIsRefused() async throws {
+        let rig = try await Rig(pageSize: 1)
+        for i in 0..<3 {
+            rig.state.add(
+                .init(orderId: "GPA.\(i)", purchaseToken: "t\(i)", voidedTime: Date().addingTimeInterval(-60)))
+        }
+        let client = try await rig.client()
+        let window = Self.window()
+        let first = try await client.voidedPurchases(window)
+        rig.state.repeatPageTokens()
+        let token: String = try #require(first.nextPageToken)
+        var request = window
+        request.pageToken = token
+        do {
+            _ = try await client.voidedPurchases(request)
+            Issue.record("a page naming its own token as the next was taken")
+        } catch {
+            #expect(error.result == "invalid_response" && error.kind == .failed, "\(error)")
+        }
+        await client.shutdown()
+        await rig.stop()
+    }
+
     /// The same void has one notification id whether RTDN or the API reports it: recorded once.
     @Test func theSameVoidReadFromRTDNAndTheAPIIsOneNotification() throws {
         let voided = GooglePlaySimulatorState.Voided(
