@@ -306,11 +306,24 @@ struct PrivatePostgres {
             .appendingPathComponent("scripts/test-postgres.sh").path
     }
 
+    /// Starts one on a port below Linux's ephemeral range (32768–60999): a port in it may be the local end of one of
+    /// the many client connections a loaded run holds, where the server was seen to start and then refuse every
+    /// connection. A start that fails is tried on another port, three times in all.
     static func start() throws -> PrivatePostgres {
-        let port = Int.random(in: 56_000..<57_000)
-        let folder = "/tmp/iap-private-pg-\(port)"
-        let url = try run(["start"], port: port, folder: folder).trimmingCharacters(in: .whitespacesAndNewlines)
-        return PrivatePostgres(port: port, folder: folder, baseURL: url)
+        var failure: (any Error)?
+        for _ in 0..<3 {
+            let port = Int.random(in: 20_000..<30_000)
+            let folder = "/tmp/iap-private-pg-\(port)"
+            do {
+                let url = try run(["start"], port: port, folder: folder).trimmingCharacters(in: .whitespacesAndNewlines)
+                return PrivatePostgres(port: port, folder: folder, baseURL: url)
+            } catch {
+                failure = error
+                _ = try? run(["stop"], port: port, folder: folder)
+                try? FileManager.default.removeItem(atPath: folder)
+            }
+        }
+        throw failure ?? ProcessTestError("no private PostgreSQL server started")
     }
 
     func freshLedgerURL() async throws -> String {
