@@ -171,21 +171,47 @@ struct SlowGrantWrites {
     }
 
     /// The committed grants once the killed worker's write has ended: at once on SQLite (the lock died with the
-    /// process); on PostgreSQL when the server has finished or abandoned the dead client's statement.
+    /// process); on PostgreSQL when every backend of the dead worker has gone, so that whatever the server finished
+    /// for it (a statement, or a transaction whose COMMIT was already sent) is committed and the rest rolled back.
+    /// Then every grant row inserted and not committed was abandoned: counted from the totals, not added up probe by
+    /// probe, since a probe taken while a dead client's transaction commits sees its rows in the sequence and not yet
+    /// in the table.
     func settled() async throws -> Int {
         switch store {
         case .sqlite:
             return try await probe().committedGrants
         case .postgres:
             let deadline = Date().addingTimeInterval(30)
-            var probe = try await probe()
-            while probe.writing, Date() < deadline {
+            while try await otherBackends() > 0 {
+                guard Date() < deadline else {
+                    throw ProcessTestError("the dead worker's backends are still connected after 30 s")
+                }
                 try await Task.sleep(for: .milliseconds(50))
-                probe = try await self.probe()
             }
-            if probe.writing { throw ProcessTestError("the dead worker's statement still runs after 30 s") }
-            abandoned.withLock { $0 += probe.uncommittedRows ?? 0 }
-            return probe.committedGrants
+            let (inserted, committed) = try await postgres { connection in
+                let rows = try await connection.query(
+                    """
+                    SELECT (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM iap_test_grant_rows),
+                           (SELECT count(*) FROM grants)
+                    """, logger: TestDatabases.quietLogger)
+                for try await row in rows.decode((Int64, Int64).self) { return row }
+                throw ProcessTestError("the totals query returned no row")
+            }
+            abandoned.withLock { $0 = Int(inserted - committed) }
+            return Int(committed)
+        }
+    }
+
+    /// The ledger database's backends other than the test's own: the worker's, alive or not yet gone.
+    private func otherBackends() async throws -> Int64 {
+        try await postgres { connection in
+            let rows = try await connection.query(
+                """
+                SELECT count(*) FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+                """, logger: TestDatabases.quietLogger)
+            for try await count in rows.decode(Int64.self) { return count }
+            throw ProcessTestError("the backends query returned no row")
         }
     }
 

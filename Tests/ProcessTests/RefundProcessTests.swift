@@ -3,6 +3,7 @@ import Fulfilment
 import Gamebase
 import IAPTestSupport
 import Kafka
+import KafkaTesting
 import Ledger
 import Testing
 
@@ -250,27 +251,6 @@ struct RefundProcessTests {
 
     /// The records on `topic` (reads until quiet).
     static func messages(_ topic: String, bootstrap: String) async throws -> [KafkaMessage] {
-        let consumer = try KafkaConsumer(
-            configuration: .init(
-                bootstrapServers: bootstrap, groupID: "reader-\(UUID().uuidString.prefix(8))",
-                properties: ["session.timeout.ms": "3000", "auto.offset.reset": "earliest"]),
-            logger: EndToEndSystem.logger)
-        try consumer.subscribe(topics: [topic])
-        let collected = Shared<[KafkaMessage]>([])
-        let lastArrival = Shared<ContinuousClock.Instant>(.now + .seconds(4))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for try await message in consumer.messages {
-                    collected.withLock { $0.append(message) }
-                    lastArrival.withLock { $0 = .now }
-                }
-            }
-            while ContinuousClock.now - lastArrival.value < .seconds(2) {
-                try await Task.sleep(for: .milliseconds(100))
-            }
-            group.cancelAll()
-        }
-        await consumer.close()
-        return collected.value
+        try await KafkaConsumer.readWhole(topic: topic, bootstrapServers: bootstrap, logger: EndToEndSystem.logger)
     }
 }

@@ -120,28 +120,10 @@ struct EndToEndSystem: Sendable {
         await producer.close()
     }
 
-    /// Everything on `topic` so far (reads until no record arrives for `quiet`).
+    /// Everything on `topic` so far (to its high watermarks, then until no record arrives for `quiet`).
     func read(_ topic: String, quiet: Duration = .seconds(2)) async throws -> [KafkaMessage] {
-        let consumer = try KafkaConsumer(
-            configuration: .init(
-                bootstrapServers: cluster.bootstrapServers, groupID: "reader-\(UUID().uuidString.prefix(8))",
-                properties: ["session.timeout.ms": "3000"]),
-            logger: Self.logger)
-        try consumer.subscribe(topics: [topic])
-        let collected = Shared<[KafkaMessage]>([])
-        let lastArrival = Shared<ContinuousClock.Instant>(.now + .seconds(4))  // the first join takes about 3 s
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for try await message in consumer.messages {
-                    collected.withLock { $0.append(message) }
-                    lastArrival.withLock { $0 = .now }
-                }
-            }
-            while ContinuousClock.now - lastArrival.value < quiet { try await Task.sleep(for: .milliseconds(100)) }
-            group.cancelAll()
-        }
-        await consumer.close()
-        return collected.value
+        try await KafkaConsumer.readWhole(
+            topic: topic, bootstrapServers: cluster.bootstrapServers, logger: Self.logger, quiet: quiet)
     }
 
     /// Polls until `condition` holds; fails the test after `seconds`.

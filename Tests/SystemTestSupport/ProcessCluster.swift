@@ -169,25 +169,6 @@ struct ProcessCluster {
     }
 
     func readTopic(_ topic: String) async throws -> [KafkaMessage] {
-        let consumer = try KafkaConsumer(
-            configuration: .init(
-                bootstrapServers: bootstrap, groupID: "reader-\(UUID().uuidString.prefix(8))",
-                properties: ["session.timeout.ms": "3000"]),
-            logger: EndToEndSystem.logger)
-        try consumer.subscribe(topics: [topic])
-        let collected = Shared<[KafkaMessage]>([])
-        let last = Shared<ContinuousClock.Instant>(.now + .seconds(4))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for try await message in consumer.messages {
-                    collected.withLock { $0.append(message) }
-                    last.withLock { $0 = .now }
-                }
-            }
-            while ContinuousClock.now - last.value < .seconds(2) { try await Task.sleep(for: .milliseconds(100)) }
-            group.cancelAll()
-        }
-        await consumer.close()
-        return collected.value
+        try await KafkaConsumer.readWhole(topic: topic, bootstrapServers: bootstrap, logger: EndToEndSystem.logger)
     }
 }

@@ -1,0 +1,30 @@
+import Foundation
+import IAPTestSupport
+import Kafka
+import KafkaTesting
+import Testing
+
+/// The tests' whole-topic read: every record up to the high watermarks, however long the first fetch takes, and an
+/// empty answer for a topic that does not exist.
+@Suite("Reading a whole topic", .timeLimit(.minutes(1)), .tags(.librdkafka))
+struct ReadWholeTopicTests {
+    @Test func everyRecordOfEveryPartitionIsRead() async throws {
+        let cluster = try KafkaTestSupport.endpoint(mockBrokers: 3)
+        try cluster.createTopic("whole", partitions: 6)
+        let producer = try KafkaTestSupport.producer(cluster)
+        try await KafkaTestSupport.produce(producer, topic: "whole", range: 0..<300)
+        await producer.close()
+        let read = try await KafkaConsumer.readWhole(
+            topic: "whole", bootstrapServers: cluster.bootstrapServers, logger: KafkaTestSupport.logger,
+            quiet: .milliseconds(200))
+        #expect(read.count == 300)
+        #expect(Set(read.map { String(decoding: $0.value, as: UTF8.self) }) == Set((0..<300).map { "value-\($0)" }))
+    }
+
+    @Test func aTopicThatDoesNotExistHasNoRecords() async throws {
+        let cluster = try KafkaTestSupport.endpoint()
+        let read = try await KafkaConsumer.readWhole(
+            topic: "never-made", bootstrapServers: cluster.bootstrapServers, logger: KafkaTestSupport.logger)
+        #expect(read.isEmpty)
+    }
+}
