@@ -9,7 +9,8 @@ struct BenchCommand: AsyncParsableCommand {
         abstract:
             "Benchmarks: the whole pipeline (default), the ledger's grant transaction, the ledger as it grows, or the Gamebase client.",
         subcommands: [
-            BenchPipelineCommand.self, BenchLedgerCommand.self, BenchScaleCommand.self, BenchClientCommand.self,
+            BenchPipelineCommand.self, BenchMixedCommand.self, BenchLedgerCommand.self, BenchScaleCommand.self,
+            BenchClientCommand.self,
         ],
         defaultSubcommand: BenchPipelineCommand.self
     )

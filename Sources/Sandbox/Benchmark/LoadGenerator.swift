@@ -14,11 +14,16 @@ final class LoadGenerator: Sendable {
     private let producer: KafkaProducer
     private let topic: String
 
-    init(sandbox: Sandbox, logger: Logger) throws {
-        topic = sandbox.topicNames.purchases
+    convenience init(sandbox: Sandbox, logger: Logger) throws {
+        try self.init(
+            bootstrapServers: sandbox.cluster.bootstrapServers, topic: sandbox.topicNames.purchases, logger: logger)
+    }
+
+    init(bootstrapServers: String, topic: String, logger: Logger) throws {
+        self.topic = topic
         producer = try KafkaProducer(
             configuration: .init(
-                bootstrapServers: sandbox.cluster.bootstrapServers,
+                bootstrapServers: bootstrapServers,
                 properties: ["linger.ms": "2", "queue.buffering.max.messages": "1000000"]),
             logger: logger)
     }
@@ -33,6 +38,20 @@ final class LoadGenerator: Sendable {
     /// - Returns: when each paymentSeq was sent.
     func produce(
         count: Int, rate: Double?, message: @escaping @Sendable (Int) -> (key: String, value: String, seq: String)
+    ) async throws -> [String: Date] {
+        try await produce(count: count, rate: rate) { i -> (key: String, value: [UInt8], seq: String?) in
+            let (key, value, seq) = message(i)
+            return (key, Array(value.utf8), seq)
+        }
+    }
+
+    /// - Parameters:
+    ///   - rate: messages per second; nil sends them as fast as the producer takes them.
+    ///   - message: the key and value of message `i`, and the paymentSeq it is timed under (nil: not timed).
+    /// - Returns: when each timed paymentSeq was sent.
+    func produce(
+        count: Int, rate: Double?,
+        message: @escaping @Sendable (Int) -> (key: String, value: [UInt8], seq: String?)
     ) async throws -> [String: Date] {
         let producer = self.producer
         let topic = self.topic
@@ -50,9 +69,8 @@ final class LoadGenerator: Sendable {
                     ?? min(count, next + 1_000)
                 while next < due {
                     let (key, value, seq) = message(next)
-                    sent[seq] = Date()
-                    let record = KafkaProducerRecord(
-                        topic: topic, key: Array(key.utf8), value: Array(value.utf8))
+                    if let seq { sent[seq] = Date() }
+                    let record = KafkaProducerRecord(topic: topic, key: Array(key.utf8), value: value)
                     group.addTask { _ = try await producer.send(record) }
                     next += 1
                 }

@@ -274,16 +274,7 @@ public enum PipelineBenchmark {
 
     /// The worker's `iap_purchases_total` over every outcome (0 while its metrics do not answer).
     static func outcomesCounted(port: Int) async -> Int {
-        guard
-            let response = try? await HTTPClient.shared.execute(
-                HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics"), timeout: .seconds(2)),
-            let body = try? await response.body.collect(upTo: 16 << 20)
-        else { return 0 }
-        var total = 0
-        for line in String(buffer: body).split(separator: "\n") where line.hasPrefix("iap_purchases_total{") {
-            if let value = line.split(separator: " ").last.flatMap({ Double($0) }) { total += Int(value) }
-        }
-        return total
+        await MixedBenchmark.outcomeCounts(port: port).values.reduce(0, +)
     }
 
     static func microseconds(_ duration: Duration) -> Double {
