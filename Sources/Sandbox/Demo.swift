@@ -166,10 +166,9 @@ public enum Demo {
         let refunds = try await refund(sandbox: sandbox, play: play, ledger: ledger, logger: logger)
         stats = try await ledger.admin.stats()
         let elapsed = ContinuousClock.now - started
-        let records = try await TopicReader.readAll(
+        let records = try await KafkaConsumer.readWhole(
             ["iap.item-granted", "iap.consume-failed", "purchase.completed.dlq", "iap.item-revoked"],
-            bootstrapServers: sandbox.cluster.bootstrapServers,
-            quiet: .seconds(1), logger: logger)
+            bootstrapServers: sandbox.cluster.bootstrapServers, logger: logger, quiet: .seconds(1))
         return DemoReport(
             batch: batch, outcomes: parts.metrics.purchaseCounts, gamebaseCalls: parts.metrics.gamebaseCounts,
             simulatorConsumes: sandbox.simulator.state.consumes, ledger: stats, records: records,

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
+import Ledger
 import Logging
 import Sandbox
+import UnixSignals
 
 /// `iap-dev bench mixed`: the workload users run, at several run lengths, optionally old and new builds alternating.
 struct BenchMixedCommand: AsyncParsableCommand {
@@ -35,11 +37,18 @@ struct BenchMixedCommand: AsyncParsableCommand {
     var baseline: String?
     @Flag(help: "Print JSON instead of a table.") var json = false
 
+    /// The run lengths: 1 to 1,000,000 valid purchases each (1.65 million messages, held by the mock cluster in this
+    /// process), strictly ascending, so that each marginal cost is taken over more messages.
     var lengths: [Int] {
         get throws {
-            let lengths = valid.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
-            guard !lengths.isEmpty, lengths.allSatisfy({ ($0 ?? 0) >= 1 && ($0 ?? 0) <= 10_000_000 }) else {
-                throw ValidationError("--valid takes positive counts up to 10,000,000, comma-separated: 10000,30000")
+            let lengths = valid.split(separator: ",", omittingEmptySubsequences: false).map {
+                Int($0.trimmingCharacters(in: .whitespaces))
+            }
+            guard !lengths.isEmpty, lengths.allSatisfy({ (1...1_000_000).contains($0 ?? 0) }),
+                zip(lengths, lengths.dropFirst()).allSatisfy({ ($0 ?? 0) < ($1 ?? 0) })
+            else {
+                throw ValidationError(
+                    "--valid takes counts from 1 to 1000000, ascending and comma-separated: 10000,30000")
             }
             return lengths.compactMap { $0 }
         }
@@ -48,15 +57,24 @@ struct BenchMixedCommand: AsyncParsableCommand {
     func validate() throws {
         _ = try lengths
         guard (1...100).contains(repeats) else { throw ValidationError("--repeats takes 1 to 100") }
-        guard (1...100_000).contains(maxInFlight) else { throw ValidationError("--max-in-flight takes 1 to 100000") }
-        guard (0...1_000_000).contains(warmup) else { throw ValidationError("--warmup takes 0 to 1000000") }
-        guard (0...60_000).contains(latencyMs) else { throw ValidationError("--latency-ms takes 0 to 60000") }
+        // The worker's own ranges: worker.max_in_flight, and a latency below gamebase.timeout_ms (10 s).
+        guard (1...65_536).contains(maxInFlight) else { throw ValidationError("--max-in-flight takes 1 to 65536") }
+        guard (0...5_000).contains(latencyMs) else {
+            throw ValidationError("--latency-ms takes 0 to 5000 (the worker's Gamebase timeout is 10 s)")
+        }
+        // At least one: the producer's and the worker's first fetches are then out of the measured run.
+        guard (1...100_000).contains(warmup) else { throw ValidationError("--warmup takes 1 to 100000") }
         guard (1...16).contains(brokers) else { throw ValidationError("--brokers takes 1 to 16") }
         guard (1...1_000).contains(partitions) else { throw ValidationError("--partitions takes 1 to 1000") }
-        if let ledgerURL, !(ledgerURL.hasPrefix("postgres://") || ledgerURL.hasPrefix("postgresql://")) {
-            throw ValidationError("--ledger-url takes a PostgreSQL URL (SQLite is the default: a file per run)")
+        if let ledgerURL {
+            do {
+                _ = try PostgresLedgerURL(ledgerURL)
+            } catch {
+                throw ValidationError("--ledger-url takes a PostgreSQL URL (SQLite is the default): \(error)")
+            }
         }
-        for path in [tansu, baseline].compactMap({ $0 }) where !FileManager.default.isExecutableFile(atPath: path) {
+        for path in [tansu, baseline, worker].compactMap({ $0 })
+        where !FileManager.default.isExecutableFile(atPath: path) {
             throw ValidationError("\(path) is not an executable file")
         }
     }
@@ -76,8 +94,28 @@ struct BenchMixedCommand: AsyncParsableCommand {
         options.broker = tansu.map { .tansu(executable: $0) } ?? .mock(brokers: brokers)
         options.postgresURL = ledgerURL
         let json = self.json
-        let report = try await MixedBenchmark.run(options, logger: logger) { line in
-            if !json { print(line) }
+        let settled = options
+        // Ctrl-C or SIGTERM cancels the run, so that its children are stopped, its scratch database dropped and its
+        // folder removed rather than left behind.
+        let work = Task {
+            try await MixedBenchmark.run(settled, logger: logger) { line in
+                if !json { print(line) }
+            }
+        }
+        let signals = Task {
+            for await _ in await UnixSignalsSequence(trapping: .sigint, .sigterm) {
+                work.cancel()
+                return
+            }
+        }
+        defer { signals.cancel() }
+        let report: MixedBenchmark.Report
+        do {
+            report = try await work.value
+        } catch is CancellationError {
+            FileHandle.standardError.write(
+                Data("interrupted: the run's processes are stopped, its files removed\n".utf8))
+            throw ExitCode(130)
         }
         if json {
             let encoder = JSONEncoder()
@@ -87,6 +125,6 @@ struct BenchMixedCommand: AsyncParsableCommand {
             print("")
             print(report.table)
         }
-        if report.runs.contains(where: { $0.notConsumed > 0 || $0.consumedTwice > 0 }) { throw ExitCode(2) }
+        if report.runs.contains(where: { !$0.problems.isEmpty }) { throw ExitCode(2) }
     }
 }

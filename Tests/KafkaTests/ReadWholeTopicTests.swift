@@ -21,6 +21,23 @@ struct ReadWholeTopicTests {
         #expect(Set(read.map { String(decoding: $0.value, as: UTF8.self) }) == Set((0..<300).map { "value-\($0)" }))
     }
 
+    /// Empty partitions are read too, for the quiet time at least: a record that lands while the read listens is
+    /// in its answer.
+    @Test func aRecordProducedWhileTheReadListensIsRead() async throws {
+        let cluster = try KafkaTestSupport.endpoint()
+        try cluster.createTopic("late", partitions: 3)
+        let producer = try KafkaTestSupport.producer(cluster)
+        let read = Task {
+            try await KafkaConsumer.readWhole(
+                topic: "late", bootstrapServers: cluster.bootstrapServers, logger: KafkaTestSupport.logger,
+                quiet: .seconds(4))
+        }
+        try await Task.sleep(for: .milliseconds(1_500))
+        try await KafkaTestSupport.produce(producer, topic: "late", range: 0..<5)
+        await producer.close()
+        #expect(try await read.value.count == 5)
+    }
+
     @Test func aTopicThatDoesNotExistHasNoRecords() async throws {
         let cluster = try KafkaTestSupport.endpoint()
         let read = try await KafkaConsumer.readWhole(

@@ -8,13 +8,14 @@ extension PostgresLedgerStore {
     /// created empty before and dropped after: a benchmark run's ledger, which meets no other run's rows.
     ///
     /// - Parameter name: the new database's name: lower-case letters, digits and underscores, not starting with a digit.
-    /// - Throws: ``LedgerError`` with code `configuration` for another name; what the server answers to CREATE or
-    ///   DROP DATABASE; what `body` throws (the database is dropped then too).
+    /// - Throws: ``LedgerError`` with code `configuration` for another name; a refused CREATE DATABASE (naming the
+    ///   statement and the server's answer); what `body` throws (the database is dropped then too; a DROP that fails
+    ///   is logged, not thrown).
     public static func withScratchDatabase<T: Sendable>(
         named name: String, on url: PostgresLedgerURL, logger: Logger,
         _ body: (PostgresLedgerURL) async throws -> T
     ) async throws -> T {
-        // Lower case only: the server folds an unquoted name, and the URL handed to `body` must name what it made.
+        // Lower case only: the same name quoted or not, so whoever reads the URL handed to `body` finds what it made.
         guard let first = name.unicodeScalars.first, ("a"..."z").contains(first) || first == "_", name.utf8.count <= 63,
             name.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" })
         else {
@@ -22,29 +23,43 @@ extension PostgresLedgerStore {
                 code: .configuration,
                 message: "a scratch database's name takes a-z, 0-9 and _, and starts with a letter or _")
         }
-        // CREATE DATABASE copies template1 and is refused while another session is connected to it (an autovacuum
-        // worker, say): a moment later it goes through.
+        // Quoted: a name that is a keyword (`user`) is still a name.
+        let quoted = "\"\(name)\""
+        // CREATE DATABASE copies template1 and is refused while another session is connected to it (55006, an
+        // autovacuum worker, say): a moment later it goes through. Nothing else is retried.
         for attempt in 1... {
             do {
-                try await onServer(url, logger: logger, "CREATE DATABASE \(name)")
+                try await onServer(url, logger: logger, "CREATE DATABASE \(quoted)")
                 break
-            } catch  where attempt < 3 {
+            } catch let error as ScratchStatementError where error.sqlState == "55006" && attempt < 3 {
                 try await Task.sleep(for: .seconds(1))
             }
         }
         var scratch = url
         scratch.database = name
+        let result: T
         do {
-            let result = try await body(scratch)
-            try await onServer(url, logger: logger, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-            return result
+            result = try await body(scratch)
         } catch {
-            try? await onServer(url, logger: logger, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+            await drop(quoted, on: url, logger: logger)
             throw error
+        }
+        await drop(quoted, on: url, logger: logger)
+        return result
+    }
+
+    /// Drops the scratch database, also when the run was cancelled (a task of its own); a failure is logged, not
+    /// thrown, so that a run's result is not lost to it.
+    private static func drop(_ quoted: String, on url: PostgresLedgerURL, logger: Logger) async {
+        let statement = "DROP DATABASE IF EXISTS \(quoted) WITH (FORCE)"
+        do {
+            try await Task { try await onServer(url, logger: logger, statement) }.value
+        } catch {
+            logger.error("a scratch database was left on the server", metadata: ["error": "\(error)"])
         }
     }
 
-    /// - Throws: ``LedgerError`` with code `query`, naming the statement and what the server said.
+    /// - Throws: ``ScratchStatementError``, naming the statement and what the server said.
     private static func onServer(_ url: PostgresLedgerURL, logger: Logger, _ statement: String) async throws {
         var configuration = PostgresConnection.Configuration(
             host: url.host, port: url.port, username: url.username, password: url.password, database: url.database,
@@ -60,7 +75,18 @@ extension PostgresLedgerStore {
                 throw error
             }
         } catch {
-            throw LedgerError(code: .query, message: "PostgreSQL at \(url.endpoint): \(statement): \(describe(error))")
+            throw ScratchStatementError(
+                sqlState: (unwrapped(error) as? PSQLError)?.serverInfo?[.sqlState],
+                error: LedgerError(
+                    code: .query, message: "PostgreSQL at \(url.endpoint): \(statement): \(describe(error))"))
         }
     }
+}
+
+/// A scratch database's statement refused, with the server's SQLSTATE for the retry to read.
+struct ScratchStatementError: Error, CustomStringConvertible {
+    let sqlState: String?
+    let error: LedgerError
+
+    var description: String { error.description }
 }

@@ -11,14 +11,20 @@ final class MeasuredProcess: @unchecked Sendable {
     private let process: Process
     let logPath: String
 
-    init(executable: String, arguments: [String], environment: [String: String] = [:], logPath: String) throws {
+    /// - Parameter inheriting: the variables of this process's environment the child gets besides `environment`; nil
+    ///   passes all of them.
+    init(
+        executable: String, arguments: [String], environment: [String: String] = [:],
+        inheriting: Set<String>? = nil, logPath: String
+    ) throws {
         self.logPath = logPath
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.environment = ProcessInfo.processInfo.environment.filter { inheriting?.contains($0.key) ?? true }
+            .merging(environment) { $1 }
         process.standardOutput = log
         process.standardError = log
         try process.run()

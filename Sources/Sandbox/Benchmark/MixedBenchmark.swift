@@ -1,6 +1,7 @@
 import App
 import AsyncHTTPClient
 import Foundation
+import Fulfilment
 import GamebaseSimulator
 import Histogram
 import Kafka
@@ -80,7 +81,28 @@ public enum MixedBenchmark {
         public var notConsumed: Int
         /// paymentSeqs Gamebase saw consumed more than once (must be 0).
         public var consumedTwice: Int
+        /// Valid purchases the ledger granted to another player than their owner, or not at all (must be 0).
+        public var grantedAmiss: Int
+        /// The outcome counts the workload must end in (``outcomes`` must equal them).
+        public var expectedOutcomes: [String: Int]
         public var workerExitStatus: Int?
+
+        /// What this run did wrong, in words; empty when it kept every rule.
+        public var problems: [String] {
+            var problems: [String] = []
+            if notConsumed > 0 { problems.append("\(notConsumed) valid purchases not consumed") }
+            if consumedTwice > 0 { problems.append("\(consumedTwice) consumed twice") }
+            if grantedAmiss > 0 { problems.append("\(grantedAmiss) granted to another player or not at all") }
+            if outcomes.filter({ $0.value != 0 }) != expectedOutcomes.filter({ $0.value != 0 }) {
+                problems.append(
+                    "outcomes \(outcomes.sorted { $0.key < $1.key }), expected \(expectedOutcomes.sorted { $0.key < $1.key })"
+                )
+            }
+            if workerExitStatus != 0 {
+                problems.append("the worker's exit status \(workerExitStatus.map(String.init) ?? "none: killed")")
+            }
+            return problems
+        }
     }
 
     public struct Report: Codable, Sendable {
@@ -144,12 +166,14 @@ public enum MixedBenchmark {
                     }
                 }
             }
-            let failed = runs.filter { $0.notConsumed > 0 || $0.consumedTwice > 0 }
+            let failed = runs.filter { !$0.problems.isEmpty }
             lines.append(
                 failed.isEmpty
-                    ? "every run: each valid purchase consumed once, none twice"
-                    : "RUNS THAT BROKE AN INVARIANT: \(failed.map { "\($0.worker) \($0.valid): \($0.notConsumed) not consumed, \($0.consumedTwice) twice" })"
-            )
+                    ? "every run: each valid purchase granted to its owner and consumed once, none twice; "
+                        + "every outcome as the mix says; the worker stopped with exit 0"
+                    : "RUNS THAT BROKE A RULE: "
+                        + failed.map { "\($0.worker) \($0.valid): \($0.problems.joined(separator: "; "))" }
+                        .joined(separator: " | "))
             return lines.joined(separator: "\n")
         }
     }
@@ -173,7 +197,8 @@ public enum MixedBenchmark {
         for length in options.lengths { report.mix[length] = MixedWorkload(valid: length).kinds }
         for repeat_ in 0..<options.repeats {
             for length in options.lengths {
-                for worker in options.workers {
+                // The builds take turns going first, so a host that drifts favours neither.
+                for worker in repeat_ % 2 == 0 ? options.workers : options.workers.reversed() {
                     say("run \(repeat_ + 1)/\(options.repeats): \(worker.label), \(length) valid purchases…")
                     let run = try await runOnce(valid: length, worker: worker, options: options, logger: logger)
                     say(
@@ -194,11 +219,28 @@ public enum MixedBenchmark {
     }
 
     /// One run: a fresh cluster, simulator process, ledger and worker process; the warm-up, then the measured mix.
+    /// A run that fails keeps its folder (the worker's and the simulator's logs, the ledger) and names it.
     static func runOnce(valid: Int, worker: Worker, options: Options, logger: Logger) async throws -> Run {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
             "iap-bench-mixed-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        do {
+            let run = try await runOnce(valid: valid, worker: worker, options: options, in: folder, logger: logger)
+            try? FileManager.default.removeItem(at: folder)
+            return run
+        } catch {
+            // Cancelled (Ctrl-C): whatever the interrupted call threw, nothing to keep.
+            guard !Task.isCancelled, !(error is CancellationError) else {
+                try? FileManager.default.removeItem(at: folder)
+                throw CancellationError()
+            }
+            throw Failure(description: "\(error)\n(the run's logs are kept in \(folder.path))")
+        }
+    }
+
+    static func runOnce(
+        valid: Int, worker: Worker, options: Options, in folder: URL, logger: Logger
+    ) async throws -> Run {
         let workload = MixedWorkload(valid: valid)
         let warmup = (0..<options.warmup).map { "w\($0)" }
         let paymentsFile = folder.appendingPathComponent("payments.json")
@@ -244,10 +286,13 @@ public enum MixedBenchmark {
         let name = "iap_bench_\(UUID().uuidString.prefix(8).lowercased())"
         return try await PostgresLedgerStore.withScratchDatabase(
             named: name, on: try PostgresLedgerURL(postgresURL), logger: logger
-        ) { _ in
-            var components = URLComponents(string: postgresURL)
-            components?.path = "/" + name
-            return try await measure(on: components?.string ?? postgresURL)
+        ) { scratch in
+            guard var components = URLComponents(string: postgresURL) else {
+                throw Failure(description: "--ledger-url cannot be read as a URL")
+            }
+            components.path = "/" + scratch.database
+            guard let url = components.string else { throw Failure(description: "no URL for \(scratch.database)") }
+            return try await measure(on: url)
         }
     }
 
@@ -256,18 +301,21 @@ public enum MixedBenchmark {
         cluster: any KafkaEndpoint, simulator: MeasuredProcess, simulatorURL: String, folder: URL, logger: Logger
     ) async throws -> Run {
         let topic = Sandbox.topicNames(prefix: "").purchases
-        let environment = [
+        var environment = [
             "IAP_WORKER_CONFIG": "", "KAFKA_BOOTSTRAP_SERVERS": cluster.bootstrapServers,
             "KAFKA_GROUP_ID": "bench-\(UUID().uuidString.prefix(8))", "GAMEBASE_BASE_URL": simulatorURL,
             "GAMEBASE_APP_ID": Sandbox.appID, "GAMEBASE_SECRET_KEY": Sandbox.secretKey, "LEDGER_URL": ledgerURL,
             "SERVER_PORT": "0", "CONSOLE_PORT": "0", "WORKER_MAX_IN_FLIGHT": String(options.maxInFlight),
             "GAMEBASE_MAX_CONNECTIONS": String(min(max(options.maxInFlight, 8), 1024)),
-            // See docs/benchmarks.md, "Fetch wait": the mock answers an empty fetch only when its wait ends.
-            "KAFKA_LIBRDKAFKA_FETCH_WAIT_MAX_MS": ProcessInfo.processInfo.environment[
-                "KAFKA_LIBRDKAFKA_FETCH_WAIT_MAX_MS"] ?? "10",
         ]
+        if case .mock = options.broker {
+            // See docs/benchmarks.md, "Fetch wait": the mock answers an empty fetch only when its wait ends.
+            environment["KAFKA_LIBRDKAFKA_FETCH_WAIT_MAX_MS"] = "10"
+        }
+        // Only the system's variables: a GAMEBASE_* or WORKER_* of the operator's shell must not change the run.
         let process = try MeasuredProcess(
             executable: worker.executable, arguments: ["run"], environment: environment,
+            inheriting: ["PATH", "HOME", "TMPDIR", "LANG", "LD_LIBRARY_PATH"],
             logPath: folder.appendingPathComponent("worker.log").path)
         defer { if process.isRunning { process.kill9() } }
         try await PipelineBenchmark.waitUntilReady(process, within: .seconds(60))
@@ -276,7 +324,8 @@ public enum MixedBenchmark {
         _ = try await load.produce(count: warmup.count, rate: nil) { i in
             (warmup[i], Array(DemoBatch.message(warmup[i], user: "wu-\(warmup[i])").utf8), nil)
         }
-        try await waitForOutcomes(warmup.count, port: port, within: .seconds(120), process: process)
+        try await waitForOutcomes(
+            warmup.count, port: port, within: .seconds(120 + warmup.count / 50), process: process)
         let before = await outcomeCounts(port: port)
 
         let cpuBefore = process.cpuTime ?? .zero
@@ -289,13 +338,21 @@ public enum MixedBenchmark {
         try await waitForOutcomes(
             warmup.count + messages.count, port: port, within: .seconds(120 + messages.count / 50), process: process)
         let seconds = (ContinuousClock.now - started).seconds
-        let cpu = (process.cpuTime ?? .zero) - cpuBefore
-        let simulatorCPU = (simulator.cpuTime ?? .zero) - simulatorCPUBefore
-        let peak = Double(process.memory?.peak ?? 0) / 1_048_576
+        guard let cpuAfter = process.cpuTime, let memory = process.memory, let simulatorCPUAfter = simulator.cpuTime
+        else { throw Failure(description: "the worker or the simulator was gone before its CPU time was read") }
+        let cpu = cpuAfter - cpuBefore
+        let simulatorCPU = simulatorCPUAfter - simulatorCPUBefore
+        let peak = Double(memory.peak) / 1_048_576
         var outcomes = await outcomeCounts(port: port)
         for (label, count) in before { outcomes[label, default: 0] -= count }
         let status = await process.terminate()
         await load.close()
+        let owners = messages.compactMap { message in message.validSeq.map { ($0, message.owner ?? "") } }
+        let grantedAmiss = try await LedgerStores.withStore(url: ledgerURL, logger: logger) { ledger in
+            var amiss = 0
+            for (seq, owner) in owners where try await ledger.grant(paymentSeq: seq)?.userId != owner { amiss += 1 }
+            return amiss
+        }
 
         let counters = try await simulatorCounters(simulatorURL)
         var histogram = Histogram<UInt64>(highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
@@ -318,7 +375,8 @@ public enum MixedBenchmark {
             p50Ms: Double(histogram.valueAtPercentile(50)) / 1000,
             p99Ms: Double(histogram.valueAtPercentile(99)) / 1000,
             peakRSSMiB: peak, outcomes: outcomes, notConsumed: notConsumed,
-            consumedTwice: counters.consumes.values.filter { $0 > 1 }.count, workerExitStatus: status.map(Int.init))
+            consumedTwice: counters.consumes.values.filter { $0 > 1 }.count, grantedAmiss: grantedAmiss,
+            expectedOutcomes: workload.expectedOutcomes, workerExitStatus: status.map(Int.init))
     }
 
     static func waitForOutcomes(_ count: Int, port: Int, within limit: Duration, process: MeasuredProcess) async throws

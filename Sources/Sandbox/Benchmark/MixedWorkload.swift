@@ -12,7 +12,7 @@ import GamebaseSimulator
 /// | duplicates under another key, a few hundred messages later | 1,500 | duplicate |
 /// | claims of a real purchase by another player, sent before its owner's message (same key) | 1,000 | rejected |
 /// | forged tokens (a paymentSeq and token Gamebase does not know) | 1,500 | rejected |
-/// | stolen purchases (another player, another key, after the owner's) | 250 | rejected or duplicate |
+/// | stolen purchases (another player, another key, after the owner's) | 250 | rejected |
 /// | subscriptions (not consumable) | 250 | rejected |
 /// | purchases consumed elsewhere | 250 | rejected |
 /// | paymentSeq/token mismatches (another purchase's real token) | 250 | rejected |
@@ -26,6 +26,8 @@ public struct MixedWorkload: Sendable {
         public var value: [UInt8]
         /// The paymentSeq of a valid purchase's own message (its latency is measured); nil for every other message.
         public var validSeq: String?
+        /// The player a valid purchase's own message grants it to.
+        public var owner: String?
     }
 
     public struct Kind: Sendable, Codable {
@@ -38,6 +40,8 @@ public struct MixedWorkload: Sendable {
     /// What Gamebase must know: the valid purchases, the subscriptions and the purchases consumed elsewhere.
     public let payments: [SimulatedPayment]
     public let kinds: [Kind]
+    /// The worker's outcome counts (`iap_purchases_total{outcome}`) this workload must end in.
+    public let expectedOutcomes: [String: Int]
 
     /// The kinds of malformed record, one of each per 10,000 valid purchases.
     static let malformed: [(label: String, value: [UInt8])] = [
@@ -99,8 +103,12 @@ public struct MixedWorkload: Sendable {
         /// A spread of `count` positions over the run, in a fixed order that is not the index order.
         func spread(_ index: Int, of count: Int) -> Double {
             guard count > 0 else { return 0 }
-            let scrambled = (index &* 7_919 &+ 104_729) % max(count, 1)
-            return Double(scrambled) * Double(valid) / Double(count) + 0.3
+            return Double(Self.scramble(index, count)) * Double(valid) / Double(count) + 0.3
+        }
+        var counts: [String: Int] = [:]
+        func place(_ kind: String, _ position: Double, _ message: Message) {
+            placed.append((position, message))
+            counts[kind, default: 0] += 1
         }
 
         let earlyClaims = share(1_000)
@@ -113,107 +121,109 @@ public struct MixedWorkload: Sendable {
             let position = Double(i)
             // Every tenth purchase is claimed by another player first, on the owner's key (so it is read first).
             if i % 10 == 5, i / 10 < earlyClaims {
-                placed.append(
-                    (
-                        position - 0.5,
-                        Message(key: user, value: message(seq, user: "\(p)claimer\(i)", token: "token-\(seq)"))
-                    ))
+                place(
+                    Self.earlyClaim, position - 0.5,
+                    Message(key: user, value: message(seq, user: "\(p)claimer\(i)", token: "token-\(seq)")))
             }
-            placed.append(
-                (
-                    position,
-                    Message(
-                        key: user, value: message(seq, user: user, token: "token-\(seq)", receipt: i % 5 == 2),
-                        validSeq: seq)
-                ))
+            place(
+                Self.validPurchase, position,
+                Message(
+                    key: user, value: message(seq, user: user, token: "token-\(seq)", receipt: i % 5 == 2),
+                    validSeq: seq, owner: user))
             if i % 20 < 3, i / 20 * 3 + i % 20 < sameKeyDuplicates {
-                placed.append(
-                    (position + 0.25, Message(key: user, value: message(seq, user: user, token: "token-\(seq)"))))
+                place(
+                    Self.duplicate, position + 0.25,
+                    Message(key: user, value: message(seq, user: user, token: "token-\(seq)")))
             }
             if i % 20 >= 10, i % 20 < 13, i / 20 * 3 + i % 20 - 10 < otherKeyDuplicates {
                 let later = min(Double(valid), position + 100 + Double(i % 7) * 50)
-                placed.append(
-                    (later, Message(key: "\(p)resent\(i)", value: message(seq, user: user, token: "token-\(seq)"))))
+                place(
+                    Self.duplicate, later,
+                    Message(key: "\(p)resent\(i)", value: message(seq, user: user, token: "token-\(seq)")))
             }
         }
         let forged = share(1_500)
         for k in 0..<forged {
-            placed.append(
-                (
-                    spread(k, of: forged),
-                    Message(
-                        key: "\(p)f\(k)", value: message("\(p)forged\(k)", user: "\(p)fu\(k)", token: "forged-\(p)\(k)")
-                    )
-                ))
+            place(
+                Self.forged, spread(k, of: forged),
+                Message(
+                    key: "\(p)f\(k)", value: message("\(p)forged\(k)", user: "\(p)fu\(k)", token: "forged-\(p)\(k)")))
         }
         let stolen = share(250)
         for k in 0..<stolen {
-            let owner = (k &* 7_919) % max(valid, 1)
-            placed.append(
-                (
-                    min(Double(valid), Double(owner) + 150),
-                    Message(
-                        key: "\(p)thief\(k)",
-                        value: message("\(p)v\(owner)", user: "\(p)thief\(k)", token: "token-\(p)v\(owner)"))
-                ))
+            let owner = Self.scramble(k, valid)
+            place(
+                Self.stolen, min(Double(valid), Double(owner) + 150),
+                Message(
+                    key: "\(p)thief\(k)",
+                    value: message("\(p)v\(owner)", user: "\(p)thief\(k)", token: "token-\(p)v\(owner)")))
         }
         let subscriptions = share(250)
         for k in 0..<subscriptions {
             let seq = "\(p)sub\(k)"
             payments.append(DemoBatch.payment(seq, user: "\(p)su\(k)", type: GamebaseProductType.autoRenewable))
-            placed.append(
-                (
-                    spread(k, of: subscriptions),
-                    Message(key: "\(p)su\(k)", value: message(seq, user: "\(p)su\(k)", token: "token-\(seq)"))
-                ))
+            place(
+                Self.subscription, spread(k, of: subscriptions),
+                Message(key: "\(p)su\(k)", value: message(seq, user: "\(p)su\(k)", token: "token-\(seq)")))
         }
         let elsewhere = share(250)
         for k in 0..<elsewhere {
             let seq = "\(p)else\(k)"
             payments.append(DemoBatch.payment(seq, user: "\(p)eu\(k)", consumed: true))
-            placed.append(
-                (
-                    spread(k, of: elsewhere),
-                    Message(key: "\(p)eu\(k)", value: message(seq, user: "\(p)eu\(k)", token: "token-\(seq)"))
-                ))
+            place(
+                Self.consumedElsewhere, spread(k, of: elsewhere),
+                Message(key: "\(p)eu\(k)", value: message(seq, user: "\(p)eu\(k)", token: "token-\(seq)")))
         }
         let mismatches = share(250)
         for k in 0..<mismatches {
-            let other = (k &* 104_729 &+ 13) % max(valid, 1)
-            placed.append(
-                (
-                    spread(k, of: mismatches),
-                    Message(
-                        key: "\(p)mu\(k)",
-                        value: message("\(p)mismatch\(k)", user: "\(p)mu\(k)", token: "token-\(p)v\(other)"))
-                ))
+            let other = Self.scramble(k + 13, valid)
+            place(
+                Self.mismatch, spread(k, of: mismatches),
+                Message(
+                    key: "\(p)mu\(k)",
+                    value: message("\(p)mismatch\(k)", user: "\(p)mu\(k)", token: "token-\(p)v\(other)")))
         }
         let malformedRounds = max(1, share(1))
         for round in 0..<malformedRounds {
             for (index, record) in Self.malformed.enumerated() {
                 let slot = round * Self.malformed.count + index
-                placed.append(
-                    (
-                        spread(slot, of: malformedRounds * Self.malformed.count),
-                        Message(key: "\(p)bad\(slot)", value: record.value)
-                    ))
+                place(
+                    Self.malformedRecord, spread(slot, of: malformedRounds * Self.malformed.count),
+                    Message(key: "\(p)bad\(slot)", value: record.value))
             }
         }
         self.messages = placed.enumerated().sorted {
             ($0.element.position, $0.offset) < ($1.element.position, $1.offset)
         }.map(\.element.message)
         self.payments = payments
-        let duplicates =
-            messages.count - valid - earlyClaims - forged - stolen - subscriptions - elsewhere - mismatches
-            - malformedRounds * Self.malformed.count
-        self.kinds = [
-            Kind(label: "valid purchases", count: valid),
-            Kind(label: "duplicates (half under another key)", count: duplicates),
-            Kind(label: "claims before the owner's message", count: earlyClaims),
-            Kind(label: "forged tokens", count: forged), Kind(label: "stolen purchases", count: stolen),
-            Kind(label: "subscriptions", count: subscriptions), Kind(label: "consumed elsewhere", count: elsewhere),
-            Kind(label: "paymentSeq/token mismatches", count: mismatches),
-            Kind(label: "malformed (\(Self.malformed.count) kinds)", count: malformedRounds * Self.malformed.count),
-        ]
+        self.kinds = Self.kindOrder.map { Kind(label: $0.label, count: counts[$0.label] ?? 0) }
+        var expected: [String: Int] = [:]
+        for kind in Self.kindOrder { expected[kind.outcome, default: 0] += counts[kind.label] ?? 0 }
+        self.expectedOutcomes = expected
+    }
+
+    static let validPurchase = "valid purchases"
+    static let duplicate = "duplicates (half under another key)"
+    static let earlyClaim = "claims before the owner's message"
+    static let forged = "forged tokens"
+    static let stolen = "stolen purchases"
+    static let subscription = "subscriptions"
+    static let consumedElsewhere = "consumed elsewhere"
+    static let mismatch = "paymentSeq/token mismatches"
+    static let malformedRecord = "malformed (12 kinds)"
+
+    /// Each kind with the outcome the worker counts for it (`iap_purchases_total{outcome}`).
+    static let kindOrder: [(label: String, outcome: String)] = [
+        (validPurchase, "granted"), (duplicate, "duplicate"), (earlyClaim, "rejected"), (forged, "rejected"),
+        (stolen, "rejected"), (subscription, "rejected"), (consumedElsewhere, "rejected"), (mismatch, "rejected"),
+        (malformedRecord, "malformed"),
+    ]
+
+    /// `index` of `0..<count` moved to another place of that range, one to one: the multiplier is a prime that does
+    /// not divide `count`, so it has no factor in common with it.
+    static func scramble(_ index: Int, _ count: Int) -> Int {
+        guard count > 1 else { return 0 }
+        let multiplier = [7_919, 7_927, 7_933].first { count % $0 != 0 } ?? 1
+        return (index % count * multiplier + 104_729) % count
     }
 }

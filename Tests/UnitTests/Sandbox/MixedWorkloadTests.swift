@@ -1,7 +1,8 @@
 import Foundation
 import Fulfilment
-import Sandbox
 import Testing
+
+@testable import Sandbox
 
 /// The mixed bench's workload holds the proportions docs/benchmarks.md lists, and each message is what its kind says
 /// to the worker's own parser.
@@ -52,11 +53,47 @@ struct MixedWorkloadTests {
         #expect(receipts == 2_000, "one valid message in five carries its receipt")
     }
 
-    @Test func smallAndOddSizesStillHoldEveryKind() {
-        for valid in [1, 7, 33] {
-            let workload = MixedWorkload(valid: valid)
-            #expect(workload.kinds.map(\.count).reduce(0, +) == workload.messages.count)
-            #expect(workload.messages.compactMap(\.validSeq).count == valid)
+    /// Each message classified from what it says, counted apart from the workload's own tally: the kinds table must
+    /// match at sizes whose shares round up or down.
+    @Test(arguments: [1, 7, 15, 25, 33, 10_005])
+    func theKindsTableCountsWhatWasPlaced(_ valid: Int) {
+        let workload = MixedWorkload(valid: valid)
+        var counted: [String: Int] = [:]
+        for message in workload.messages {
+            guard case .success(let parsed) = PurchaseMessage.parse(message.value) else {
+                counted["malformed (12 kinds)", default: 0] += 1
+                continue
+            }
+            let kind: String =
+                if message.validSeq != nil { "valid purchases" } else if parsed.userId.hasPrefix("claimer") {
+                    "claims before the owner's message"
+                } else if parsed.userId.hasPrefix("thief") {
+                    "stolen purchases"
+                } else if parsed.paymentSeq.hasPrefix("forged") {
+                    "forged tokens"
+                } else if parsed.paymentSeq.hasPrefix("sub") {
+                    "subscriptions"
+                } else if parsed.paymentSeq.hasPrefix("else") {
+                    "consumed elsewhere"
+                } else if parsed.paymentSeq.hasPrefix("mismatch") { "paymentSeq/token mismatches" } else {
+                    "duplicates (half under another key)"
+                }
+            counted[kind, default: 0] += 1
         }
+        #expect(
+            Dictionary(uniqueKeysWithValues: workload.kinds.map { ($0.label, $0.count) }).filter { $0.value > 0 }
+                == counted)
+        #expect(workload.messages.compactMap(\.validSeq).count == valid)
+        #expect(workload.expectedOutcomes.values.reduce(0, +) == workload.messages.count)
+        #expect(workload.expectedOutcomes["granted"] == valid)
+    }
+
+    /// A count that a fixed multiplier divides would put a whole kind at one position; the spread is one to one.
+    @Test(arguments: [7_919, 2 * 7_919, 7_919 * 7_927, 1, 2, 16_512])
+    func theScrambleIsOneToOneWhateverTheCount(_ count: Int) {
+        let sample = min(count, 20_000)
+        let images = Set((0..<sample).map { MixedWorkload.scramble($0, count) })
+        #expect(images.count == sample)
+        #expect(images.allSatisfy { (0..<count).contains($0) })
     }
 }
