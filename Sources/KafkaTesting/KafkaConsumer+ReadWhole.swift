@@ -55,7 +55,8 @@ extension KafkaConsumer {
         }
         guard !partitions.isEmpty else { return [] }
         try assign(Dictionary(uniqueKeysWithValues: partitions.map { ($0, .beginning) }))
-        let state = ReadState(ends: ends, since: started)
+        // The quiet counts from the assignment: the time spent finding the partitions is no listening.
+        let state = ReadState(ends: ends, since: .now)
         let messages = self.messages
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {

@@ -3,6 +3,7 @@ import Foundation
 import Ledger
 import Logging
 import Sandbox
+import Synchronization
 import UnixSignals
 
 /// `iap-dev bench mixed`: the workload users run, at several run lengths, optionally old and new builds alternating.
@@ -96,14 +97,17 @@ struct BenchMixedCommand: AsyncParsableCommand {
         let json = self.json
         let settled = options
         // Ctrl-C or SIGTERM cancels the run, so that its children are stopped, its scratch database dropped and its
-        // folder removed rather than left behind.
+        // folder removed rather than left behind. The trap is set before the run starts.
+        let trapped = await UnixSignalsSequence(trapping: .sigint, .sigterm)
+        let interrupted = Interrupted()
         let work = Task {
             try await MixedBenchmark.run(settled, logger: logger) { line in
                 if !json { print(line) }
             }
         }
         let signals = Task {
-            for await _ in await UnixSignalsSequence(trapping: .sigint, .sigterm) {
+            for await _ in trapped {
+                interrupted.set()
                 work.cancel()
                 return
             }
@@ -112,9 +116,10 @@ struct BenchMixedCommand: AsyncParsableCommand {
         let report: MixedBenchmark.Report
         do {
             report = try await work.value
-        } catch is CancellationError {
-            FileHandle.standardError.write(
-                Data("interrupted: the run's processes are stopped, its files removed\n".utf8))
+        } catch {
+            // The terminal's SIGINT reaches the children too: whatever failed after it is the interruption.
+            guard interrupted.isSet || error is CancellationError else { throw error }
+            FileHandle.standardError.write(Data("interrupted: the run's processes are stopped\n".utf8))
             throw ExitCode(130)
         }
         if json {
@@ -127,4 +132,11 @@ struct BenchMixedCommand: AsyncParsableCommand {
         }
         if report.runs.contains(where: { !$0.problems.isEmpty }) { throw ExitCode(2) }
     }
+}
+
+/// Whether a stop signal came.
+private final class Interrupted: Sendable {
+    private let flag = Mutex(false)
+    func set() { flag.withLock { $0 = true } }
+    var isSet: Bool { flag.withLock { $0 } }
 }

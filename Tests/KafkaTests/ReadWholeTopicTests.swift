@@ -30,7 +30,7 @@ struct ReadWholeTopicTests {
         let read = Task {
             try await KafkaConsumer.readWhole(
                 topic: "late", bootstrapServers: cluster.bootstrapServers, logger: KafkaTestSupport.logger,
-                quiet: .seconds(4))
+                quiet: .seconds(10))
         }
         try await Task.sleep(for: .milliseconds(1_500))
         try await KafkaTestSupport.produce(producer, topic: "late", range: 0..<5)

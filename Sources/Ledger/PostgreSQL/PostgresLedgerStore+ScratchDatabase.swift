@@ -31,7 +31,8 @@ extension PostgresLedgerStore {
             do {
                 try await onServer(url, logger: logger, "CREATE DATABASE \(quoted)")
                 break
-            } catch let error as ScratchStatementError where error.sqlState == "55006" && attempt < 3 {
+            } catch let error as ScratchStatementError {
+                guard error.sqlState == "55006", attempt < 3 else { throw error.error }
                 try await Task.sleep(for: .seconds(1))
             }
         }

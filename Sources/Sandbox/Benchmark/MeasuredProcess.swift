@@ -98,7 +98,8 @@ final class MeasuredProcess: @unchecked Sendable {
         kill(pid, SIGTERM)
         let deadline = Date().addingTimeInterval(seconds)
         while process.isRunning {
-            if Date() > deadline {
+            // Cancelled (Ctrl-C): no waiting for a drain, and no sleep that returns at once to spin on.
+            if Date() > deadline || Task.isCancelled {
                 kill9()
                 return nil
             }

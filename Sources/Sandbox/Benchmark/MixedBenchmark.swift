@@ -86,6 +86,8 @@ public enum MixedBenchmark {
         /// The outcome counts the workload must end in (``outcomes`` must equal them).
         public var expectedOutcomes: [String: Int]
         public var workerExitStatus: Int?
+        /// Where a run that broke a rule left its logs.
+        public var keptFolder: String?
 
         /// What this run did wrong, in words; empty when it kept every rule.
         public var problems: [String] {
@@ -172,7 +174,10 @@ public enum MixedBenchmark {
                     ? "every run: each valid purchase granted to its owner and consumed once, none twice; "
                         + "every outcome as the mix says; the worker stopped with exit 0"
                     : "RUNS THAT BROKE A RULE: "
-                        + failed.map { "\($0.worker) \($0.valid): \($0.problems.joined(separator: "; "))" }
+                        + failed.map {
+                            "\($0.worker) \($0.valid): \($0.problems.joined(separator: "; "))"
+                                + ($0.keptFolder.map { " (logs in \($0))" } ?? "")
+                        }
                         .joined(separator: " | "))
             return lines.joined(separator: "\n")
         }
@@ -196,9 +201,9 @@ public enum MixedBenchmark {
             maxInFlight: options.maxInFlight, mix: [:], runs: [])
         for length in options.lengths { report.mix[length] = MixedWorkload(valid: length).kinds }
         for repeat_ in 0..<options.repeats {
-            for length in options.lengths {
+            for (index, length) in options.lengths.enumerated() {
                 // The builds take turns going first, so a host that drifts favours neither.
-                for worker in repeat_ % 2 == 0 ? options.workers : options.workers.reversed() {
+                for worker in (repeat_ + index) % 2 == 0 ? options.workers : options.workers.reversed() {
                     say("run \(repeat_ + 1)/\(options.repeats): \(worker.label), \(length) valid purchases…")
                     let run = try await runOnce(valid: length, worker: worker, options: options, logger: logger)
                     say(
@@ -225,8 +230,12 @@ public enum MixedBenchmark {
             "iap-bench-mixed-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         do {
-            let run = try await runOnce(valid: valid, worker: worker, options: options, in: folder, logger: logger)
-            try? FileManager.default.removeItem(at: folder)
+            var run = try await runOnce(valid: valid, worker: worker, options: options, in: folder, logger: logger)
+            if run.problems.isEmpty {
+                try? FileManager.default.removeItem(at: folder)
+            } else {
+                run.keptFolder = folder.path  // the logs (and a SQLite ledger) of a run that broke a rule
+            }
             return run
         } catch {
             // Cancelled (Ctrl-C): whatever the interrupted call threw, nothing to keep.
@@ -308,8 +317,11 @@ public enum MixedBenchmark {
             "SERVER_PORT": "0", "CONSOLE_PORT": "0", "WORKER_MAX_IN_FLIGHT": String(options.maxInFlight),
             "GAMEBASE_MAX_CONNECTIONS": String(min(max(options.maxInFlight, 8), 1024)),
         ]
-        if case .mock = options.broker {
-            // See docs/benchmarks.md, "Fetch wait": the mock answers an empty fetch only when its wait ends.
+        // See docs/benchmarks.md, "Fetch wait": the mock answers an empty fetch only when its wait ends. An operator's
+        // KAFKA_LIBRDKAFKA_FETCH_WAIT_MAX_MS wins, on any broker.
+        if let wait = ProcessInfo.processInfo.environment["KAFKA_LIBRDKAFKA_FETCH_WAIT_MAX_MS"] {
+            environment["KAFKA_LIBRDKAFKA_FETCH_WAIT_MAX_MS"] = wait
+        } else if case .mock = options.broker {
             environment["KAFKA_LIBRDKAFKA_FETCH_WAIT_MAX_MS"] = "10"
         }
         // Only the system's variables: a GAMEBASE_* or WORKER_* of the operator's shell must not change the run.
@@ -324,9 +336,8 @@ public enum MixedBenchmark {
         _ = try await load.produce(count: warmup.count, rate: nil) { i in
             (warmup[i], Array(DemoBatch.message(warmup[i], user: "wu-\(warmup[i])").utf8), nil)
         }
-        try await waitForOutcomes(
+        let before = try await waitForOutcomes(
             warmup.count, port: port, within: .seconds(120 + warmup.count / 50), process: process)
-        let before = await outcomeCounts(port: port)
 
         let cpuBefore = process.cpuTime ?? .zero
         let simulatorCPUBefore = simulator.cpuTime ?? .zero
@@ -335,7 +346,7 @@ public enum MixedBenchmark {
         let sent = try await load.produce(count: messages.count, rate: nil) { i in
             (messages[i].key, messages[i].value, messages[i].validSeq)
         }
-        try await waitForOutcomes(
+        var outcomes = try await waitForOutcomes(
             warmup.count + messages.count, port: port, within: .seconds(120 + messages.count / 50), process: process)
         let seconds = (ContinuousClock.now - started).seconds
         guard let cpuAfter = process.cpuTime, let memory = process.memory, let simulatorCPUAfter = simulator.cpuTime
@@ -343,7 +354,6 @@ public enum MixedBenchmark {
         let cpu = cpuAfter - cpuBefore
         let simulatorCPU = simulatorCPUAfter - simulatorCPUBefore
         let peak = Double(memory.peak) / 1_048_576
-        var outcomes = await outcomeCounts(port: port)
         for (label, count) in before { outcomes[label, default: 0] -= count }
         let status = await process.terminate()
         await load.close()
@@ -379,10 +389,15 @@ public enum MixedBenchmark {
             expectedOutcomes: workload.expectedOutcomes, workerExitStatus: status.map(Int.init))
     }
 
+    /// Waits until the worker has counted `count` outcomes; returns its counts then (a scrape that fails is asked
+    /// again, never read as none).
     static func waitForOutcomes(_ count: Int, port: Int, within limit: Duration, process: MeasuredProcess) async throws
+        -> [String: Int]
     {
         let deadline = ContinuousClock.now + limit
-        while await outcomeCounts(port: port).values.reduce(0, +) < count {
+        while true {
+            let counts = await outcomeCounts(port: port)
+            if counts.values.reduce(0, +) >= count { return counts }
             guard process.isRunning else {
                 let log = (try? String(contentsOfFile: process.logPath, encoding: .utf8)) ?? ""
                 throw Failure(description: "the worker exited:\n\(log.suffix(2_000))")

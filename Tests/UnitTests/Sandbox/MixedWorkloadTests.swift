@@ -97,3 +97,42 @@ struct MixedWorkloadTests {
         #expect(images.allSatisfy { (0..<count).contains($0) })
     }
 }
+
+/// A mixed run is judged by what it must hold, not only by its consumes: each rule it breaks is said.
+@Suite("The mixed bench's verdict on a run")
+struct MixedRunVerdictTests {
+    static func run(
+        outcomes: [String: Int], grantedAmiss: Int = 0, consumedTwice: Int = 0, notConsumed: Int = 0,
+        exitStatus: Int? = 0
+    ) -> MixedBenchmark.Run {
+        MixedBenchmark.Run(
+            worker: "worker", valid: 10, messages: 17, seconds: 1, workerCPUSeconds: 0.01,
+            workerCPUMicrosecondsPerMessage: 1, workerCPUMicrosecondsPerValid: 1, simulatorCPUMicrosecondsPerMessage: 1,
+            messagesPerSecond: 17, p50Ms: 1, p99Ms: 1, peakRSSMiB: 1, outcomes: outcomes, notConsumed: notConsumed,
+            consumedTwice: consumedTwice, grantedAmiss: grantedAmiss,
+            expectedOutcomes: ["granted": 10, "duplicate": 3, "rejected": 3, "malformed": 1],
+            workerExitStatus: exitStatus)
+    }
+
+    @Test func aRunThatHeldEveryRuleHasNoProblemEvenWithZeroCountsOfOtherOutcomes() {
+        #expect(
+            Self.run(outcomes: ["granted": 10, "duplicate": 3, "rejected": 3, "malformed": 1, "dead_lettered": 0])
+                .problems.isEmpty)
+    }
+
+    @Test func aPurchaseGrantedToTheClaimerIsAProblemThoughEveryCountMatches() {
+        let run = Self.run(
+            outcomes: ["granted": 10, "duplicate": 3, "rejected": 3, "malformed": 1], grantedAmiss: 1)
+        #expect(run.problems.count == 1)
+    }
+
+    @Test func otherOutcomeCountsAConsumeTwiceAndAWorkerKilledAreEachAProblem() {
+        #expect(Self.run(outcomes: ["granted": 11, "duplicate": 2, "rejected": 3, "malformed": 1]).problems.count == 1)
+        #expect(
+            Self.run(outcomes: ["granted": 10, "duplicate": 3, "rejected": 3, "malformed": 1], consumedTwice: 1)
+                .problems.count == 1)
+        #expect(
+            Self.run(outcomes: ["granted": 10, "duplicate": 3, "rejected": 3, "malformed": 1], exitStatus: nil)
+                .problems.count == 1)
+    }
+}
