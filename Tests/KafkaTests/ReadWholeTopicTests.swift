@@ -38,6 +38,22 @@ struct ReadWholeTopicTests {
         #expect(try await read.value.count == 5)
     }
 
+    /// Records up to the watermarks that do not arrive within the time limit are an error that names the partitions,
+    /// never a short answer.
+    @Test func recordsThatDoNotArriveInTimeAreAnErrorNotAShortAnswer() async throws {
+        let cluster = try KafkaTestSupport.endpoint()
+        try cluster.createTopic("slow", partitions: 2)
+        let producer = try KafkaTestSupport.producer(cluster)
+        try await KafkaTestSupport.produce(producer, topic: "slow", range: 0..<20)
+        await producer.close()
+        let error = await #expect(throws: TopicReadError.self) {
+            try await KafkaConsumer.readWhole(
+                topic: "slow", bootstrapServers: cluster.bootstrapServers, logger: KafkaTestSupport.logger,
+                within: .milliseconds(1))
+        }
+        #expect(error?.description.contains("partitions short of their end") == true)
+    }
+
     @Test func aTopicThatDoesNotExistHasNoRecords() async throws {
         let cluster = try KafkaTestSupport.endpoint()
         let read = try await KafkaConsumer.readWhole(

@@ -183,9 +183,8 @@ public enum MixedBenchmark {
         }
     }
 
-    public struct Failure: Error, CustomStringConvertible {
-        public var description: String
-    }
+    /// The pipeline bench's failure: one type for every bench run that could not finish.
+    public typealias Failure = PipelineBenchmark.Failure
 
     public static func run(_ options: Options, logger: Logger, say: @escaping @Sendable (String) -> Void) async throws
         -> Report
@@ -199,13 +198,21 @@ public enum MixedBenchmark {
             ledger: options.postgresURL == nil ? "sqlite" : "postgresql", kafka: kafka,
             librdkafka: Librdkafka.versionString, gamebaseLatencyMs: options.latencyMs,
             maxInFlight: options.maxInFlight, mix: [:], runs: [])
-        for length in options.lengths { report.mix[length] = MixedWorkload(valid: length).kinds }
+        // Each length's mix is built once, for the report and for every run of it.
+        var workloads: [Int: MixedWorkload] = [:]
+        for length in options.lengths {
+            let workload = MixedWorkload(valid: length)
+            workloads[length] = workload
+            report.mix[length] = workload.kinds
+        }
         for repeat_ in 0..<options.repeats {
             for (index, length) in options.lengths.enumerated() {
                 // The builds take turns going first, so a host that drifts favours neither.
                 for worker in (repeat_ + index) % 2 == 0 ? options.workers : options.workers.reversed() {
                     say("run \(repeat_ + 1)/\(options.repeats): \(worker.label), \(length) valid purchases…")
-                    let run = try await runOnce(valid: length, worker: worker, options: options, logger: logger)
+                    let run = try await runOnce(
+                        workloads[length] ?? MixedWorkload(valid: length), worker: worker, options: options,
+                        logger: logger)
                     say(
                         String(
                             format: "  %d messages in %.1f s: %.0f msg/s, worker %.0f µs per message (%.0f per valid), "
@@ -225,12 +232,14 @@ public enum MixedBenchmark {
 
     /// One run: a fresh cluster, simulator process, ledger and worker process; the warm-up, then the measured mix.
     /// A run that fails keeps its folder (the worker's and the simulator's logs, the ledger) and names it.
-    static func runOnce(valid: Int, worker: Worker, options: Options, logger: Logger) async throws -> Run {
+    static func runOnce(_ workload: MixedWorkload, worker: Worker, options: Options, logger: Logger) async throws
+        -> Run
+    {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
             "iap-bench-mixed-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         do {
-            var run = try await runOnce(valid: valid, worker: worker, options: options, in: folder, logger: logger)
+            var run = try await runOnce(workload, worker: worker, options: options, in: folder, logger: logger)
             if run.problems.isEmpty {
                 try? FileManager.default.removeItem(at: folder)
             } else {
@@ -248,9 +257,8 @@ public enum MixedBenchmark {
     }
 
     static func runOnce(
-        valid: Int, worker: Worker, options: Options, in folder: URL, logger: Logger
+        _ workload: MixedWorkload, worker: Worker, options: Options, in folder: URL, logger: Logger
     ) async throws -> Run {
-        let workload = MixedWorkload(valid: valid)
         let warmup = (0..<options.warmup).map { "w\($0)" }
         let paymentsFile = folder.appendingPathComponent("payments.json")
         try JSONEncoder().encode(workload.payments + warmup.map { DemoBatch.payment($0, user: "wu-\($0)") })
@@ -417,7 +425,8 @@ public enum MixedBenchmark {
             let body = try? await response.body.collect(upTo: 16 << 20)
         else { return [:] }
         var counts: [String: Int] = [:]
-        for line in String(buffer: body).split(separator: "\n") where line.hasPrefix("iap_purchases_total{") {
+        for line in String(buffer: body).split(separator: "\n") where line.hasPrefix(WorkerMetrics.Name.purchases + "{")
+        {
             guard let label = line.firstRange(of: #"outcome=""#).map({ line[$0.upperBound...].prefix { $0 != "\"" } }),
                 let value = line.split(separator: " ").last.flatMap({ Double($0) })
             else { continue }
