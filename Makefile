@@ -1,9 +1,9 @@
 # The two commands of the README's quick start, and a few helpers.
 SWIFT ?= swift
 ## Flags for every build of the package and its tests (the previous version's too, so that both share their
-## dependencies' build). CI sets `-Xswiftc -gnone -Xcc -g0 --disable-index-store` (.ci/run): no debug information and
-## no index store, less to compile and link (SwiftPM still indexes the test targets, which test discovery reads).
-## Empty by default: a developer's build keeps both for the debugger and the editor.
+## dependencies' build). CI sets `-Xswiftc -gnone -Xcc -g0` (.ci/run): no debug information, less to compile and link.
+## Empty by default: a developer's build keeps it for the debugger. (Not `--disable-index-store`: SwiftPM 6.3 on Linux
+## then fails the test build, "index store path does not exist", as it finds the tests through the index.)
 SWIFT_BUILD_FLAGS ?=
 ## The build folder (SwiftPM's scratch path) of every build of the package and its tests, the previous version's too.
 ## CI names one in the build cache (.ci/run), which outlives the clone: a second run compiles only this package's own
