@@ -29,28 +29,37 @@ public enum RFC3339 {
         let millis = Int32(epochMilliseconds - Int64(seconds) * 1000)
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        var text = ""
-        text.reserveCapacity(24)
-        func pad(_ value: Int32, _ width: Int) {
-            let digits = String(value)
-            if digits.count < width { text += String(repeating: "0", count: width - digits.count) }
-            text += digits
+        // 24 ASCII bytes written in place: no intermediate strings (every log line and event is stamped).
+        return String(unsafeUninitializedCapacity: 24) { buffer in
+            var at = 0
+            func put(_ value: Int32, _ width: Int) {
+                var value = Int(value)
+                for index in stride(from: at + width - 1, through: at, by: -1) {
+                    buffer[index] = UInt8(truncatingIfNeeded: 0x30 + value % 10)
+                    value /= 10
+                }
+                at += width
+            }
+            func put(_ byte: UInt8) {
+                buffer[at] = byte
+                at += 1
+            }
+            put(parts.tm_year + 1900, 4)
+            put(UInt8(ascii: "-"))
+            put(parts.tm_mon + 1, 2)
+            put(UInt8(ascii: "-"))
+            put(parts.tm_mday, 2)
+            put(UInt8(ascii: "T"))
+            put(parts.tm_hour, 2)
+            put(UInt8(ascii: ":"))
+            put(parts.tm_min, 2)
+            put(UInt8(ascii: ":"))
+            put(parts.tm_sec, 2)
+            put(UInt8(ascii: "."))
+            put(millis, 3)
+            put(UInt8(ascii: "Z"))
+            return at
         }
-        pad(parts.tm_year + 1900, 4)
-        text += "-"
-        pad(parts.tm_mon + 1, 2)
-        text += "-"
-        pad(parts.tm_mday, 2)
-        text += "T"
-        pad(parts.tm_hour, 2)
-        text += ":"
-        pad(parts.tm_min, 2)
-        text += ":"
-        pad(parts.tm_sec, 2)
-        text += "."
-        pad(millis, 3)
-        text += "Z"
-        return text
     }
 }
 

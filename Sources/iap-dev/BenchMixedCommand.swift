@@ -24,16 +24,11 @@ struct BenchMixedCommand: AsyncParsableCommand {
 
     @Option(help: "Valid purchases per run, comma-separated: each length is a run of its own.") var valid =
         "10000,30000"
-    @Option(help: "Simulated Gamebase latency per call, in milliseconds.") var latencyMs = 0
-    @Option(help: "worker.max_in_flight of the worker.") var maxInFlight = 512
+    @OptionGroup var setup: MixedRunOptions
     @Option(help: "Runs of each length (and build); the summary gives medians.") var repeats = 1
     @Option(help: "Valid purchases run before the measured messages and not counted.") var warmup = 100
     @Option(help: "Mock brokers.") var brokers = 3
     @Option(help: "Partitions of the purchases topic.") var partitions = 12
-    @Option(help: "A Tansu executable: run on one Tansu broker instead of the mock cluster.") var tansu: String?
-    @Option(help: "A PostgreSQL URL: each run gets a database of its own on that server (default: a SQLite file).")
-    var ledgerURL: String?
-    @Option(help: "The iap-worker executable to measure (default: the one beside iap-dev).") var worker: String?
     @Option(help: "Another iap-worker executable (the old build) to alternate with --worker, run by run.")
     var baseline: String?
     @Flag(help: "Print JSON instead of a table.") var json = false
@@ -58,69 +53,31 @@ struct BenchMixedCommand: AsyncParsableCommand {
     func validate() throws {
         _ = try lengths
         guard (1...100).contains(repeats) else { throw ValidationError("--repeats takes 1 to 100") }
-        // The worker's own ranges: worker.max_in_flight, and a latency below gamebase.timeout_ms (10 s).
-        guard (1...65_536).contains(maxInFlight) else { throw ValidationError("--max-in-flight takes 1 to 65536") }
-        guard (0...5_000).contains(latencyMs) else {
-            throw ValidationError("--latency-ms takes 0 to 5000 (the worker's Gamebase timeout is 10 s)")
-        }
         // At least one: the producer's and the worker's first fetches are then out of the measured run.
         guard (1...100_000).contains(warmup) else { throw ValidationError("--warmup takes 1 to 100000") }
         guard (1...16).contains(brokers) else { throw ValidationError("--brokers takes 1 to 16") }
         guard (1...1_000).contains(partitions) else { throw ValidationError("--partitions takes 1 to 1000") }
-        if let ledgerURL {
-            do {
-                _ = try PostgresLedgerURL(ledgerURL)
-            } catch {
-                throw ValidationError("--ledger-url takes a PostgreSQL URL (SQLite is the default): \(error)")
-            }
-        }
-        for path in [tansu, baseline, worker].compactMap({ $0 })
-        where !FileManager.default.isExecutableFile(atPath: path) {
-            throw ValidationError("\(path) is not an executable file")
+        if let baseline, !FileManager.default.isExecutableFile(atPath: baseline) {
+            throw ValidationError("\(baseline) is not an executable file")
         }
     }
 
     func run() async throws {
         var logger = Logger(label: "iap-worker.bench")
         logger.logLevel = .error
-        var workers = [MixedBenchmark.Worker(label: "worker", executable: try Executables.worker(given: worker))]
-        if let baseline { workers.insert(.init(label: "baseline", executable: baseline), at: 0) }
-        var options = MixedBenchmark.Options(workers: workers, simulatorCommand: [Executables.this, "gamebase-sim"])
+        var options = try setup.options(brokers: brokers)
+        if let baseline { options.workers.insert(.init(label: "baseline", executable: baseline), at: 0) }
         options.lengths = try lengths
-        options.latencyMs = latencyMs
-        options.maxInFlight = maxInFlight
         options.repeats = repeats
         options.warmup = warmup
         options.partitions = partitions
-        options.broker = tansu.map { .tansu(executable: $0) } ?? .mock(brokers: brokers)
-        options.postgresURL = ledgerURL
         let json = self.json
         let settled = options
-        // Ctrl-C or SIGTERM cancels the run, so that its children are stopped, its scratch database dropped and its
-        // folder removed rather than left behind. The trap is set before the run starts.
-        let trapped = await UnixSignalsSequence(trapping: .sigint, .sigterm)
-        let interrupted = Interrupted()
-        let work = Task {
-            try await MixedBenchmark.run(settled, logger: logger) { line in
+        let quiet = logger
+        let report = try await interruptible {
+            try await MixedBenchmark.run(settled, logger: quiet) { line in
                 if !json { print(line) }
             }
-        }
-        let signals = Task {
-            for await _ in trapped {
-                interrupted.set()
-                work.cancel()
-                return
-            }
-        }
-        defer { signals.cancel() }
-        let report: MixedBenchmark.Report
-        do {
-            report = try await work.value
-        } catch {
-            // The terminal's SIGINT reaches the children too: whatever failed after it is the interruption.
-            guard interrupted.isSet || error is CancellationError else { throw error }
-            FileHandle.standardError.write(Data("interrupted: the run's processes are stopped\n".utf8))
-            throw ExitCode(130)
         }
         if json {
             let encoder = JSONEncoder()
@@ -131,6 +88,70 @@ struct BenchMixedCommand: AsyncParsableCommand {
             print(report.table)
         }
         if report.runs.contains(where: { !$0.problems.isEmpty }) { throw ExitCode(2) }
+    }
+}
+
+/// What `bench mixed` and `bench soak` share: the worker, the latency of its Gamebase, its ledger and its broker.
+struct MixedRunOptions: ParsableArguments {
+    @Option(help: "Simulated Gamebase latency per call, in milliseconds.") var latencyMs = 0
+    @Option(help: "worker.max_in_flight of the worker.") var maxInFlight = 512
+    @Option(help: "A Tansu executable: run on one Tansu broker instead of the mock cluster.") var tansu: String?
+    @Option(help: "A PostgreSQL URL: each run gets a database of its own on that server (default: a SQLite file).")
+    var ledgerURL: String?
+    @Option(help: "The iap-worker executable to measure (default: the one beside iap-dev).") var worker: String?
+
+    func validate() throws {
+        // The worker's own ranges: worker.max_in_flight, and a latency below gamebase.timeout_ms (10 s).
+        guard (1...65_536).contains(maxInFlight) else { throw ValidationError("--max-in-flight takes 1 to 65536") }
+        guard (0...5_000).contains(latencyMs) else {
+            throw ValidationError("--latency-ms takes 0 to 5000 (the worker's Gamebase timeout is 10 s)")
+        }
+        if let ledgerURL {
+            do {
+                _ = try PostgresLedgerURL(ledgerURL)
+            } catch {
+                throw ValidationError("--ledger-url takes a PostgreSQL URL (SQLite is the default): \(error)")
+            }
+        }
+        for path in [tansu, worker].compactMap({ $0 }) where !FileManager.default.isExecutableFile(atPath: path) {
+            throw ValidationError("\(path) is not an executable file")
+        }
+    }
+
+    /// The bench's options for these: one worker (this build), the simulator beside this executable.
+    func options(brokers: Int) throws -> MixedBenchmark.Options {
+        var options = MixedBenchmark.Options(
+            workers: [.init(label: "worker", executable: try Executables.worker(given: worker))],
+            simulatorCommand: [Executables.this, "gamebase-sim"])
+        options.latencyMs = latencyMs
+        options.maxInFlight = maxInFlight
+        options.broker = tansu.map { .tansu(executable: $0) } ?? .mock(brokers: brokers)
+        options.postgresURL = ledgerURL
+        return options
+    }
+}
+
+/// Runs `work` so that Ctrl-C or SIGTERM cancels it: its children are stopped, its scratch database dropped and its
+/// folder removed rather than left behind; then exits 130. The trap is set before the work starts.
+func interruptible<Result: Sendable>(_ work: @escaping @Sendable () async throws -> Result) async throws -> Result {
+    let trapped = await UnixSignalsSequence(trapping: .sigint, .sigterm)
+    let interrupted = Interrupted()
+    let task = Task { try await work() }
+    let signals = Task {
+        for await _ in trapped {
+            interrupted.set()
+            task.cancel()
+            return
+        }
+    }
+    defer { signals.cancel() }
+    do {
+        return try await task.value
+    } catch {
+        // The terminal's SIGINT reaches the children too: whatever failed after it is the interruption.
+        guard interrupted.isSet || error is CancellationError else { throw error }
+        FileHandle.standardError.write(Data("interrupted: the run's processes are stopped\n".utf8))
+        throw ExitCode(130)
     }
 }
 

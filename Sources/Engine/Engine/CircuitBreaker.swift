@@ -1,3 +1,4 @@
+import DequeModule
 import Gamebase
 
 /// Decides whether purchases may call Gamebase: closed (yes), open (Gamebase is down as a whole) or stopped
@@ -46,7 +47,9 @@ public struct CircuitBreaker: Sendable {
 
     public let configuration: Configuration
     public private(set) var state: State = .closed
-    private var verdicts: [(at: ContinuousClock.Instant, failed: Bool)] = []
+    /// Oldest first. A deque: every purchase drops the oldest verdict once the window holds 1,000, and an array
+    /// shifted all 1,000 for it.
+    private var verdicts: Deque<(at: ContinuousClock.Instant, failed: Bool)> = []
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -109,11 +112,7 @@ public struct CircuitBreaker: Sendable {
     }
 
     private mutating func forget(before cutoff: ContinuousClock.Instant) {
-        if let index = verdicts.firstIndex(where: { $0.at >= cutoff }) {
-            if index > 0 { verdicts.removeFirst(index) }
-        } else {
-            verdicts.removeAll()
-        }
+        while let oldest = verdicts.first, oldest.at < cutoff { verdicts.removeFirst() }
         // Bound memory under heavy traffic: the ratio of the last 1,000 purchases is enough.
         if verdicts.count > 1_000 { verdicts.removeFirst(verdicts.count - 1_000) }
     }

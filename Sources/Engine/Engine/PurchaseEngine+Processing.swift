@@ -129,9 +129,7 @@ extension PurchaseEngine {
 
     private func setHeld(_ work: Work, by change: Int) {
         state.withLock { state in
-            guard var partition = state.partitions[work.partition], partition.epoch == work.epoch else { return }
-            partition.held += change
-            state.partitions[work.partition] = partition
+            state.update(work.partition, epoch: work.epoch) { $0.held += change }
         }
     }
 

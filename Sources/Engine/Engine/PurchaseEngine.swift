@@ -164,21 +164,18 @@ public final class PurchaseEngine: Service {
     func complete(_ work: Work, storeOffset: Bool) -> Work? {
         let (watermark, next): (Int64?, Work?) = state.withLock { state in
             var watermark: Int64?
-            if storeOffset, var partitionState = state.partitions[work.partition], partitionState.epoch == work.epoch {
-                watermark = partitionState.tracker.finished(work.input.source.offset)
-                state.partitions[work.partition] = partitionState
+            if storeOffset {
+                watermark =
+                    state.update(work.partition, epoch: work.epoch) {
+                        $0.tracker.finished(work.input.source.offset)
+                    } ?? nil
             }
             var next: Work?
             if let paymentSeq = work.paymentSeq {
                 if var queue = state.waiting[paymentSeq], !queue.isEmpty {
                     let following = queue.removeFirst()
                     state.waiting[paymentSeq] = queue
-                    if var partitionState = state.partitions[following.partition],
-                        partitionState.epoch == following.epoch
-                    {
-                        partitionState.queued -= 1
-                        state.partitions[following.partition] = partitionState
-                    }
+                    state.update(following.partition, epoch: following.epoch) { $0.queued -= 1 }
                     next = following
                 } else {
                     state.waiting[paymentSeq] = nil
@@ -197,10 +194,7 @@ public final class PurchaseEngine: Service {
             }
         }
         let remaining = state.withLock { state in
-            if var partitionState = state.partitions[work.partition], partitionState.epoch == work.epoch {
-                partitionState.inFlight -= 1
-                state.partitions[work.partition] = partitionState
-            }
+            state.update(work.partition, epoch: work.epoch) { $0.inFlight -= 1 }
             state.totalInFlight -= 1
             return state.totalInFlight
         }
@@ -251,6 +245,17 @@ struct EngineState: Sendable {
     }
 
     var partitions: [SourcePartition: Partition] = [:]
+
+    /// Changes `partition`'s state in place if it is still in assignment `epoch`; nil if not. In place: a copy taken
+    /// out of the dictionary and written back made the offset tracker copy its deque and set (copy on write) twice
+    /// for every message (issue #39).
+    @discardableResult
+    mutating func update<Result>(
+        _ partition: SourcePartition, epoch: UInt64, _ body: (inout Partition) -> Result
+    ) -> Result? {
+        guard partitions[partition]?.epoch == epoch else { return nil }
+        return body(&partitions[partition]!)
+    }
     /// paymentSeqs in flight, with the messages waiting behind them.
     var waiting: [String: [Work]] = [:]
     var totalInFlight = 0
@@ -261,18 +266,21 @@ struct EngineState: Sendable {
     /// of the same partition, its offset could be stored past lower offsets the new assignment redelivers. So it
     /// is dropped unless its assignment epoch is the partition's current one (and the partition is owned).
     mutating func admit(_ work: Work) -> PurchaseEngine.Admission {
-        guard var partitionState = partitions[work.partition], partitionState.owned, partitionState.epoch == work.epoch
+        guard partitions[work.partition]?.owned == true,
+            update(
+                work.partition, epoch: work.epoch,
+                { (partition: inout Partition) -> Void in
+                    partition.tracker.started(work.input.source.offset)
+                    partition.inFlight += 1
+                }) != nil
         else {
             return .dropped
         }
-        partitionState.tracker.started(work.input.source.offset)
-        partitionState.inFlight += 1
         totalInFlight += 1
-        defer { partitions[work.partition] = partitionState }
         guard let paymentSeq = work.paymentSeq else { return .run(work) }
         if waiting[paymentSeq] != nil {
             waiting[paymentSeq]!.append(work)
-            partitionState.queued += 1
+            partitions[work.partition]!.queued += 1
             return .queued
         }
         waiting[paymentSeq] = []

@@ -72,7 +72,19 @@ public struct PurchaseProcessor: Sendable {
             await noteDuplicate(DuplicateNote(paymentSeq: message.paymentSeq, rejection: key))
             return .duplicate(paymentSeq: message.paymentSeq)
         }
+        return try await verifyAndGrant(message, input, gate: gate)
+    }
 
+    /// A message the ledger knows nothing of: verified with Gamebase, then granted (and consumed) or rejected.
+    ///
+    /// Each stage of the flow is a function of its own, kept out of line: an async function's frame holds every
+    /// value any of its suspension points keeps alive, inlined callees' included, and a frame lives as long as its
+    /// purchase is in flight — inlined into one, the flow's stages made a 27 KB frame, the largest of the frames
+    /// that held 22 MiB with 512 purchases in flight (heaptrack, issue #39; docs/benchmarks.md).
+    @inline(never)
+    func verifyAndGrant(
+        _ message: PurchaseMessage, _ input: PurchaseInput, gate: GamebaseGate?
+    ) async throws -> PurchaseOutcome {
         // Verify with Gamebase.
         let transactionID = GamebaseTransactionID()
         var attempts = 0
@@ -195,6 +207,7 @@ public struct PurchaseProcessor: Sendable {
     /// A message for a paymentSeq that is granted: the owner's message (a duplicate, which finishes the grant if a
     /// crash left it unfinished), or a conflicting claim — someone else's userId, or another token — which is
     /// rejected under its own id without asking Gamebase: the grant already says whose payment it is.
+    @inline(never)  // Out of line: see verifyAndGrant.
     func settle(
         _ message: PurchaseMessage, _ input: PurchaseInput, against grant: GrantRecord, attempts: Int,
         gate: GamebaseGate?
@@ -212,6 +225,7 @@ public struct PurchaseProcessor: Sendable {
     }
 
     /// Finishes an existing grant: (re)publishes its event if a crash left it unpublished, and consumes it.
+    @inline(never)  // Out of line: see verifyAndGrant.
     func resume(_ grant: GrantRecord, gate: GamebaseGate? = nil) async throws -> PurchaseOutcome {
         if grant.state == .consumed {
             await noteDuplicate(DuplicateNote(paymentSeq: grant.paymentSeq))
@@ -225,6 +239,7 @@ public struct PurchaseProcessor: Sendable {
 
     /// Counts a duplicate with what it repeats. A count for people to read: a ledger that refuses it costs the count,
     /// never the purchase (whose outcome is already durable).
+    @inline(never)  // Out of line: see verifyAndGrant.
     func noteDuplicate(_ note: DuplicateNote) async {
         do {
             try await ledger.recordDuplicate(note)
@@ -236,6 +251,7 @@ public struct PurchaseProcessor: Sendable {
     }
 
     /// Publishes the grant's item-granted event if a crash left it unpublished.
+    @inline(never)  // Out of line: see verifyAndGrant.
     public func publishGrantEventIfNeeded(_ grant: GrantRecord) async throws {
         guard grant.eventPublishedAt == nil else { return }
         if let event = try await ledger.event(id: EventFactory.itemGrantedID(paymentSeq: grant.paymentSeq)),
@@ -262,6 +278,7 @@ public struct PurchaseProcessor: Sendable {
     ///   - gate: awaited before every Consume call.
     /// - Throws: `CancellationError` when cancelled (the grant stays `granted`; a redelivery or the sweeper finishes
     ///   it), or what the ledger or the publisher threw.
+    @inline(never)  // Out of line: see verifyAndGrant.
     public func consume(_ grant: GrantRecord, publishedEventID: String? = nil, gate: GamebaseGate? = nil) async throws
         -> ConsumeResult
     {
@@ -328,6 +345,7 @@ public struct PurchaseProcessor: Sendable {
     }
 
     /// Records the rejection of this message with its consume-failed event, then publishes the event.
+    @inline(never)  // Out of line: see verifyAndGrant.
     func reject(
         _ message: PurchaseMessage, _ input: PurchaseInput, _ reason: ConsumeFailureReason, detail: String,
         error: GamebaseError? = nil, attempts: Int, verdict: PaymentVerdict? = nil
@@ -356,11 +374,13 @@ public struct PurchaseProcessor: Sendable {
     }
 
     /// Publishes an outbox event and marks it published.
+    @inline(never)  // Out of line: see verifyAndGrant.
     public func publish(_ event: OutboxEvent) async throws {
         try await publisher.publish(OutboundRecord(event))
         try await ledger.markPublished(eventID: event.id, at: now())
     }
 
+    @inline(never)  // Out of line: see verifyAndGrant.
     func publishMalformed(_ input: PurchaseInput, _ malformed: MalformedMessage) async throws {
         let date = now()
         let id = "\(input.source.topic)/\(input.source.partition)/\(input.source.offset):consume-failed"
@@ -386,6 +406,7 @@ public struct PurchaseProcessor: Sendable {
     ///
     /// Then it records the dead letter in the ledger for `iap-worker find`. The dead-letter topic stays the record of
     /// truth (what `reprocess` reads): a ledger that refuses the row costs the lookup, never the record.
+    @inline(never)  // Out of line: see verifyAndGrant.
     public func publishDeadLetter(_ record: OutboundRecord, for input: PurchaseInput) async throws {
         var location: RecordLocation?
         var omitted = false
@@ -412,6 +433,7 @@ public struct PurchaseProcessor: Sendable {
 
     /// Dead-letters a message the flow could not finish (Gamebase unavailable, or a worker failure), with a
     /// retryable consume-failed event when the purchase could be read.
+    @inline(never)  // Out of line: see verifyAndGrant.
     public func deadLetter(_ input: PurchaseInput, reason: ConsumeFailureReason, error: String, attempts: Int)
         async throws
     {

@@ -442,20 +442,32 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
             topic: topic, partition: Int32(row["source_partition"] as Int64? ?? -1), offset: row["source_offset"] ?? -1)
     }
 
+    static let grantColumnNames = LedgerSchema.grantColumns.split(separator: ",").map {
+        $0.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The grant in `row`, whose first columns are `LedgerSchema.grantColumns` in their order (every query that
+    /// reads a grant selects them first).
+    ///
+    /// Read by position: by name, GRDB lower-cases and compares every column's name for each value read — about 300
+    /// `lowercased()` calls per grant, on the path of every duplicate message (perf, issue #39).
     static func grant(from row: Row) -> GrantRecord {
-        GrantRecord(
-            paymentSeq: row["payment_seq"], userId: row["user_id"], gamebaseProductId: row["gamebase_product_id"],
-            purchaseToken: row["purchase_token"], productSeq: row["product_seq"], marketId: row["market_id"],
-            productType: row["product_type"], price: row["price"], currency: row["currency"],
-            paymentId: row["payment_id"],
-            isTestPurchase: row["is_test_purchase"], purchaseTime: row["purchase_time"], payload: row["payload"],
-            state: GrantState(rawValue: row["state"]) ?? .granted,
-            grantedAt: Date(epochMilliseconds: row["granted_at_ms"]),
-            consumedAt: (row["consumed_at_ms"] as Int64?).map(Date.init(epochMilliseconds:)),
-            consumeAttempts: row["consume_attempts"], lastResultCode: row["last_result_code"],
-            eventPublishedAt: (row["event_published_at_ms"] as Int64?).map(Date.init(epochMilliseconds:)),
-            source: source(row), origin: (row["origin"] as String?).flatMap(PurchaseOrigin.init(rawValue:)) ?? .message,
-            messageTimestampMilliseconds: row["source_timestamp_ms"])
+        assert(Array(row.columnNames.prefix(24)) == Self.grantColumnNames, "a grant row must start with grantColumns")
+        let topic: String? = row[19]
+        return GrantRecord(
+            paymentSeq: row[0], userId: row[1], gamebaseProductId: row[2], purchaseToken: row[3], productSeq: row[4],
+            marketId: row[5], productType: row[6], price: row[7], currency: row[8], paymentId: row[9],
+            isTestPurchase: row[10], purchaseTime: row[11], payload: row[12],
+            state: GrantState(rawValue: row[13]) ?? .granted,
+            grantedAt: Date(epochMilliseconds: row[14]),
+            consumedAt: (row[15] as Int64?).map(Date.init(epochMilliseconds:)),
+            consumeAttempts: row[16], lastResultCode: row[17],
+            eventPublishedAt: (row[18] as Int64?).map(Date.init(epochMilliseconds:)),
+            source: topic.map {
+                MessageSource(topic: $0, partition: Int32(row[20] as Int64? ?? -1), offset: row[21] ?? -1)
+            },
+            origin: (row[22] as String?).flatMap(PurchaseOrigin.init(rawValue:)) ?? .message,
+            messageTimestampMilliseconds: row[23])
     }
 
     static func rejection(from row: Row) -> RejectionRecord {

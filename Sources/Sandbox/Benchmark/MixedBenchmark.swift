@@ -9,6 +9,7 @@ import KafkaTesting
 import Ledger
 import Logging
 import NIOCore
+import Synchronization
 import Wire
 
 /// `iap-dev bench mixed`: the workload users run (``MixedWorkload``) through the worker as deployed — librdkafka's
@@ -52,6 +53,15 @@ public enum MixedBenchmark {
         public var workers: [Worker]
         /// How to start the Gamebase simulator: an executable and its leading arguments (`iap-dev gamebase-sim`).
         public var simulatorCommand: [String]
+        /// Valid purchases per second the mix is sent at (its other messages in proportion); nil sends it as fast as
+        /// the producer takes it.
+        public var pace: Double?
+        /// How often the worker's resident memory is sampled during the measured messages; nil: never (the peak is
+        /// read at the end either way).
+        public var residentSampleInterval: Duration?
+        /// Keep every run's folder (logs, a SQLite ledger), not only a failed run's: the caller judges the run
+        /// further (a soak's memory) and removes it (``Run/keptFolder``).
+        public var keepsFolders = false
 
         public init(workers: [Worker], simulatorCommand: [String]) {
             self.workers = workers
@@ -88,6 +98,9 @@ public enum MixedBenchmark {
         public var workerExitStatus: Int?
         /// Where a run that broke a rule left its logs.
         public var keptFolder: String?
+        /// The worker's resident memory (`VmRSS`, MiB) every ``Options/residentSampleInterval`` from the first
+        /// measured message; nil when not sampled.
+        public var residentSamplesMiB: [Double]?
 
         /// What this run did wrong, in words; empty when it kept every rule.
         public var problems: [String] {
@@ -240,7 +253,7 @@ public enum MixedBenchmark {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         do {
             var run = try await runOnce(workload, worker: worker, options: options, in: folder, logger: logger)
-            if run.problems.isEmpty {
+            if run.problems.isEmpty && !options.keepsFolders {
                 try? FileManager.default.removeItem(at: folder)
             } else {
                 run.keptFolder = folder.path  // the logs (and a SQLite ledger) of a run that broke a rule
@@ -351,12 +364,53 @@ public enum MixedBenchmark {
         let simulatorCPUBefore = simulator.cpuTime ?? .zero
         let started = ContinuousClock.now
         let messages = workload.messages
-        let sent = try await load.produce(count: messages.count, rate: nil) { i in
-            (messages[i].key, messages[i].value, messages[i].validSeq)
+        let samples = Mutex<[Double]>([])
+        let sampler = Task {
+            guard let interval = options.residentSampleInterval else { return }
+            var tick = 1
+            while (try? await Task.sleep(until: started + interval * tick, clock: .continuous)) != nil {
+                guard let resident = process.memory?.resident else { return }
+                samples.withLock { $0.append(Double(resident) / 1_048_576) }
+                tick += 1
+            }
         }
+        defer { sampler.cancel() }
+        if let pace = options.pace, !(pace.isFinite && pace > 0) {
+            throw Failure(description: "a pace is a positive number of valid purchases per second, not \(pace)")
+        }
+        let rate = options.pace.map { $0 * Double(messages.count) / Double(max(1, workload.valid)) }
+        // Sent while a watcher looks at the worker every second: a worker that dies early in a paced run (a soak)
+        // fails the run then, not when the last message has been sent.
+        let sent = try await withThrowingTaskGroup(of: [String: Date]?.self) { group in
+            group.addTask {
+                try await load.produce(count: messages.count, rate: rate) { i in
+                    (messages[i].key, messages[i].value, messages[i].validSeq)
+                }
+            }
+            group.addTask {
+                while process.isRunning { try await Task.sleep(for: .seconds(1)) }
+                let log = (try? String(contentsOfFile: process.logPath, encoding: .utf8)) ?? ""
+                throw Failure(description: "the worker exited while the messages were sent:\n\(log.suffix(2_000))")
+            }
+            defer { group.cancelAll() }
+            guard let sent = try await group.next() ?? nil else { throw CancellationError() }
+            return sent
+        }
+        // A paced run is done sending when its time is up: what it still waits for is the worker's lag, which a
+        // working worker clears in seconds. Otherwise the whole backlog is waited for.
+        let drainLimit: Duration = .seconds(120 + (rate == nil ? messages.count / 50 : 0))
         var outcomes = try await waitForOutcomes(
-            warmup.count + messages.count, port: port, within: .seconds(120 + messages.count / 50), process: process)
+            warmup.count + messages.count, port: port, within: drainLimit, process: process)
         let seconds = (ContinuousClock.now - started).seconds
+        sampler.cancel()
+        await sampler.value
+        // The last sample falls due as the last message is sent: one the sampler missed by a few milliseconds is
+        // taken now, so a run of N minutes has N samples.
+        if let interval = options.residentSampleInterval,
+            samples.withLock({ $0.count }) < Int(seconds / interval.seconds), let resident = process.memory?.resident
+        {
+            samples.withLock { $0.append(Double(resident) / 1_048_576) }
+        }
         guard let cpuAfter = process.cpuTime, let memory = process.memory, let simulatorCPUAfter = simulator.cpuTime
         else { throw Failure(description: "the worker or the simulator was gone before its CPU time was read") }
         let cpu = cpuAfter - cpuBefore
@@ -394,7 +448,8 @@ public enum MixedBenchmark {
             p99Ms: Double(histogram.valueAtPercentile(99)) / 1000,
             peakRSSMiB: peak, outcomes: outcomes, notConsumed: notConsumed,
             consumedTwice: counters.consumes.values.filter { $0 > 1 }.count, grantedAmiss: grantedAmiss,
-            expectedOutcomes: workload.expectedOutcomes, workerExitStatus: status.map(Int.init))
+            expectedOutcomes: workload.expectedOutcomes, workerExitStatus: status.map(Int.init),
+            residentSamplesMiB: options.residentSampleInterval == nil ? nil : samples.withLock { $0 })
     }
 
     /// Waits until the worker has counted `count` outcomes; returns its counts then (a scrape that fails is asked
