@@ -106,20 +106,29 @@ struct ProcessCluster {
         let deadline = Date().addingTimeInterval(seconds)
         var simulatorCount = 0
         var ledger: LedgerStats?
+        var unopened: LedgerError?
         while Date() < deadline {
             if let exited = workers.first(where: { !$0.isRunning }) {
                 throw ProcessTestError("\(exited.name) exited early:\n\(exited.diagnosticOutput)")
             }
             simulatorCount = (try? await simulatorConsumes(simulatorURL).count) ?? simulatorCount
-            ledger = try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) {
-                try await $0.stats()
+            do {
+                ledger = try await LedgerStores.withStore(url: ledgerURL, logger: EndToEndSystem.logger) {
+                    try await $0.stats()
+                }
+                unopened = nil
+            } catch let error as LedgerError where error.code == .unavailable {
+                // The worker creates the ledger as this polls it: a SQLite file held locked for its creation ("database
+                // is locked", seen once in CI) is not readable yet, not broken. One that never opens ends in the
+                // timeout below, which names the error.
+                unopened = error
             }
             if simulatorCount == purchases, ledger?.consumed == purchases { return }
             try await Task.sleep(for: .milliseconds(250))
         }
         throw ProcessTestError(
             "not every purchase was consumed within \(seconds) s: Gamebase consumed \(simulatorCount) of \(purchases), "
-                + "ledger \(ledger.map { "\($0)" } ?? "unread")\n"
+                + "ledger \(ledger.map { "\($0)" } ?? "unread")\(unopened.map { " (last open: \($0))" } ?? "")\n"
                 + (try await unfinishedPurchases(ledgerURL: ledgerURL)) + "\n"
                 + workers.map(\.diagnosticOutput).joined(separator: "\n") + "\nKafka (\(kafka.kind)), last lines:\n"
                 + kafka.diagnosticOutput.split(separator: "\n").suffix(40).joined(separator: "\n"))
