@@ -93,8 +93,7 @@ public enum ClientBenchmark {
             logPath: folder.appendingPathComponent("simulator.log").path)
         defer { simulator.kill9() }
         guard let baseURL = try await simulator.line(startingWith: "http://", within: .seconds(30)) else {
-            let log = (try? String(contentsOfFile: simulator.logPath, encoding: .utf8)) ?? ""
-            throw Failure(description: "the simulator did not start:\n\(log.suffix(2_000))")
+            throw Failure(description: "the simulator did not start:\n\(simulator.logTail())")
         }
         var runs: [Run] = []
         for _ in 0..<options.runs {

@@ -54,7 +54,10 @@ final class LoadGenerator: Sendable {
         message: @escaping @Sendable (Int) -> (key: String, value: [UInt8], seq: String?)
     ) async throws -> [String: Date] {
         // A rate of 0 (or not a number) would never release a message, and wait for ever.
-        precondition(rate.map { $0.isFinite && $0 > 0 } ?? true, "a rate is a positive number of messages per second")
+        if let rate, !(rate.isFinite && rate > 0) {
+            throw PipelineBenchmark.Failure(
+                description: "a rate is a positive number of messages per second, not \(rate)")
+        }
         let producer = self.producer
         let topic = self.topic
         var sent: [String: Date] = [:]

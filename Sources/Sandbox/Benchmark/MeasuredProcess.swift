@@ -33,6 +33,18 @@ final class MeasuredProcess: @unchecked Sendable {
     var pid: Int32 { process.processIdentifier }
     var isRunning: Bool { process.isRunning }
 
+    /// The last `bytes` of the log, for an error that says why the process stopped. Read from the end: after a soak
+    /// a worker's log is hundreds of megabytes, and reading it whole to keep its last lines held them all at once.
+    func logTail(bytes: Int = 2_000) -> String {
+        guard let handle = FileHandle(forReadingAtPath: logPath) else { return "" }
+        defer { try? handle.close() }
+        let size = (try? handle.seekToEnd()) ?? 0
+        let wanted = UInt64(max(0, bytes))
+        guard (try? handle.seek(toOffset: size > wanted ? size - wanted : 0)) != nil else { return "" }
+        // A cut through a multi-byte character reads as U+FFFD: the tail is for people.
+        return String(decoding: (try? handle.readToEnd()) ?? Data(), as: UTF8.self)
+    }
+
     /// User plus system CPU time so far (`/proc/PID/stat` fields 14 and 15).
     var cpuTime: Duration? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),

@@ -285,8 +285,7 @@ public enum MixedBenchmark {
             ], logPath: folder.appendingPathComponent("gamebase-sim.log").path)
         defer { simulator.kill9() }
         guard let simulatorURL = try await simulator.line(startingWith: "http", within: .seconds(60)) else {
-            let log = (try? String(contentsOfFile: simulator.logPath, encoding: .utf8)) ?? ""
-            throw Failure(description: "the Gamebase simulator did not start:\n\(log.suffix(2_000))")
+            throw Failure(description: "the Gamebase simulator did not start:\n\(simulator.logTail())")
         }
 
         let cluster: any KafkaEndpoint
@@ -375,13 +374,10 @@ public enum MixedBenchmark {
             }
         }
         defer { sampler.cancel() }
-        if let pace = options.pace, !(pace.isFinite && pace > 0) {
-            throw Failure(description: "a pace is a positive number of valid purchases per second, not \(pace)")
-        }
         let rate = options.pace.map { $0 * Double(messages.count) / Double(max(1, workload.valid)) }
         // Sent while a watcher looks at the worker every second: a worker that dies early in a paced run (a soak)
         // fails the run then, not when the last message has been sent.
-        let sent = try await withThrowingTaskGroup(of: [String: Date]?.self) { group in
+        let sent = try await withThrowingTaskGroup(of: [String: Date].self) { group in
             group.addTask {
                 try await load.produce(count: messages.count, rate: rate) { i in
                     (messages[i].key, messages[i].value, messages[i].validSeq)
@@ -389,11 +385,11 @@ public enum MixedBenchmark {
             }
             group.addTask {
                 while process.isRunning { try await Task.sleep(for: .seconds(1)) }
-                let log = (try? String(contentsOfFile: process.logPath, encoding: .utf8)) ?? ""
-                throw Failure(description: "the worker exited while the messages were sent:\n\(log.suffix(2_000))")
+                throw Failure(description: "the worker exited while the messages were sent:\n\(process.logTail())")
             }
             defer { group.cancelAll() }
-            guard let sent = try await group.next() ?? nil else { throw CancellationError() }
+            // The first to end: the producer's answer, or the watcher's error.
+            guard let sent = try await group.next() else { throw CancellationError() }
             return sent
         }
         // A paced run is done sending when its time is up: what it still waits for is the worker's lag, which a
@@ -462,8 +458,7 @@ public enum MixedBenchmark {
             let counts = await outcomeCounts(port: port)
             if counts.values.reduce(0, +) >= count { return counts }
             guard process.isRunning else {
-                let log = (try? String(contentsOfFile: process.logPath, encoding: .utf8)) ?? ""
-                throw Failure(description: "the worker exited:\n\(log.suffix(2_000))")
+                throw Failure(description: "the worker exited:\n\(process.logTail())")
             }
             guard ContinuousClock.now < deadline else {
                 throw Failure(description: "not every message had an outcome within \(limit)")

@@ -292,8 +292,7 @@ public enum PipelineBenchmark {
         let deadline = ContinuousClock.now + limit
         while ContinuousClock.now < deadline {
             guard worker.isRunning else {
-                let log = (try? String(contentsOfFile: worker.logPath, encoding: .utf8)) ?? ""
-                throw Failure(description: "the worker exited during start:\n\(log.suffix(2_000))")
+                throw Failure(description: "the worker exited during start:\n\(worker.logTail())")
             }
             if let port = worker.httpPort,
                 let response = try? await HTTPClient.shared.execute(
