@@ -228,15 +228,17 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        /// `iap-worker run` blocks SIGTERM and SIGINT while the process loads, so a stop in its first moments ends in
-        /// a graceful exit, not the default action. C, because only a load-time constructor runs that early.
-        .target(name: "StopSignalsAtLoad"),
+        /// What `iap-worker run` sets up at load, before any library's initialiser and any thread: a handler that
+        /// remembers SIGTERM and SIGINT, so a stop in its first moments ends in a graceful exit, not the default
+        /// action; and two to four malloc arenas. C, because only a load-time constructor runs that early (and glibc's
+        /// malloc_trim, which `run` calls every 30 s, is C only).
+        .target(name: "RunAtLoad"),
         .executableTarget(
             name: "iap-worker",
             dependencies: [
                 "App",
                 "AppStoreHTTP",
-                "StopSignalsAtLoad",
+                "RunAtLoad",
                 "Engine",
                 "EventTail",
                 "Fulfilment",
@@ -448,6 +450,7 @@ let package = Package(
                 "Kafka",
                 "KafkaTesting",
                 "Lookup",
+                "RunAtLoad",
                 "Sandbox",
                 "Stores",
                 "Wire",

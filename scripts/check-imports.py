@@ -32,7 +32,7 @@ root = pathlib.Path(__file__).resolve().parent.parent
 PRODUCTION = {
     "Wire", "Gamebase", "Stores", "Fulfilment", "Engine", "CRdKafka", "Kafka", "GamebaseHTTP", "AppStoreHTTP",
     "GooglePlayHTTP", "Ledger", "Lookup", "Console",
-    "EventTail", "App", "StopSignalsAtLoad",
+    "EventTail", "App", "RunAtLoad",
 }
 TEST_RIG = {
     "KafkaTesting", "GamebaseSimulator", "AppStoreSimulator", "GooglePlaySimulator", "SimulatorServer", "Sandbox",
@@ -64,8 +64,9 @@ ALLOWED = {
     # The one composition root, and the operator's executable: anything production, no test rig, no C.
     "App": PRODUCTION - {"App"} - C_BOUNDARY,
     "iap-worker": PRODUCTION - C_BOUNDARY,
-    # The load-time hold of SIGTERM and SIGINT for `iap-worker run` (C: a constructor runs before Swift's runtime).
-    "StopSignalsAtLoad": set(),
+    # What `iap-worker run` sets up at load, the hold of SIGTERM and SIGINT and the malloc arena limit, and the pass
+    # that gives freed memory back (C: a constructor runs before Swift's runtime, and glibc's malloc_trim is C only).
+    "RunAtLoad": set(),
     # The test rig and the development executable.
     "KafkaTesting": {"Kafka", "CRdKafka"},
     "SimulatorServer": {"Wire"},

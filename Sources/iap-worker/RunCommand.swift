@@ -1,8 +1,9 @@
 import App
 import ArgumentParser
+import Foundation
 import Kafka
 import Logging
-import StopSignalsAtLoad
+import RunAtLoad
 import UnixSignals
 
 #if canImport(Glibc)
@@ -25,7 +26,7 @@ struct RunCommand: AsyncParsableCommand {
     func run() async throws {
         // Trapped before anything else, the configuration's loading included: a SIGTERM in the first moments of
         // start-up (an orchestrator stopping a pod it just started) then ends in a graceful exit 0, not in the default
-        // action. Until this line a handler installed at load (StopSignalsAtLoad) remembers a stop; it is raised again
+        // action. Until this line a handler installed at load (RunAtLoad) remembers a stop; it is raised again
         // now, for the sequence. Only the dynamic loader's milliseconds are left to the default action.
         let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
         let caughtAtLoad = iap_stop_signal_caught_at_load()
@@ -36,6 +37,8 @@ struct RunCommand: AsyncParsableCommand {
         let configuration = try await WorkerConfiguration.load(configFile: configFile)
         LoggingSetup.bootstrap(format: configuration.logFormat, level: configuration.logLevel)
         let logger = Logger(label: "iap-worker")
+        // Set at load (RunAtLoad): one malloc arena per core, unless the environment set the limit.
+        let arenaLimit = iap_malloc_arena_limit_at_load()
         logger.info(
             "starting",
             metadata: [
@@ -43,9 +46,20 @@ struct RunCommand: AsyncParsableCommand {
                 "ledger": "\(configuration.redactedLedgerURL)", "worker.max_in_flight": "\(configuration.maxInFlight)",
                 "librdkafka.version": "\(Librdkafka.versionString)",
                 "kafka.group_protocol": "\(configuration.consumerConfiguration.groupProtocolName)",
+                "malloc.arena_max": "\(arenaLimit > 0 ? String(arenaLimit) : "unchanged")",
             ])
         for warning in configuration.warnings {
             logger.warning("configuration", metadata: ["iap.warning": "\(warning)"])
+        }
+        // A burst (a backlog, a rebalance, a slow Gamebase) raises the purchases in flight and the heap with them;
+        // glibc keeps what they freed inside its heaps, so the resident size stayed at the largest burst of the run.
+        // A pass every 30 s gives the free pages back (docs/benchmarks.md, issue #39), on a thread of its own: it
+        // blocks for milliseconds, which the cooperative pool's one thread per core must not.
+        Thread.detachNewThread {
+            while true {
+                sleep(30)
+                _ = iap_release_free_memory()
+            }
         }
         try await WorkerApplication.run(configuration: configuration, logger: logger, signals: signals)
         LogThrottle.shared.flushAll()

@@ -206,7 +206,7 @@ extension ProcessTests {
             try await cluster.expectARestartFinishesEverythingOnce(environment, ledgerURL: ledgerURL)
         }
 
-        @Test func sigtermAtAnyMomentOfStartUpExitsZero() async throws {
+        @Test(.tags(.librdkafka)) func sigtermAtAnyMomentOfStartUpExitsZero() async throws {
             let cluster = try await Cluster.start(purchases: 1, simulatorArguments: [])
             let ledgerURL = try await TestDatabases.freshLedgerURL(.sqlite)
             let environment = cluster.workerEnvironment(
@@ -214,9 +214,11 @@ extension ProcessTests {
             // Twenty starts stopped 0 … 3.8 s after the worker catches SIGTERM: at once (the stop is remembered until
             // the worker's signal sequence takes it), then before, during and just after the group's first assignment
             // (the mock broker takes about 3 s), where librdkafka 2.0.2 aborted (#4312). The clock starts when the
-            // process catches the signal, which `run` does right after the dynamic loader (StopSignalsAtLoad): before
+            // process catches the signal, which `run` does right after the dynamic loader (RunAtLoad): before
             // that no code of any process can take charge of a signal, and on a loaded machine the loader alone takes
             // 0.1 s.
+            // Tagged `.librdkafka`: stopping a consumer inside its first join takes another path by version (before 2.3
+            // its handle is kept, from 2.3 on it is destroyed: KafkaConsumer, librdkafka #4312), so this runs on both.
             for run in 0..<20 {
                 let worker = try cluster.worker("worker-\(run)", environment)
                 try await worker.waitUntilCatchingSIGTERM()

@@ -11,7 +11,7 @@ struct LedgerStartupProcessTests {
     static let secretKey = "process-test-secret-key"
 
     /// The ledger is opened before Kafka or Gamebase is contacted: nothing else needs to exist.
-    static func run(ledgerURL: String) throws -> ChildProcess {
+    static func run(ledgerURL: String, environment extra: [String: String] = [:]) throws -> ChildProcess {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
             "iap-ledger-start-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -22,7 +22,7 @@ struct LedgerStartupProcessTests {
                 "GAMEBASE_SECRET_KEY": secretKey,
                 "LEDGER_URL": ledgerURL, "SERVER_PORT": "0", "CONSOLE_PORT": "0", "LOG_FORMAT": "json",
                 "IAP_WORKER_CONFIG": "",
-            ],
+            ].merging(extra) { $1 },
             folder: folder)
     }
 
@@ -64,5 +64,24 @@ struct LedgerStartupProcessTests {
         #expect(Date().timeIntervalSince(sent) < 5, "SIGTERM took \(Date().timeIntervalSince(sent)) s")
         #expect(status == 0, "\(worker.diagnosticOutput)")
         #expect(!worker.output.contains("hunter2"))
+    }
+
+    /// glibc's malloc arenas are limited at load, before any thread (RunAtLoad): one per online core, two to four;
+    /// an operator's own limit, by either of glibc's two settings, is left alone. The starting line says which.
+    @Test func runLimitsMallocArenasToOnePerCoreUnlessTheOperatorSetALimit() async throws {
+        let cores = min(4, max(2, sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        let cases: [([String: String], String)] = [
+            (["MALLOC_ARENA_MAX": "", "GLIBC_TUNABLES": ""], "\(cores)"),
+            (["MALLOC_ARENA_MAX": "8"], "unchanged"),
+            (["GLIBC_TUNABLES": "glibc.malloc.arena_max=8"], "unchanged"),
+        ]
+        for (environment, expected) in cases {
+            // An unreachable ledger: the worker logs its start, then waits for the ledger until SIGTERM.
+            let worker = try Self.run(ledgerURL: "postgres://iap:hunter2@127.0.0.1:9/ledger", environment: environment)
+            let starting = try await worker.waitForLog("starting", within: 20)
+            #expect(
+                starting["malloc.arena_max"] as? String == expected, "\(environment): \(worker.diagnosticOutput)")
+            #expect(try await worker.terminate(within: 10) == 0, "\(worker.diagnosticOutput)")
+        }
     }
 }
