@@ -73,6 +73,41 @@ struct BenchCommandTests {
         #expect(try FileManager.default.attributesOfItem(atPath: "\(folder.path)/live.sqlite")[.size] as? Int == size)
     }
 
+    /// A soak is half an hour of sending: a worker that dies in it fails the run then, with the worker's last lines
+    /// and the kept folder, not when the half hour is over (and never as a memory verdict).
+    @Test func aSoakWhoseWorkerDiesWhileMessagesAreSentFailsAtOnceNamingIt() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "iap-soak-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // The real worker, killed 60 s after its start: after its warm-up, early in the six minutes of sending.
+        let worker = folder.appendingPathComponent("dying-worker").path
+        try """
+        #!/bin/sh
+        '\(ChildProcess.executable)' "$@" &
+        child=$!
+        sleep 60
+        kill -9 $child
+        wait $child
+        """.write(toFile: worker, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: worker)
+        let started = Date()
+        let bench = try ChildProcess(
+            "soak", ["bench", "soak", "--minutes", "6", "--rate", "20", "--worker", worker], folder: folder)
+        let status = try await bench.exitStatus(within: 300)
+        #expect(status == 1, "\(bench.output)")
+        #expect(bench.output.contains("the worker exited while the messages were sent"), "\(bench.output)")
+        #expect(
+            Date().timeIntervalSince(started) < 200, "the run failed only after \(Date().timeIntervalSince(started)) s")
+        if let range = bench.output.range(of: "the run's logs are kept in ") {
+            let kept = bench.output[range.upperBound...].prefix { $0 != ")" && $0 != "\n" }
+            #expect(FileManager.default.fileExists(atPath: String(kept)), "kept folder \(kept)")
+            try? FileManager.default.removeItem(atPath: String(kept))
+        } else {
+            Issue.record("no kept folder named: \(bench.output)")
+        }
+    }
+
     /// Pids of running processes with an argument containing `text`, from `/proc/PID/cmdline`.
     static func processes(withArgumentContaining text: String) -> [Int32] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []

@@ -452,7 +452,9 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
     /// Read by position: by name, GRDB lower-cases and compares every column's name for each value read — about 300
     /// `lowercased()` calls per grant, on the path of every duplicate message (perf, issue #39).
     static func grant(from row: Row) -> GrantRecord {
-        assert(Array(row.columnNames.prefix(24)) == Self.grantColumnNames, "a grant row must start with grantColumns")
+        assert(
+            Array(row.columnNames.prefix(Self.grantColumnNames.count)) == Self.grantColumnNames,
+            "a grant row must start with grantColumns")
         let topic: String? = row[19]
         return GrantRecord(
             paymentSeq: row[0], userId: row[1], gamebaseProductId: row[2], purchaseToken: row[3], productSeq: row[4],
