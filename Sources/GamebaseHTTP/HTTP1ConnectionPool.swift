@@ -222,10 +222,21 @@ final class HTTP1ConnectionPool: Sendable {
     /// Returns a connection to the pool, or closes it and passes its place to a waiting request.
     private func release(_ connection: HTTP1Connection, reusable: Bool) {
         let keep = reusable && connection.isActive
+        var stale: [HTTP1Connection] = []
         let (waiter, close): (Waiter?, Bool) = state.withLock { state in
             if keep, !state.shutDown {
                 if let waiter = state.waiters.popFirst() { return (waiter, false) }
-                state.idle.append(Idle(connection: connection, since: .now()))
+                let now = NIODeadline.now()
+                state.idle.append(Idle(connection: connection, since: now))
+                // The most recently used connection is taken first, so after a burst the ones at the bottom would
+                // never be taken again, nor closed: they are closed here once idle past the timeout, and the pool
+                // shrinks back to what the traffic uses.
+                let fresh = state.idle.firstIndex { now - $0.since < idleTimeout } ?? state.idle.endIndex
+                if fresh > 0 {
+                    stale = state.idle[..<fresh].map(\.connection)
+                    state.idle.removeFirst(fresh)
+                    state.open -= fresh
+                }
                 return (nil, false)
             }
             // Its place is free: a waiting request may open a new connection in it.
@@ -233,6 +244,7 @@ final class HTTP1ConnectionPool: Sendable {
             state.open -= 1
             return (nil, true)
         }
+        for connection in stale { connection.close() }
         if close { connection.close() }
         waiter?.continuation.resume(returning: keep && !close ? .connection(connection) : .open)
     }

@@ -46,7 +46,7 @@ public enum CursorText {
     private static func split(_ text: String) -> (Date, String?)? {
         let slash = text.firstIndex(of: "/")
         let time = slash.map { text[..<$0] } ?? text[...]
-        // Only what RFC 3339 is written with: the date reader takes a valid time followed by anything.
+        // Only what RFC 3339 is written with.
         // At most milliseconds: the ledgers keep whole milliseconds, and a finer time would be rounded to one that can
         // fall on the wrong side of a row.
         guard !time.isEmpty, time.unicodeScalars.allSatisfy({ timeCharacters.contains($0) }),

@@ -154,6 +154,17 @@ struct LedgerStorageFaultTests {
         try await store.close()
     }
 
+    /// A reader's page cache is bounded to what point lookups need, so memory does not follow the file's growth
+    /// on up to five readers; the writer keeps SQLite's default.
+    @Test func sqliteReadersKeepASmallPageCacheAndTheWriterTheDefault() async throws {
+        let store = try SQLiteLedgerStore(path: NSTemporaryDirectory() + "cache-size-\(UUID()).sqlite")
+        let reader = try await store.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA cache_size") }
+        let writer = try await store.pool.write { db in try Int.fetchOne(db, sql: "PRAGMA cache_size") }
+        #expect(reader == -512)
+        #expect(writer == -2_000)
+        try await store.close()
+    }
+
     /// `ledger.min_free_bytes`: below the floor the store says so without a database call, and its probe fails.
     @Test(.enabled(if: ScratchFileSystem.isAvailable, "mounting a tmpfs needs root"))
     func aSQLiteLedgerBelowItsFloorSaysSoAndItsProbeFails() async throws {

@@ -15,6 +15,7 @@ final class FixedAnswerServer: Sendable {
     private final class Recorder: Sendable {
         let requests = Mutex<[Request]>([])
         let connections = Mutex(0)
+        let open = Mutex(0)
     }
 
     private let channel: any Channel
@@ -23,6 +24,8 @@ final class FixedAnswerServer: Sendable {
     var requests: [Request] { recorder.requests.withLock { $0 } }
     /// Connections accepted so far.
     var connections: Int { recorder.connections.withLock { $0 } }
+    /// Connections accepted and not yet closed.
+    var openConnections: Int { recorder.open.withLock { $0 } }
 
     private final class Handler: ChannelInboundHandler, @unchecked Sendable {
         // @unchecked: `answering` is used on the channel's event loop only.
@@ -30,11 +33,13 @@ final class FixedAnswerServer: Sendable {
         typealias InboundIn = HTTPServerRequestPart
         typealias OutboundOut = ByteBuffer
         let answer: String
+        let delay: TimeAmount?
         /// Records a request; false when it must go unanswered.
         let record: @Sendable (Request) -> Bool
 
-        init(answer: String, record: @escaping @Sendable (Request) -> Bool) {
+        init(answer: String, delay: TimeAmount?, record: @escaping @Sendable (Request) -> Bool) {
             self.answer = answer
+            self.delay = delay
             self.record = record
         }
 
@@ -45,7 +50,16 @@ final class FixedAnswerServer: Sendable {
             case .body:
                 break
             case .end:
-                if answering { context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: answer)), promise: nil) }
+                guard answering else { return }
+                let bytes = ByteBuffer(string: answer)
+                if let delay {
+                    let context = NIOLoopBound(context, eventLoop: context.eventLoop)
+                    context.value.eventLoop.scheduleTask(in: delay) {
+                        context.value.writeAndFlush(self.wrapOutboundOut(bytes), promise: nil)
+                    }
+                } else {
+                    context.writeAndFlush(wrapOutboundOut(bytes), promise: nil)
+                }
             }
         }
     }
@@ -55,17 +69,23 @@ final class FixedAnswerServer: Sendable {
     ///   - tls: serve HTTPS with this context.
     ///   - unanswered: how many of the first requests get no answer at all.
     ///   - answeredUpTo: requests after this many get no answer at all.
-    init(answer: String, tls: NIOSSLContext? = nil, unanswered: Int = 0, answeredUpTo: Int = .max) async throws {
+    ///   - delay: how long each answer waits before it is written.
+    init(
+        answer: String, tls: NIOSSLContext? = nil, unanswered: Int = 0, answeredUpTo: Int = .max,
+        delay: TimeAmount? = nil
+    ) async throws {
         let recorder = self.recorder
         channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { channel in
                 recorder.connections.withLock { $0 += 1 }
+                recorder.open.withLock { $0 += 1 }
+                channel.closeFuture.whenComplete { _ in recorder.open.withLock { $0 -= 1 } }
                 return channel.eventLoop.makeCompletedFuture {
                     if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
                     // Only the request decoder: the answer is written as raw bytes.
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder()))
                     try channel.pipeline.syncOperations.addHandler(
-                        Handler(answer: answer) { request in
+                        Handler(answer: answer, delay: delay) { request in
                             recorder.requests.withLock { requests in
                                 requests.append(request)
                                 return requests.count > unanswered && requests.count <= answeredUpTo

@@ -41,6 +41,32 @@ struct HTTP1ConnectionPoolTests {
         await server.close()
     }
 
+    /// The connection used last is taken first, so after a burst the others would sit idle for good, each a socket
+    /// and its buffers; the pool closes them once they are idle past the timeout, while the traffic goes on.
+    @Test func connectionsABurstOpenedAreClosedOnceIdlePastTheTimeoutWhileOneKeepsServing() async throws {
+        let server = try await FixedAnswerServer(answer: FixedAnswerServer.ok("{}"), delay: .milliseconds(200))
+        let pool = pool(server, maxConnections: 6, idleTimeout: .milliseconds(300))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<6 { group.addTask { _ = try await get(pool) } }
+            try await group.waitForAll()
+        }
+        #expect(server.connections == 6)
+        #expect(server.openConnections == 6)
+        // One call after another for a second: each takes the connection the one before it gave back.
+        let clock = ContinuousClock()
+        let end = clock.now + .seconds(1)
+        while clock.now < end { _ = try await get(pool) }
+        var open = server.openConnections
+        for _ in 0..<50 where open > 1 {
+            try await Task.sleep(for: .milliseconds(20))
+            open = server.openConnections
+        }
+        #expect(open == 1)
+        #expect(server.connections == 6)
+        pool.shutdown()
+        await server.close()
+    }
+
     @Test func anAnswerWithConnectionCloseIsNotReused() async throws {
         let server = try await FixedAnswerServer(
             answer: "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")
