@@ -7,10 +7,10 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract:
-            "Benchmarks: the whole pipeline (default), the users' mix, a soak, the ledger's grant transaction, the ledger as it grows, or the Gamebase client.",
+            "Benchmarks: the whole pipeline (default), the users' mix, a soak, the ledger's grant transaction, the ledger as it grows, the Gamebase client, or a purchase's floor.",
         subcommands: [
             BenchPipelineCommand.self, BenchMixedCommand.self, BenchSoakCommand.self, BenchLedgerCommand.self,
-            BenchScaleCommand.self, BenchClientCommand.self,
+            BenchScaleCommand.self, BenchClientCommand.self, BenchFloorCommand.self,
         ],
         defaultSubcommand: BenchPipelineCommand.self
     )

@@ -38,6 +38,29 @@ struct BenchCommandTests {
         #expect(Self.processes(withArgumentContaining: "iap-bench-client-").isEmpty)
     }
 
+    /// `bench floor` measures each part of a purchase's floor in every run, and stops the simulator and the mock
+    /// cluster it started.
+    @Test func theFloorBenchmarkMeasuresEachPartInEveryRunAndStopsItsHelpers() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "iap-bench-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let bench = try ChildProcess(
+            "bench", ["bench", "floor", "--purchases", "300", "--syncs", "20", "--runs", "2", "--json"], folder: folder)
+        bench.process.waitUntilExit()
+        #expect(bench.process.terminationStatus == 0, "\(bench.output)")
+        let text = try String(contentsOfFile: bench.stdoutPath, encoding: .utf8)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        for part in ["httpExchangeRuns", "kafkaRuns", "syncRuns", "syncWallRuns"] {
+            let runs = try #require(object[part] as? [Double], "\(part)")
+            #expect(runs.count == 2, "\(part)")
+            #expect(runs.allSatisfy { $0 > 0 && $0.isFinite }, "\(part): \(runs)")
+        }
+        #expect(object["purchases"] as? Int == 300)
+        #expect(Self.processes(withArgumentContaining: "iap-bench-client-").isEmpty)
+        #expect(Self.processes(withArgumentContaining: "floor-purchases:12").isEmpty)
+    }
+
     /// Pointed at a ledger that holds anything, `bench scale` refuses before it migrates, converts or writes: a
     /// ledger in use must never get synthetic grants (the reconciler would then call Gamebase for their users).
     @Test func benchScaleRefusesALedgerItDidNotCreate() async throws {

@@ -27,6 +27,8 @@ public enum ClientBenchmark {
         public var requests = 40_000
         public var concurrency = 32
         public var runs = 3
+        /// The clients measured, in this order in each round.
+        public var clients = Client.allCases
 
         public init(simulatorExecutable: String) {
             self.simulatorExecutable = simulatorExecutable
@@ -97,12 +99,12 @@ public enum ClientBenchmark {
         }
         var runs: [Run] = []
         for _ in 0..<options.runs {
-            for client in Client.allCases {
+            for client in options.clients {
                 runs.append(try await measure(client, baseURL: baseURL, options: options, logger: logger))
             }
         }
         var medians: [String: Double] = [:]
-        for client in Client.allCases {
+        for client in options.clients {
             let values = runs.filter { $0.client == client }.map(\.cpuMicrosecondsPerRequest).sorted()
             medians[client.rawValue] = values[values.count / 2]
         }
