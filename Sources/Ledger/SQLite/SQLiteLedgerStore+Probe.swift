@@ -22,7 +22,8 @@ struct OpenedFile: Sendable {
         configuration.label = "iap-worker.ledger"
         // Each connection's page cache fills up to its limit as the file outgrows it (2 MiB by default, on a writer
         // and up to five readers), so a worker's memory rose for a quarter of an hour of steady traffic. The readers
-        // answer point lookups, which need the b-trees' upper pages only; the kernel's page cache holds the rest.
+        // answer the purchases' point lookups (and the pruner's counts, `find`'s pages), which mostly need the
+        // b-trees' upper pages; what a reader's cache no longer holds is read again from the kernel's page cache.
         configuration.prepareDatabase { db in
             if db.configuration.readonly { try db.execute(sql: "PRAGMA cache_size = -\(Self.readerCacheKiB)") }
         }

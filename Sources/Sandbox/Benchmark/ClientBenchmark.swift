@@ -29,6 +29,8 @@ public enum ClientBenchmark {
         public var runs = 3
         /// The clients measured, in this order in each round.
         public var clients = Client.allCases
+        /// The start of the scratch folder's name (the simulator's arguments name it).
+        public var folderPrefix = "iap-bench-client-"
 
         public init(simulatorExecutable: String) {
             self.simulatorExecutable = simulatorExecutable
@@ -80,7 +82,7 @@ public enum ClientBenchmark {
     /// Runs each client `runs` times, alternating, against one simulator process.
     public static func run(_ options: Options, logger: Logger) async throws -> Result {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "iap-bench-client-\(UUID().uuidString.prefix(8))")
+            "\(options.folderPrefix)\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let payments = folder.appendingPathComponent("payments.json")

@@ -101,7 +101,8 @@ final class MeasuredProcess: @unchecked Sendable {
     }
 
     func kill9() {
-        kill(pid, SIGKILL)
+        // Once reaped, its pid may be another process's.
+        if process.isRunning { kill(pid, SIGKILL) }
         process.waitUntilExit()
     }
 

@@ -45,24 +45,27 @@ struct HTTP1ConnectionPoolTests {
     /// and its buffers; the pool closes them once they are idle past the timeout, while the traffic goes on.
     @Test func connectionsABurstOpenedAreClosedOnceIdlePastTheTimeoutWhileOneKeepsServing() async throws {
         let server = try await FixedAnswerServer(answer: FixedAnswerServer.ok("{}"), delay: .milliseconds(200))
-        let pool = pool(server, maxConnections: 6, idleTimeout: .milliseconds(300))
+        let pool = pool(server, maxConnections: 6, idleTimeout: .seconds(1))
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<6 { group.addTask { _ = try await get(pool) } }
             try await group.waitForAll()
         }
-        #expect(server.connections == 6)
-        #expect(server.openConnections == 6)
-        // One call after another for a second: each takes the connection the one before it gave back.
+        // Six at once on a quiet machine; a slow one may have let a call reuse a connection.
+        let opened = server.connections
+        try #require(opened >= 2)
+        #expect(server.openConnections == opened)
+        // One call after another for three seconds: each takes the connection the one before it gave back.
         let clock = ContinuousClock()
-        let end = clock.now + .seconds(1)
+        let end = clock.now + .seconds(3)
         while clock.now < end { _ = try await get(pool) }
         var open = server.openConnections
-        for _ in 0..<50 where open > 1 {
+        for _ in 0..<100 where open > 1 {
             try await Task.sleep(for: .milliseconds(20))
             open = server.openConnections
         }
         #expect(open == 1)
-        #expect(server.connections == 6)
+        // A stall of over a second between two calls lets the serving one go stale too, and a new one replaces it.
+        #expect(server.connections <= opened + 1)
         pool.shutdown()
         await server.close()
     }
