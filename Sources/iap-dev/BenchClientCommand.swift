@@ -30,20 +30,13 @@ struct BenchClientCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var logger = Logger(label: "iap-worker.bench")
-        logger.logLevel = .error
+        let logger = benchLogger()
         var options = ClientBenchmark.Options(
             simulatorExecutable: Executables.this)
         options.requests = requests
         options.concurrency = concurrency
         options.runs = runs
         let result = try await ClientBenchmark.run(options, logger: logger)
-        if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            print(String(decoding: try encoder.encode(result), as: UTF8.self))
-        } else {
-            print(result.table)
-        }
+        try printBenchResult(result, json: json, table: \.table)
     }
 }

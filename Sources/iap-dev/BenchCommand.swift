@@ -105,3 +105,21 @@ struct BenchPipelineCommand: AsyncParsableCommand {
         if result.consumedTwice > 0 { throw ExitCode(2) }
     }
 }
+
+/// The logger a benchmark's own clients use: errors only, so the table or the JSON is what the command prints.
+func benchLogger() -> Logger {
+    var logger = Logger(label: "iap-worker.bench")
+    logger.logLevel = .error
+    return logger
+}
+
+/// Prints a benchmark's result: pretty JSON with sorted keys, or its table.
+func printBenchResult<Result: Encodable>(_ result: Result, json: Bool, table: (Result) -> String) throws {
+    if json {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        print(String(decoding: try encoder.encode(result), as: UTF8.self))
+    } else {
+        print(table(result))
+    }
+}

@@ -38,22 +38,14 @@ struct BenchFloorCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var logger = Logger(label: "iap-worker.bench")
-        logger.logLevel = .error
+        let logger = benchLogger()
         var options = FloorBenchmark.Options(helperExecutable: Executables.this)
         options.purchases = purchases
         options.syncs = syncs
         options.runs = runs
         options.syncDirectory = syncDir
         let settled = options
-        let quiet = logger
-        let result = try await interruptible { try await FloorBenchmark.run(settled, logger: quiet) }
-        if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            print(String(decoding: try encoder.encode(result), as: UTF8.self))
-        } else {
-            print(result.table)
-        }
+        let result = try await interruptible { try await FloorBenchmark.run(settled, logger: logger) }
+        try printBenchResult(result, json: json, table: \.table)
     }
 }
