@@ -11,14 +11,15 @@ extension PurchaseEngine {
     /// Returns false — the message is abandoned and redelivered, nothing published for it — whenever the task is
     /// cancelled (shutdown) or the partition is no longer this member's (revoke): work cut short is never turned
     /// into a failure.
+    ///
+    /// The failures' handling is out of line (``afterGamebaseFailure(_:_:attempts:retry:)``,
+    /// ``afterFailure(_:_:retry:)``): this frame lives as long as its purchase is in flight, and what those hold
+    /// across their waits would otherwise be in it for every purchase (issue #39).
     func run(_ work: Work) async -> Bool {
-        var infrastructureFailures = 0
-        var counted = false
-        var failedRounds = 0
-        var totalAttempts = 0
-        var generator = SystemRandomNumberGenerator()
+        var retry = RetryState()
         let gate: PurchaseProcessor.GamebaseGate = { [self] in try await waitForGamebase(work) }
         while stillRuns(work) {
+            let next: RetryState.Next
             do {
                 if !ledgerMonitor.isAvailable {
                     try await hold(work) { try await ledgerMonitor.waitUntilAvailable(stillWanted: $0) }
@@ -26,82 +27,117 @@ extension PurchaseEngine {
                 let outcome = try await processor.process(work.input, parsed: work.parsed, gate: gate)
                 switch outcome {
                 case .granted, .rejected:
-                    if !counted { gamebaseMonitor.recordPurchase(failed: false) }
+                    if !retry.counted { gamebaseMonitor.recordPurchase(failed: false) }
                     finish(work, outcome: outcome)
                     return true
                 case .duplicate, .malformed:
                     finish(work, outcome: outcome)
                     return true
                 case .gamebaseUnavailable(let error, let attempts):
-                    guard stillRuns(work) else { return false }
-                    // Each purchase counts once in the failure ratio, however often it is retried.
-                    if !counted {
-                        counted = true
-                        gamebaseMonitor.recordPurchase(failed: true)
-                    }
-                    // Is Gamebase down, or is it this purchase? The prober answers with a call that depends on no
-                    // purchase. Down (or refusing the configuration): the circuit is open now and the next attempt
-                    // waits for it. Answering: this purchase is the problem — once it has failed a second round of
-                    // attempts with Gamebase answering in between (one unlucky round on a lossy link is not a
-                    // purchase that keeps failing), it goes to the dead-letter topic.
-                    guard case .answers = await gamebaseMonitor.verdictAfterFailure() else { continue }
-                    guard stillRuns(work) else { return false }
-                    failedRounds += 1
-                    totalAttempts += attempts
-                    if failedRounds < Self.roundsBeforeDeadLetter {
-                        let wait = configuration.infrastructureRetry.backoff(
-                            afterAttempt: failedRounds, using: &generator)
-                        do { try await clock.sleep(for: wait) } catch { return false }
-                        continue
-                    }
-                    try await processor.deadLetter(
-                        work.input, reason: .gamebaseUnavailable, error: error.description, attempts: totalAttempts)
-                    finish(
-                        work, outcome: outcome, deadLettered: true,
-                        reason: ConsumeFailureReason.gamebaseUnavailable.rawValue)
-                    return true
+                    next = try await afterGamebaseFailure(work, error, attempts: attempts, retry: &retry)
                 case .stop(let error, let durable):
                     gamebaseMonitor.configurationRejected(error)
                     if durable {
                         finish(work, outcome: outcome)
                         return true
                     }
-                // Nothing was decided: the next attempt waits until the configuration is accepted again.
+                    // Nothing was decided: the next attempt waits until the configuration is accepted again.
+                    next = .again
                 }
             } catch is CancellationError {
                 return false
             } catch {
-                guard stillRuns(work) else { return false }
-                // The ledger or Kafka failed: nothing was decided, so trying again is safe. A ledger that does not
-                // answer at all is an outage: the purchase waits for it, counting nothing.
-                if await ledgerMonitor.isOutage(after: error) { continue }
-                infrastructureFailures += 1
-                let policy = configuration.infrastructureRetry
-                logger.error(
-                    "purchase could not be finished; retrying",
-                    metadata: logMetadata(work).merging([
-                        "iap.error": "\(error)", "iap.attempt": "\(infrastructureFailures)",
-                    ]) { $1 })
-                if infrastructureFailures >= policy.maxAttempts {
-                    do {
-                        guard stillRuns(work) else { return false }
-                        try await processor.deadLetter(
-                            work.input, reason: .internalError, error: "\(error)", attempts: infrastructureFailures)
-                        finish(
-                            work, outcome: nil, deadLettered: true, reason: ConsumeFailureReason.internalError.rawValue)
-                        return true
-                    } catch {
-                        // Not even the dead-letter topic takes it: keep it, and keep trying.
-                        logger.error(
-                            "dead-lettering failed",
-                            metadata: logMetadata(work).merging(["iap.error": "\(error)"]) { $1 })
-                    }
-                }
-                let wait = policy.backoff(afterAttempt: min(infrastructureFailures, 8), using: &generator)
-                do { try await clock.sleep(for: wait) } catch { return false }
+                next = await afterFailure(work, error, retry: &retry)
+            }
+            switch next {
+            case .again: continue
+            case .finished(let storeOffset): return storeOffset
             }
         }
         return false
+    }
+
+    /// What one purchase's failures have counted so far.
+    struct RetryState {
+        var infrastructureFailures = 0
+        /// Whether the purchase counted in the Gamebase failure ratio already (each counts once).
+        var counted = false
+        var failedRounds = 0
+        var totalAttempts = 0
+        var generator = SystemRandomNumberGenerator()
+
+        enum Next {
+            /// Try the flow again.
+            case again
+            /// Done with the message: whether its offset may be stored.
+            case finished(Bool)
+        }
+    }
+
+    /// After Gamebase was unavailable for a purchase: waits and tries again, or dead-letters it.
+    @inline(never)
+    func afterGamebaseFailure(_ work: Work, _ error: GamebaseError, attempts: Int, retry: inout RetryState)
+        async throws -> RetryState.Next
+    {
+        guard stillRuns(work) else { return .finished(false) }
+        // Each purchase counts once in the failure ratio, however often it is retried.
+        if !retry.counted {
+            retry.counted = true
+            gamebaseMonitor.recordPurchase(failed: true)
+        }
+        // Is Gamebase down, or is it this purchase? The prober answers with a call that depends on no
+        // purchase. Down (or refusing the configuration): the circuit is open now and the next attempt
+        // waits for it. Answering: this purchase is the problem — once it has failed a second round of
+        // attempts with Gamebase answering in between (one unlucky round on a lossy link is not a
+        // purchase that keeps failing), it goes to the dead-letter topic.
+        guard case .answers = await gamebaseMonitor.verdictAfterFailure() else { return .again }
+        guard stillRuns(work) else { return .finished(false) }
+        retry.failedRounds += 1
+        retry.totalAttempts += attempts
+        if retry.failedRounds < Self.roundsBeforeDeadLetter {
+            let wait = configuration.infrastructureRetry.backoff(
+                afterAttempt: retry.failedRounds, using: &retry.generator)
+            do { try await clock.sleep(for: wait) } catch { return .finished(false) }
+            return .again
+        }
+        try await processor.deadLetter(
+            work.input, reason: .gamebaseUnavailable, error: error.description, attempts: retry.totalAttempts)
+        finish(
+            work, outcome: .gamebaseUnavailable(error, attempts: attempts), deadLettered: true,
+            reason: ConsumeFailureReason.gamebaseUnavailable.rawValue)
+        return .finished(true)
+    }
+
+    /// After the ledger or Kafka failed: nothing was decided, so trying again is safe. A ledger that does not
+    /// answer at all is an outage: the purchase waits for it, counting nothing.
+    @inline(never)
+    func afterFailure(_ work: Work, _ error: any Error, retry: inout RetryState) async -> RetryState.Next {
+        guard stillRuns(work) else { return .finished(false) }
+        if await ledgerMonitor.isOutage(after: error) { return .again }
+        retry.infrastructureFailures += 1
+        let policy = configuration.infrastructureRetry
+        logger.error(
+            "purchase could not be finished; retrying",
+            metadata: logMetadata(work).merging([
+                "iap.error": "\(error)", "iap.attempt": "\(retry.infrastructureFailures)",
+            ]) { $1 })
+        if retry.infrastructureFailures >= policy.maxAttempts {
+            do {
+                guard stillRuns(work) else { return .finished(false) }
+                try await processor.deadLetter(
+                    work.input, reason: .internalError, error: "\(error)", attempts: retry.infrastructureFailures)
+                finish(work, outcome: nil, deadLettered: true, reason: ConsumeFailureReason.internalError.rawValue)
+                return .finished(true)
+            } catch {
+                // Not even the dead-letter topic takes it: keep it, and keep trying.
+                logger.error(
+                    "dead-lettering failed",
+                    metadata: logMetadata(work).merging(["iap.error": "\(error)"]) { $1 })
+            }
+        }
+        let wait = policy.backoff(afterAttempt: min(retry.infrastructureFailures, 8), using: &retry.generator)
+        do { try await clock.sleep(for: wait) } catch { return .finished(false) }
+        return .again
     }
 
     /// Rounds of `worker.retry.max_attempts` attempts a purchase fails, with Gamebase answering the health probe

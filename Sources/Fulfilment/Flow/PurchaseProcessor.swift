@@ -80,12 +80,12 @@ public struct PurchaseProcessor: Sendable {
     /// Each stage of the flow is a function of its own, kept out of line: an async function's frame holds every
     /// value any of its suspension points keeps alive, inlined callees' included, and a frame lives as long as its
     /// purchase is in flight — inlined into one, the flow's stages made a 27 KB frame, the largest of the frames
-    /// that held 22 MiB with 512 purchases in flight (heaptrack, issue #39; docs/benchmarks.md).
+    /// that held 22 MiB with 512 purchases in flight (heaptrack, issue #39; docs/benchmarks.md). So the checks on
+    /// Gamebase's answer decide without waiting (``examine(_:_:_:)``), and each outcome is one call.
     @inline(never)
     func verifyAndGrant(
         _ message: PurchaseMessage, _ input: PurchaseInput, gate: GamebaseGate?
     ) async throws -> PurchaseOutcome {
-        // Verify with Gamebase.
         let transactionID = GamebaseTransactionID()
         var attempts = 0
         let transaction: PaymentTransaction
@@ -97,55 +97,14 @@ public struct PurchaseProcessor: Sendable {
                     accessToken: message.purchaseToken, transactionID: transactionID)
             }
         } catch let error as GamebaseError {
-            // A call cut short by cancellation says nothing about the purchase or about Gamebase.
-            try Task.checkCancellation()
-            switch error.kind {
-            case .configuration:
-                return .stop(error, durable: false)
-            case .transient:
-                return .gamebaseUnavailable(error, attempts: attempts)
-            case .permanent, .alreadyConsumed:
-                // Another instance may have granted (and consumed) the payment meanwhile: the ledger decides first.
-                if let grant = try await ledger.grant(paymentSeq: message.paymentSeq) {
-                    return try await settle(message, input, against: grant, attempts: attempts, gate: gate)
-                }
-                // A payment Gamebase itself listed as completed and unconsumed is real: an error code here (a store
-                // still verifying, a 5000) is no verdict on it. Rejecting would record its claim for good — every
-                // later pass and the player's own late message would be answered by that rejection, and a paid
-                // purchase never granted. Nothing is decided; the next pass asks again.
-                if input.origin == .reconciliation {
-                    return .gamebaseUnavailable(error, attempts: attempts)
-                }
-                return try await reject(
-                    message, input, .invalidPurchase, detail: "Gamebase refused the purchase token", error: error,
-                    attempts: attempts)
-            }
+            return try await refused(message, input, error, attempts: attempts, gate: gate)
         }
-
-        // Checks on the verified payment, each with its own reason. Identifiers are compared byte for byte.
-        // The price as text, once, for the verdict and the grant (DecimalText remembers the catalogue's prices).
-        let price = transaction.price.map(DecimalText.description)
-        let verdict = PaymentVerdict(
-            paymentId: transaction.paymentId, gamebaseProductId: transaction.gamebaseProductId,
-            marketId: transaction.marketId, price: price, currency: transaction.currency)
-        if !transaction.paymentSeq.hasSameBytes(as: message.paymentSeq) {
-            // The answer is another payment's: filed under this paymentSeq it would make `find <its order id>` show
-            // this claim as that payment.
-            return try await reject(
-                message, input, .paymentMismatch, detail: "the token belongs to another payment", attempts: attempts)
-        }
-        if !transaction.userId.hasSameBytes(as: message.userId) {
-            return try await reject(
-                message, input, .userMismatch, detail: "the payment belongs to another user", attempts: attempts,
-                verdict: verdict)
-        }
-        if !GamebaseProductType.isConsumable(transaction.productType) {
-            return try await reject(
-                message, input, .notConsumable,
-                detail: "product type \(transaction.productType ?? "missing") is not consumable",
-                attempts: attempts, verdict: verdict)
-        }
-        if transaction.isConsumable != true {
+        switch examine(transaction, message, input) {
+        case .grant(let grant, let verdict):
+            return try await grantVerified(grant, message, input, attempts: attempts, verdict: verdict, gate: gate)
+        case .reject(let reason, let detail, let verdict):
+            return try await reject(message, input, reason, detail: detail, attempts: attempts, verdict: verdict)
+        case .consumedElsewhere(let verdict):
             // Another worker may have granted and consumed it meanwhile (grant always precedes Consume).
             if let grant = try await ledger.grant(paymentSeq: message.paymentSeq) {
                 return try await settle(message, input, against: grant, attempts: attempts, gate: gate)
@@ -154,18 +113,46 @@ public struct PurchaseProcessor: Sendable {
                 message, input, .consumedWithoutGrant, detail: "consumed at Gamebase with no grant in this ledger",
                 attempts: attempts, verdict: verdict)
         }
-        if configuration.rejectTestPurchases, transaction.isTestPurchase == true {
-            return try await reject(
-                message, input, .testPurchase, detail: "test purchases are rejected", attempts: attempts,
+    }
+
+    /// What Gamebase's answer allows for a message, decided without waiting.
+    enum Finding {
+        /// A consumable payment of the message's own: this grant.
+        case grant(GrantRecord, PaymentVerdict)
+        case reject(ConsumeFailureReason, detail: String, verdict: PaymentVerdict?)
+        /// Consumed at Gamebase already: the ledger decides whether it is a grant of ours or a rejection.
+        case consumedElsewhere(PaymentVerdict)
+    }
+
+    /// The checks on a verified payment, each with its own reason, in order. Identifiers are compared byte for byte.
+    func examine(_ transaction: PaymentTransaction, _ message: PurchaseMessage, _ input: PurchaseInput) -> Finding {
+        // The price as text, once, for the verdict and the grant (DecimalText remembers the catalogue's prices).
+        let price = transaction.price.map(DecimalText.description)
+        let verdict = PaymentVerdict(
+            paymentId: transaction.paymentId, gamebaseProductId: transaction.gamebaseProductId,
+            marketId: transaction.marketId, price: price, currency: transaction.currency)
+        if !transaction.paymentSeq.hasSameBytes(as: message.paymentSeq) {
+            // The answer is another payment's: filed under this paymentSeq it would make `find <its order id>` show
+            // this claim as that payment.
+            return .reject(.paymentMismatch, detail: "the token belongs to another payment", verdict: nil)
+        }
+        if !transaction.userId.hasSameBytes(as: message.userId) {
+            return .reject(.userMismatch, detail: "the payment belongs to another user", verdict: verdict)
+        }
+        if !GamebaseProductType.isConsumable(transaction.productType) {
+            return .reject(
+                .notConsumable, detail: "product type \(transaction.productType ?? "missing") is not consumable",
                 verdict: verdict)
+        }
+        if transaction.isConsumable != true {
+            return .consumedElsewhere(verdict)
+        }
+        if configuration.rejectTestPurchases, transaction.isTestPurchase == true {
+            return .reject(.testPurchase, detail: "test purchases are rejected", verdict: verdict)
         }
         guard let productID = transaction.gamebaseProductId, !productID.isEmpty else {
-            return try await reject(
-                message, input, .invalidPurchase, detail: "Gamebase gave no gamebaseProductId", attempts: attempts,
-                verdict: verdict)
+            return .reject(.invalidPurchase, detail: "Gamebase gave no gamebaseProductId", verdict: verdict)
         }
-
-        // Grant: the row and its event in one transaction; the unique paymentSeq settles races.
         let grant = GrantRecord(
             paymentSeq: message.paymentSeq, userId: transaction.userId, gamebaseProductId: productID,
             purchaseToken: message.purchaseToken, productSeq: transaction.productSeq, marketId: transaction.marketId,
@@ -174,6 +161,46 @@ public struct PurchaseProcessor: Sendable {
             purchaseTime: transaction.purchaseTime, payload: transaction.payload, grantedAt: now(),
             source: input.recordedSource, origin: input.origin,
             messageTimestampMilliseconds: input.origin == .message ? input.timestampMilliseconds : nil)
+        return .grant(grant, verdict)
+    }
+
+    /// Gamebase refused to verify the purchase token (or could not be reached).
+    @inline(never)  // Out of line: see verifyAndGrant.
+    func refused(
+        _ message: PurchaseMessage, _ input: PurchaseInput, _ error: GamebaseError, attempts: Int, gate: GamebaseGate?
+    ) async throws -> PurchaseOutcome {
+        // A call cut short by cancellation says nothing about the purchase or about Gamebase.
+        try Task.checkCancellation()
+        switch error.kind {
+        case .configuration:
+            return .stop(error, durable: false)
+        case .transient:
+            return .gamebaseUnavailable(error, attempts: attempts)
+        case .permanent, .alreadyConsumed:
+            // Another instance may have granted (and consumed) the payment meanwhile: the ledger decides first.
+            if let grant = try await ledger.grant(paymentSeq: message.paymentSeq) {
+                return try await settle(message, input, against: grant, attempts: attempts, gate: gate)
+            }
+            // A payment Gamebase itself listed as completed and unconsumed is real: an error code here (a store
+            // still verifying, a 5000) is no verdict on it. Rejecting would record its claim for good — every
+            // later pass and the player's own late message would be answered by that rejection, and a paid
+            // purchase never granted. Nothing is decided; the next pass asks again.
+            if input.origin == .reconciliation {
+                return .gamebaseUnavailable(error, attempts: attempts)
+            }
+            return try await reject(
+                message, input, .invalidPurchase, detail: "Gamebase refused the purchase token", error: error,
+                attempts: attempts)
+        }
+    }
+
+    /// Grants a verified payment: the row and its event in one transaction (the unique paymentSeq settles races),
+    /// then the event, then Consume.
+    @inline(never)  // Out of line: see verifyAndGrant.
+    func grantVerified(
+        _ grant: GrantRecord, _ message: PurchaseMessage, _ input: PurchaseInput, attempts: Int,
+        verdict: PaymentVerdict, gate: GamebaseGate?
+    ) async throws -> PurchaseOutcome {
         let event = configuration.events.itemGranted(grant)
         switch try await ledger.insertGrant(grant, event: event) {
         case .alreadyGranted(let existing):
@@ -305,42 +332,52 @@ public struct PurchaseProcessor: Sendable {
                 if let id = unmarked { try? await ledger.markPublished(eventID: id, at: now()) }
                 throw CancellationError()
             }
-            try await ledger.recordConsumeFailure(
-                paymentSeq: grant.paymentSeq, resultCode: error.resultCode?.rawValue, at: now(),
-                publishedEventID: unmarked)
-            logger.warning(
-                "consume failed after grant",
-                metadata: [
-                    "iap.payment_seq": "\(grant.paymentSeq)",
-                    "gamebase.result_code": "\(error.resultCode?.description ?? "-")",
-                    "gamebase.error": "\(error.message)",
-                ])
-            switch error.kind {
-            case .configuration:
-                return .stop(error)
-            case .permanent:
-                // Gamebase refuses to consume a payment we granted: tell downstream, keep the grant.
-                let id = "\(grant.paymentSeq):consume-failed:consume_rejected"
-                let event = configuration.events.consumeFailed(
-                    id: id, userId: grant.userId, paymentSeq: grant.paymentSeq, reason: .consumeRejected,
-                    resultCode: error.resultCode?.rawValue, resultMessage: error.resultMessage, attempts: attempts,
-                    detail: "the item was granted; Gamebase refused Consume", key: nil, at: now())
-                try await publisher.publish(OutboundRecord(event))
-                // Revoked by a refund, a payment Gamebase will not consume never will be: retrying it for ever would
-                // only keep the unconsumed-grant alert firing. A reversal of the refund takes it back.
-                if try await ledger.setAsideRevokedGrant(paymentSeq: grant.paymentSeq, at: now()) {
-                    logger.warning(
-                        "Gamebase refuses to consume a grant a refund revoked; set aside, not retried",
-                        metadata: [
-                            "iap.payment_seq": "\(grant.paymentSeq)",
-                            "gamebase.result_code": "\(error.resultCode?.description ?? "-")",
-                        ])
-                    return .setAside
-                }
-                return .pending
-            case .transient, .alreadyConsumed:
-                return .pending
+            return try await consumeFailed(grant, error, attempts: attempts, publishedEventID: unmarked)
+        }
+    }
+
+    /// Consume failed after its retries: records the failure with the grant, and tells downstream when Gamebase
+    /// refuses it for good. Out of line (see verifyAndGrant): what it holds is never in the frame of a Consume that
+    /// succeeds.
+    @inline(never)
+    func consumeFailed(_ grant: GrantRecord, _ error: GamebaseError, attempts: Int, publishedEventID: String?)
+        async throws -> ConsumeResult
+    {
+        try await ledger.recordConsumeFailure(
+            paymentSeq: grant.paymentSeq, resultCode: error.resultCode?.rawValue, at: now(),
+            publishedEventID: publishedEventID)
+        logger.warning(
+            "consume failed after grant",
+            metadata: [
+                "iap.payment_seq": "\(grant.paymentSeq)",
+                "gamebase.result_code": "\(error.resultCode?.description ?? "-")",
+                "gamebase.error": "\(error.message)",
+            ])
+        switch error.kind {
+        case .configuration:
+            return .stop(error)
+        case .permanent:
+            // Gamebase refuses to consume a payment we granted: tell downstream, keep the grant.
+            let id = "\(grant.paymentSeq):consume-failed:consume_rejected"
+            let event = configuration.events.consumeFailed(
+                id: id, userId: grant.userId, paymentSeq: grant.paymentSeq, reason: .consumeRejected,
+                resultCode: error.resultCode?.rawValue, resultMessage: error.resultMessage, attempts: attempts,
+                detail: "the item was granted; Gamebase refused Consume", key: nil, at: now())
+            try await publisher.publish(OutboundRecord(event))
+            // Revoked by a refund, a payment Gamebase will not consume never will be: retrying it for ever would
+            // only keep the unconsumed-grant alert firing. A reversal of the refund takes it back.
+            if try await ledger.setAsideRevokedGrant(paymentSeq: grant.paymentSeq, at: now()) {
+                logger.warning(
+                    "Gamebase refuses to consume a grant a refund revoked; set aside, not retried",
+                    metadata: [
+                        "iap.payment_seq": "\(grant.paymentSeq)",
+                        "gamebase.result_code": "\(error.resultCode?.description ?? "-")",
+                    ])
+                return .setAside
             }
+            return .pending
+        case .transient, .alreadyConsumed:
+            return .pending
         }
     }
 

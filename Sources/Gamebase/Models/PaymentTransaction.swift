@@ -1,29 +1,96 @@
 import Foundation
+import Wire
 
 /// The result of Get Payment Transaction (contract §4): one payment as Gamebase knows it.
 ///
 /// Only `paymentSeq` and `userId` are required; every other field may be missing in an answer and is optional
 /// here. Unknown fields are ignored (contract §3.4).
 public struct PaymentTransaction: Codable, Sendable, Hashable {
-    public var paymentSeq: String
-    public var userId: String
-    public var productSeq: Int64?
-    public var currency: String?
+    /// The fields, in one box its copies share (``CopyOnWrite``): a record crosses many suspension points by value.
+    private var fields: CopyOnWrite<Fields>
+
+    struct Fields: Sendable, Hashable, Codable {
+        var paymentSeq: String
+        var userId: String
+        var productSeq: Int64?
+        var currency: String?
+        var price: Decimal?
+        var marketId: String?
+        var accessToken: String?
+        var paymentId: String?
+        var paymentToken: String?
+        var productType: String?
+        var gamebaseProductId: String?
+        var purchaseTime: String?
+        var payload: String?
+        var isTestPurchase: Bool?
+        var isConsumable: Bool?
+    }
+
+    public var paymentSeq: String {
+        get { fields.value.paymentSeq }
+        set { fields.value.paymentSeq = newValue }
+    }
+    public var userId: String {
+        get { fields.value.userId }
+        set { fields.value.userId = newValue }
+    }
+    public var productSeq: Int64? {
+        get { fields.value.productSeq }
+        set { fields.value.productSeq = newValue }
+    }
+    public var currency: String? {
+        get { fields.value.currency }
+        set { fields.value.currency = newValue }
+    }
     /// A decimal price (`2.29`), parsed without going through binary floating point.
-    public var price: Decimal?
-    public var marketId: String?
-    public var accessToken: String?
-    public var paymentId: String?
-    public var paymentToken: String?
+    public var price: Decimal? {
+        get { fields.value.price }
+        set { fields.value.price = newValue }
+    }
+    public var marketId: String? {
+        get { fields.value.marketId }
+        set { fields.value.marketId = newValue }
+    }
+    public var accessToken: String? {
+        get { fields.value.accessToken }
+        set { fields.value.accessToken = newValue }
+    }
+    public var paymentId: String? {
+        get { fields.value.paymentId }
+        set { fields.value.paymentId = newValue }
+    }
+    public var paymentToken: String? {
+        get { fields.value.paymentToken }
+        set { fields.value.paymentToken = newValue }
+    }
     /// `CONSUMABLE`, `CONSUMABLE_AUTO_RENEWABLE` or `AUTO_RENEWABLE`.
-    public var productType: String?
-    public var gamebaseProductId: String?
+    public var productType: String? {
+        get { fields.value.productType }
+        set { fields.value.productType = newValue }
+    }
+    public var gamebaseProductId: String? {
+        get { fields.value.gamebaseProductId }
+        set { fields.value.gamebaseProductId = newValue }
+    }
     /// ISO 8601 with offset, as Gamebase sent it.
-    public var purchaseTime: String?
-    public var payload: String?
-    public var isTestPurchase: Bool?
+    public var purchaseTime: String? {
+        get { fields.value.purchaseTime }
+        set { fields.value.purchaseTime = newValue }
+    }
+    public var payload: String? {
+        get { fields.value.payload }
+        set { fields.value.payload = newValue }
+    }
+    public var isTestPurchase: Bool? {
+        get { fields.value.isTestPurchase }
+        set { fields.value.isTestPurchase = newValue }
+    }
     /// `true` while the payment is not yet consumed.
-    public var isConsumable: Bool?
+    public var isConsumable: Bool? {
+        get { fields.value.isConsumable }
+        set { fields.value.isConsumable = newValue }
+    }
 
     public init(
         paymentSeq: String, userId: String, productSeq: Int64? = nil, currency: String? = nil, price: Decimal? = nil,
@@ -31,21 +98,20 @@ public struct PaymentTransaction: Codable, Sendable, Hashable {
         productType: String? = nil, gamebaseProductId: String? = nil, purchaseTime: String? = nil,
         payload: String? = nil, isTestPurchase: Bool? = nil, isConsumable: Bool? = nil
     ) {
-        self.paymentSeq = paymentSeq
-        self.userId = userId
-        self.productSeq = productSeq
-        self.currency = currency
-        self.price = price
-        self.marketId = marketId
-        self.accessToken = accessToken
-        self.paymentId = paymentId
-        self.paymentToken = paymentToken
-        self.productType = productType
-        self.gamebaseProductId = gamebaseProductId
-        self.purchaseTime = purchaseTime
-        self.payload = payload
-        self.isTestPurchase = isTestPurchase
-        self.isConsumable = isConsumable
+        fields = CopyOnWrite(
+            Fields(
+                paymentSeq: paymentSeq, userId: userId, productSeq: productSeq, currency: currency, price: price,
+                marketId: marketId, accessToken: accessToken, paymentId: paymentId, paymentToken: paymentToken,
+                productType: productType, gamebaseProductId: gamebaseProductId, purchaseTime: purchaseTime,
+                payload: payload, isTestPurchase: isTestPurchase, isConsumable: isConsumable))
+    }
+
+    public init(from decoder: any Decoder) throws {
+        fields = CopyOnWrite(try Fields(from: decoder))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        try fields.value.encode(to: encoder)
     }
 }
 

@@ -24,33 +24,127 @@ public enum GrantState: String, Sendable, Hashable, Codable {
 
 /// The grant of one payment: at most one per `paymentSeq`, ever.
 public struct GrantRecord: Sendable, Hashable {
-    public var paymentSeq: String
-    public var userId: String
-    public var gamebaseProductId: String
+    /// The fields, in one box its copies share (``CopyOnWrite``): a record crosses many suspension points by value.
+    private var fields: CopyOnWrite<Fields>
+
+    struct Fields: Sendable, Hashable {
+        var paymentSeq: String
+        var userId: String
+        var gamebaseProductId: String
+        var purchaseToken: String
+        var productSeq: Int64?
+        var marketId: String?
+        var productType: String?
+        var price: String?
+        var currency: String?
+        var paymentId: String?
+        var isTestPurchase: Bool
+        var purchaseTime: String?
+        var payload: String?
+        var state: GrantState
+        var grantedAt: Date
+        var consumedAt: Date?
+        var consumeAttempts: Int
+        var lastResultCode: Int?
+        var eventPublishedAt: Date?
+        var source: MessageSource?
+        var origin: PurchaseOrigin
+        var messageTimestampMilliseconds: Int64?
+    }
+
+    public var paymentSeq: String {
+        get { fields.value.paymentSeq }
+        set { fields.value.paymentSeq = newValue }
+    }
+    public var userId: String {
+        get { fields.value.userId }
+        set { fields.value.userId = newValue }
+    }
+    public var gamebaseProductId: String {
+        get { fields.value.gamebaseProductId }
+        set { fields.value.gamebaseProductId = newValue }
+    }
     /// Needed to call Consume again; never logged.
-    public var purchaseToken: String
-    public var productSeq: Int64?
-    public var marketId: String?
-    public var productType: String?
+    public var purchaseToken: String {
+        get { fields.value.purchaseToken }
+        set { fields.value.purchaseToken = newValue }
+    }
+    public var productSeq: Int64? {
+        get { fields.value.productSeq }
+        set { fields.value.productSeq = newValue }
+    }
+    public var marketId: String? {
+        get { fields.value.marketId }
+        set { fields.value.marketId = newValue }
+    }
+    public var productType: String? {
+        get { fields.value.productType }
+        set { fields.value.productType = newValue }
+    }
     /// The price as Gamebase's decimal text (`2.29`).
-    public var price: String?
-    public var currency: String?
-    public var paymentId: String?
-    public var isTestPurchase: Bool
-    public var purchaseTime: String?
-    public var payload: String?
-    public var state: GrantState
-    public var grantedAt: Date
-    public var consumedAt: Date?
-    public var consumeAttempts: Int
-    public var lastResultCode: Int?
-    public var eventPublishedAt: Date?
+    public var price: String? {
+        get { fields.value.price }
+        set { fields.value.price = newValue }
+    }
+    public var currency: String? {
+        get { fields.value.currency }
+        set { fields.value.currency = newValue }
+    }
+    public var paymentId: String? {
+        get { fields.value.paymentId }
+        set { fields.value.paymentId = newValue }
+    }
+    public var isTestPurchase: Bool {
+        get { fields.value.isTestPurchase }
+        set { fields.value.isTestPurchase = newValue }
+    }
+    public var purchaseTime: String? {
+        get { fields.value.purchaseTime }
+        set { fields.value.purchaseTime = newValue }
+    }
+    public var payload: String? {
+        get { fields.value.payload }
+        set { fields.value.payload = newValue }
+    }
+    public var state: GrantState {
+        get { fields.value.state }
+        set { fields.value.state = newValue }
+    }
+    public var grantedAt: Date {
+        get { fields.value.grantedAt }
+        set { fields.value.grantedAt = newValue }
+    }
+    public var consumedAt: Date? {
+        get { fields.value.consumedAt }
+        set { fields.value.consumedAt = newValue }
+    }
+    public var consumeAttempts: Int {
+        get { fields.value.consumeAttempts }
+        set { fields.value.consumeAttempts = newValue }
+    }
+    public var lastResultCode: Int? {
+        get { fields.value.lastResultCode }
+        set { fields.value.lastResultCode = newValue }
+    }
+    public var eventPublishedAt: Date? {
+        get { fields.value.eventPublishedAt }
+        set { fields.value.eventPublishedAt = newValue }
+    }
     /// The message it was granted for; `nil` for a payment found by reconciliation.
-    public var source: MessageSource?
+    public var source: MessageSource? {
+        get { fields.value.source }
+        set { fields.value.source = newValue }
+    }
     /// How the payment was found (`data.source` of its item-granted event).
-    public var origin: PurchaseOrigin
+    public var origin: PurchaseOrigin {
+        get { fields.value.origin }
+        set { fields.value.origin = newValue }
+    }
     /// The Kafka timestamp of the message it was granted for (milliseconds since the epoch), when it had one.
-    public var messageTimestampMilliseconds: Int64?
+    public var messageTimestampMilliseconds: Int64? {
+        get { fields.value.messageTimestampMilliseconds }
+        set { fields.value.messageTimestampMilliseconds = newValue }
+    }
 
     public init(
         paymentSeq: String, userId: String, gamebaseProductId: String, purchaseToken: String, productSeq: Int64? = nil,
@@ -60,28 +154,15 @@ public struct GrantRecord: Sendable, Hashable {
         lastResultCode: Int? = nil, eventPublishedAt: Date? = nil, source: MessageSource? = nil,
         origin: PurchaseOrigin = .message, messageTimestampMilliseconds: Int64? = nil
     ) {
-        self.paymentSeq = paymentSeq
-        self.userId = userId
-        self.gamebaseProductId = gamebaseProductId
-        self.purchaseToken = purchaseToken
-        self.productSeq = productSeq
-        self.marketId = marketId
-        self.productType = productType
-        self.price = price
-        self.currency = currency
-        self.paymentId = paymentId
-        self.isTestPurchase = isTestPurchase
-        self.purchaseTime = purchaseTime
-        self.payload = payload
-        self.state = state
-        self.grantedAt = grantedAt
-        self.consumedAt = consumedAt
-        self.consumeAttempts = consumeAttempts
-        self.lastResultCode = lastResultCode
-        self.eventPublishedAt = eventPublishedAt
-        self.source = source
-        self.origin = origin
-        self.messageTimestampMilliseconds = messageTimestampMilliseconds
+        fields = CopyOnWrite(
+            Fields(
+                paymentSeq: paymentSeq, userId: userId, gamebaseProductId: gamebaseProductId,
+                purchaseToken: purchaseToken, productSeq: productSeq, marketId: marketId, productType: productType,
+                price: price, currency: currency, paymentId: paymentId, isTestPurchase: isTestPurchase,
+                purchaseTime: purchaseTime, payload: payload, state: state, grantedAt: grantedAt,
+                consumedAt: consumedAt, consumeAttempts: consumeAttempts, lastResultCode: lastResultCode,
+                eventPublishedAt: eventPublishedAt, source: source, origin: origin,
+                messageTimestampMilliseconds: messageTimestampMilliseconds))
     }
 }
 
@@ -101,35 +182,76 @@ public struct RejectionKey: Sendable, Hashable {
 
 /// A message judged not grantable, with the reason code of its consume-failed event.
 public struct RejectionRecord: Sendable, Hashable {
-    public var key: RejectionKey
-    public var reason: String
-    public var resultCode: Int?
-    public var resultMessage: String?
-    public var detail: String?
-    public var eventID: String
-    public var rejectedAt: Date
-    public var source: MessageSource?
+    /// The fields, in one box its copies share (``CopyOnWrite``): a record crosses many suspension points by value.
+    private var fields: CopyOnWrite<Fields>
+
+    struct Fields: Sendable, Hashable {
+        var key: RejectionKey
+        var reason: String
+        var resultCode: Int?
+        var resultMessage: String?
+        var detail: String?
+        var eventID: String
+        var rejectedAt: Date
+        var source: MessageSource?
+        var messageTimestampMilliseconds: Int64?
+        var verdict: PaymentVerdict?
+    }
+
+    public var key: RejectionKey {
+        get { fields.value.key }
+        set { fields.value.key = newValue }
+    }
+    public var reason: String {
+        get { fields.value.reason }
+        set { fields.value.reason = newValue }
+    }
+    public var resultCode: Int? {
+        get { fields.value.resultCode }
+        set { fields.value.resultCode = newValue }
+    }
+    public var resultMessage: String? {
+        get { fields.value.resultMessage }
+        set { fields.value.resultMessage = newValue }
+    }
+    public var detail: String? {
+        get { fields.value.detail }
+        set { fields.value.detail = newValue }
+    }
+    public var eventID: String {
+        get { fields.value.eventID }
+        set { fields.value.eventID = newValue }
+    }
+    public var rejectedAt: Date {
+        get { fields.value.rejectedAt }
+        set { fields.value.rejectedAt = newValue }
+    }
+    public var source: MessageSource? {
+        get { fields.value.source }
+        set { fields.value.source = newValue }
+    }
     /// The Kafka timestamp of the judged message (milliseconds since the epoch), when it had one.
-    public var messageTimestampMilliseconds: Int64?
+    public var messageTimestampMilliseconds: Int64? {
+        get { fields.value.messageTimestampMilliseconds }
+        set { fields.value.messageTimestampMilliseconds = newValue }
+    }
     /// What Gamebase said of the payment when the verdict came from its answer; `nil` when Gamebase refused the token
     /// or was not asked (a claim against an existing grant).
-    public var verdict: PaymentVerdict?
+    public var verdict: PaymentVerdict? {
+        get { fields.value.verdict }
+        set { fields.value.verdict = newValue }
+    }
 
     public init(
         key: RejectionKey, reason: String, resultCode: Int? = nil, resultMessage: String? = nil, detail: String? = nil,
         eventID: String, rejectedAt: Date, source: MessageSource? = nil, messageTimestampMilliseconds: Int64? = nil,
         verdict: PaymentVerdict? = nil
     ) {
-        self.key = key
-        self.reason = reason
-        self.resultCode = resultCode
-        self.resultMessage = resultMessage
-        self.detail = detail
-        self.eventID = eventID
-        self.rejectedAt = rejectedAt
-        self.source = source
-        self.messageTimestampMilliseconds = messageTimestampMilliseconds
-        self.verdict = verdict
+        fields = CopyOnWrite(
+            Fields(
+                key: key, reason: reason, resultCode: resultCode, resultMessage: resultMessage, detail: detail,
+                eventID: eventID, rejectedAt: rejectedAt, source: source,
+                messageTimestampMilliseconds: messageTimestampMilliseconds, verdict: verdict))
     }
 }
 
