@@ -193,9 +193,17 @@ public struct WorkerConfiguration: Sendable {
         // A dead-letter record is the record read plus the worker's headers: the producer must accept whatever the
         // consumer can read, with room for them (librdkafka's own default, 1,000,000, is below a real broker's
         // 1,048,588, so a record near the size limit could not be dead-lettered whole).
+        //
+        // linger.ms 50, not librdkafka's 5: an idempotent producer keeps at most five messages in flight per
+        // partition, and while a partition is at that limit its broker thread wakes for every batch whose linger has
+        // run out and polls again at once — a loop that spun two of the worker's threads for minutes on end whenever
+        // the broker took longer than the linger to acknowledge (a steady 300 purchases/s against a loaded broker;
+        // librdkafka 2.0.2 and 2.16 alike, docs/benchmarks.md). A linger longer than the broker's acknowledgements
+        // keeps the thread asleep; it costs each event up to that much latency before its Consume.
         var properties = [
             "client.id": "\(clientID)-producer",
             "message.max.bytes": String(min(1_000_000_000, largestReadableRecord + 65_536)),
+            "linger.ms": "50",
         ]
         properties.merge(librdkafka.filter { !consumerOnly.contains($0.key) }) { $1 }
         return KafkaProducerConfiguration(bootstrapServers: bootstrapServers, properties: properties)
