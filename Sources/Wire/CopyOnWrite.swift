@@ -8,19 +8,23 @@
 /// Sendable as `Array` is: the storage is changed in place only while this is its one reference, so no other copy,
 /// on any thread, can see the change.
 package struct CopyOnWrite<Value: Sendable>: @unchecked Sendable {
-    private final class Storage {
-        var value: Value
-        init(_ value: Value) { self.value = value }
+    @usableFromInline
+    final class Storage {
+        @usableFromInline var value: Value
+        @usableFromInline init(_ value: Value) { self.value = value }
     }
 
-    private var storage: Storage
+    @usableFromInline var storage: Storage
 
+    @inlinable
     package init(_ value: Value) {
         storage = Storage(value)
     }
 
+    /// Inlinable, and read in place: a record's property reads one field, never a copy of them all.
+    @inlinable
     package var value: Value {
-        get { storage.value }
+        _read { yield storage.value }
         _modify {
             if !isKnownUniquelyReferenced(&storage) { storage = Storage(storage.value) }
             yield &storage.value
@@ -29,12 +33,14 @@ package struct CopyOnWrite<Value: Sendable>: @unchecked Sendable {
 }
 
 extension CopyOnWrite: Equatable where Value: Equatable {
+    @inlinable
     package static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.storage === rhs.storage || lhs.value == rhs.value
     }
 }
 
 extension CopyOnWrite: Hashable where Value: Hashable {
+    @inlinable
     package func hash(into hasher: inout Hasher) {
         hasher.combine(value)
     }

@@ -152,12 +152,22 @@ public struct WorkerConfiguration: Sendable {
             // KIP-848: the broker owns session and heartbeat timing; librdkafka refuses these under that protocol.
             for key in KafkaConsumerConfiguration.classicGroupProtocolProperties { properties[key] = nil }
         }
-        properties.merge(librdkafka) { $1 }
+        // Producer-only properties would make librdkafka warn on a consumer (an operator tunes the producer's linger
+        // through the same kafka.librdkafka.* keys).
+        properties.merge(librdkafka.filter { !Self.producerOnly.contains($0.key) }) { $1 }
         return KafkaConsumerConfiguration(
             bootstrapServers: bootstrapServers, groupID: groupID, groupInstanceID: groupInstanceID,
             maxBufferedMessages: max(1_000, maxInFlight * 4), maxBufferedBytes: max(1, maxBufferedBytes / 4),
             properties: properties)
     }
+
+    /// librdkafka properties of producers alone, kept off the consumers.
+    static let producerOnly: Set<String> = [
+        "linger.ms", "queue.buffering.max.ms", "queue.buffering.max.messages", "queue.buffering.max.kbytes",
+        "batch.num.messages", "batch.size", "acks", "request.required.acks", "enable.idempotence",
+        "compression.type", "compression.codec", "compression.level", "message.timeout.ms", "delivery.timeout.ms",
+        "retries", "message.send.max.retries", "sticky.partitioning.linger.ms", "partitioner",
+    ]
 
     /// Whether the store-notifications topic is read: named, and a store configured to believe.
     public var readsStoreNotifications: Bool { !topics.storeNotifications.isEmpty && refunds.isEnabled }
@@ -194,16 +204,16 @@ public struct WorkerConfiguration: Sendable {
         // consumer can read, with room for them (librdkafka's own default, 1,000,000, is below a real broker's
         // 1,048,588, so a record near the size limit could not be dead-lettered whole).
         //
-        // linger.ms 50, not librdkafka's 5: an idempotent producer keeps at most five messages in flight per
-        // partition, and while a partition is at that limit its broker thread wakes for every batch whose linger has
-        // run out and polls again at once — a loop that spun two of the worker's threads for minutes on end whenever
-        // the broker took longer than the linger to acknowledge (a steady 300 purchases/s against a loaded broker;
-        // librdkafka 2.0.2 and 2.16 alike, docs/benchmarks.md). A linger longer than the broker's acknowledgements
-        // keeps the thread asleep; it costs each event up to that much latency before its Consume.
+        // linger.ms 20, not librdkafka's 5: an idempotent producer allows five messages in flight per partition, and
+        // while a partition is at that limit its broker thread wakes for every batch whose linger has run out and
+        // polls again at once, until the broker answers. Against a broker slower than the linger that spun two of the
+        // worker's threads for minutes on end (a steady 300 purchases/s, librdkafka 2.0.2 and 2.16 alike); lingering
+        // longer than the broker's acknowledgements keeps the thread asleep, and fewer, larger requests keep the broker
+        // quicker. It costs each event up to 20 ms before its Consume (docs/benchmarks.md).
         var properties = [
             "client.id": "\(clientID)-producer",
             "message.max.bytes": String(min(1_000_000_000, largestReadableRecord + 65_536)),
-            "linger.ms": "50",
+            "linger.ms": "20",
         ]
         properties.merge(librdkafka.filter { !consumerOnly.contains($0.key) }) { $1 }
         return KafkaProducerConfiguration(bootstrapServers: bootstrapServers, properties: properties)
