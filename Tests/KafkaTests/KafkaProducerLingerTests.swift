@@ -37,7 +37,9 @@ struct KafkaProducerLingerTests {
 
     /// The same steady stream, against a broker that answers 10 ms late: lingering 5 ms the broker threads burn CPU
     /// while they wait; lingering 20 ms they sleep.
-    @Test(.mockClusterOnly("a broker's answers delayed by set_rtt"))
+    @Test(
+        .mockClusterOnly("a broker's answers delayed by set_rtt"),
+        .enabled(if: FileManager.default.fileExists(atPath: "/proc/self/task"), "reads threads' CPU from /proc"))
     func aLingerLongerThanTheBrokersAnswersKeepsTheProducersThreadsAsleep() async throws {
         var spent: [Int: Duration] = [:]
         for linger in [5, 20] {
@@ -46,10 +48,15 @@ struct KafkaProducerLingerTests {
             try cluster.setRoundTripTime(broker: 1, milliseconds: 10)
             var producer: KafkaProducer?
             // Read while the producer's threads still run (closed, they leave /proc with their CPU).
-            spent[linger] = try await Self.brokerThreadsCPU {
-                let opened = try KafkaTestSupport.producer(cluster, extra: ["linger.ms": "\(linger)"])
-                producer = opened
-                try await Self.sendSteadily(opened, topic: "events", count: 2_000)
+            do {
+                spent[linger] = try await Self.brokerThreadsCPU {
+                    let opened = try KafkaTestSupport.producer(cluster, extra: ["linger.ms": "\(linger)"])
+                    producer = opened
+                    try await Self.sendSteadily(opened, topic: "events", count: 2_000)
+                }
+            } catch {
+                await producer?.close()
+                throw error
             }
             await producer?.close()
         }

@@ -10,7 +10,7 @@ extension WorkerConfiguration {
             "partition.assignment.strategy",
             "max.poll.interval.ms", "auto.commit.interval.ms", "enable.auto.commit", "enable.auto.offset.store",
         ]
-        var properties = librdkafka.filter { !groupOnly.contains($0.key) }
+        var properties = librdkafka.filter { !groupOnly.contains($0.key) && !Self.producerOnly.contains($0.key) }
         properties["client.id"] = "\(clientID)-\(purpose)"
         properties["fetch.wait.max.ms"] = properties["fetch.wait.max.ms"] ?? "100"
         return .reader(

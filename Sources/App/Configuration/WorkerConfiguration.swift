@@ -161,12 +161,15 @@ public struct WorkerConfiguration: Sendable {
             properties: properties)
     }
 
-    /// librdkafka properties of producers alone, kept off the consumers.
+    /// librdkafka properties of producers alone (marked P in its CONFIGURATION.md, aliases included), kept off the
+    /// consumers and readers, where librdkafka would warn about each.
     static let producerOnly: Set<String> = [
         "linger.ms", "queue.buffering.max.ms", "queue.buffering.max.messages", "queue.buffering.max.kbytes",
-        "batch.num.messages", "batch.size", "acks", "request.required.acks", "enable.idempotence",
-        "compression.type", "compression.codec", "compression.level", "message.timeout.ms", "delivery.timeout.ms",
-        "retries", "message.send.max.retries", "sticky.partitioning.linger.ms", "partitioner",
+        "queue.buffering.backpressure.threshold", "batch.num.messages", "batch.size", "acks", "request.required.acks",
+        "request.timeout.ms", "enable.idempotence", "enable.gapless.guarantee", "compression.type",
+        "compression.codec", "compression.level", "message.timeout.ms", "delivery.timeout.ms", "retries",
+        "message.send.max.retries", "sticky.partitioning.linger.ms", "partitioner", "queuing.strategy",
+        "delivery.report.only.error", "transactional.id", "transaction.timeout.ms",
     ]
 
     /// Whether the store-notifications topic is read: named, and a store configured to believe.

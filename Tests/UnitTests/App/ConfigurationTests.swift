@@ -230,6 +230,7 @@ import Testing
         #expect(tuned.producerConfiguration.effectiveProperties["linger.ms"] == "5")
         #expect(tuned.consumerConfiguration.kafka["linger.ms"] == nil, "the producer's, kept off the consumers")
         #expect(tuned.storeNotificationsConsumerConfiguration.kafka["linger.ms"] == nil)
+        #expect(tuned.readerConfiguration(purpose: "tail").kafka["linger.ms"] == nil)
     }
 
     @Test func displayedConfigurationHidesSecrets() async throws {
