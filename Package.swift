@@ -502,6 +502,7 @@ let package = Package(
                 "IAPTestSupport",
                 "Kafka",
                 "KafkaTesting",
+                "Sandbox",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings

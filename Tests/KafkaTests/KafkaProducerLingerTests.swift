@@ -2,6 +2,7 @@ import Foundation
 import IAPTestSupport
 import Kafka
 import KafkaTesting
+import Sandbox
 import Testing
 
 /// librdkafka's idempotent producer allows five messages in flight per partition. While a partition is at that limit,
@@ -16,9 +17,8 @@ struct KafkaProducerLingerTests {
     static func brokerThreadsCPU(during body: () async throws -> Void) async throws -> Duration {
         let before = Set(ThreadCPU.all().map(\.id))
         try await body()
-        let ticks = ThreadCPU.all().filter { !before.contains($0.id) && $0.name.hasPrefix("rdk:broker") }
-            .reduce(0) { $0 + $1.ticks }
-        return .milliseconds(ticks * 1_000 / Int(sysconf(Int32(_SC_CLK_TCK))))
+        return ThreadCPU.all().filter { !before.contains($0.id) && $0.name.hasPrefix("rdk:broker") }
+            .reduce(.zero) { $0 + $1.cpu }
     }
 
     /// Sends `count` records to partition 0, one a millisecond, all awaited together.
@@ -72,21 +72,16 @@ struct KafkaProducerLingerTests {
 struct ThreadCPU {
     var id: String
     var name: String
-    /// User and system time, in clock ticks.
-    var ticks: Int
+    /// User and system time.
+    var cpu: Duration
 
     static func all() -> [ThreadCPU] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
         return tasks.compactMap { id in
             guard let name = try? String(contentsOfFile: "/proc/self/task/\(id)/comm", encoding: .utf8),
-                let stat = try? String(contentsOfFile: "/proc/self/task/\(id)/stat", encoding: .utf8),
-                let close = stat.lastIndex(of: ")")
+                let cpu = ProcStat.cpuTime(statFile: "/proc/self/task/\(id)/stat")
             else { return nil }
-            // Fields after the name's closing parenthesis: state is the third field, utime and stime the 14th and 15th.
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            guard fields.count > 12, let user = Int(fields[11]), let system = Int(fields[12]) else { return nil }
-            return ThreadCPU(
-                id: id, name: name.trimmingCharacters(in: .whitespacesAndNewlines), ticks: user + system)
+            return ThreadCPU(id: id, name: name.trimmingCharacters(in: .whitespacesAndNewlines), cpu: cpu)
         }
     }
 }

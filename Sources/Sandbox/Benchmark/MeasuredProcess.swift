@@ -46,16 +46,7 @@ final class MeasuredProcess: @unchecked Sendable {
     }
 
     /// User plus system CPU time so far (`/proc/PID/stat` fields 14 and 15).
-    var cpuTime: Duration? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { return nil }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        // After the command name: state is field 3, so utime (14) and stime (15) are at 11 and 12 here.
-        guard fields.count > 12, let user = Int64(fields[11]), let system = Int64(fields[12]) else { return nil }
-        let ticks = Int64(sysconf(Int32(_SC_CLK_TCK)))
-        return .milliseconds((user + system) * 1000 / max(ticks, 1))
-    }
+    var cpuTime: Duration? { ProcStat.cpuTime(statFile: "/proc/\(pid)/stat") }
 
     /// CPU time (user and system) of this process, the bench harness, from `getrusage`.
     static var harnessCPUTime: Duration {
@@ -123,5 +114,25 @@ final class MeasuredProcess: @unchecked Sendable {
 
     deinit {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+}
+
+/// CPU time as Linux's `/proc` tells it.
+package enum ProcStat {
+    /// User plus system CPU time of a process or a thread from its `stat` file (`/proc/PID/stat`,
+    /// `/proc/self/task/TID/stat`: fields 14 and 15); `nil` when it cannot be read (gone, or no `/proc`).
+    package static func cpuTime(statFile path: String) -> Duration? {
+        guard let stat = try? String(contentsOfFile: path, encoding: .utf8), let close = stat.lastIndex(of: ")")
+        else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // After the command name (which may hold spaces and parentheses): state is field 3, so utime (14) and
+        // stime (15) are at 11 and 12 here.
+        guard fields.count > 12, let user = Int64(fields[11]), let system = Int64(fields[12]), user >= 0, system >= 0
+        else { return nil }
+        // Values no kernel writes (a sum or product past Int64) read as unreadable, never as a trap.
+        let (sum, overflow) = user.addingReportingOverflow(system)
+        let (milli, overflowAgain) = sum.multipliedReportingOverflow(by: 1000)
+        guard !overflow, !overflowAgain else { return nil }
+        return .milliseconds(milli / max(Int64(sysconf(Int32(_SC_CLK_TCK))), 1))
     }
 }
