@@ -9,9 +9,18 @@ import Testing
 /// Shared set-up for the Kafka layer's tests: on librdkafka's in-process mock cluster, or on a real broker process
 /// (Tansu) when `IAP_TEST_KAFKA_BROKER=tansu` (scripts/test-lanes.py runs them both ways).
 enum KafkaTestSupport {
+    /// The last log lines of this process's Kafka clients (librdkafka's group debugging included), printed when a
+    /// test waits in vain: a group that never formed on a loaded machine says why in CI's output.
+    static let flightRecorder = FlightRecorder(capacity: 400)
+
     static let logger: Logger = {
-        var logger = Logger(label: "kafka.test")
-        logger.logLevel = ProcessInfo.processInfo.environment["KAFKA_TEST_LOG"] != nil ? .debug : .critical
+        let printing = ProcessInfo.processInfo.environment["KAFKA_TEST_LOG"] != nil
+        var logger = Logger(label: "kafka.test") { label in
+            var handlers: [any LogHandler] = [flightRecorder.handler()]
+            if printing { handlers.append(StreamLogHandler.standardError(label: label)) }
+            return MultiplexLogHandler(handlers)
+        }
+        logger.logLevel = .debug
         return logger
     }()
 
@@ -31,6 +40,8 @@ enum KafkaTestSupport {
         rebalanceHandler: KafkaRebalanceHandler? = nil, extra: [String: String] = [:]
     ) throws -> KafkaConsumer {
         var properties = [
+            // The group's joins, syncs and heartbeats, for the flight recorder (a few lines a second).
+            "debug": "cgrp",
             "session.timeout.ms": "\(sessionTimeoutMilliseconds)",
             "heartbeat.interval.ms": "300",
             "topic.metadata.refresh.interval.ms": "1000",
@@ -66,11 +77,13 @@ enum KafkaTestSupport {
     static func take(_ count: Int, from consumer: KafkaConsumer, within seconds: Double = 20) async throws
         -> [KafkaMessage]
     {
-        try await withThrowingTaskGroup(of: [KafkaMessage]?.self) { group in
+        let arrived = ArrivedCount()
+        return try await withThrowingTaskGroup(of: [KafkaMessage]?.self) { group in
             group.addTask {
                 var taken: [KafkaMessage] = []
                 for try await message in consumer.messages {
                     taken.append(message)
+                    arrived.count.store(taken.count, ordering: .relaxed)
                     if taken.count == count { break }
                 }
                 return taken
@@ -82,7 +95,12 @@ enum KafkaTestSupport {
             let first = try await group.next()!
             group.cancelAll()
             guard let taken = first else {
-                Issue.record("timed out waiting for \(count) messages")
+                Issue.record(
+                    """
+                    timed out after \(seconds) s waiting for \(count) messages (\(arrived.count.load(ordering: .relaxed)) \
+                    arrived); the Kafka clients' last log lines:
+                    \(flightRecorder.lines.joined(separator: "\n"))
+                    """)
                 return []
             }
             return taken
@@ -121,4 +139,58 @@ final class ProcessedLog: Sendable {
 
     var all: [String] { state.withLock { $0.values.flatMap { $0 } } }
     func count(of member: String) -> Int { state.withLock { $0[member]?.count ?? 0 } }
+}
+
+/// How many messages a ``KafkaTestSupport/take(_:from:within:)`` had when it gave up.
+private final class ArrivedCount: Sendable {
+    let count = Atomic<Int>(0)
+}
+
+/// Keeps the last `capacity` log lines of every logger it hands a handler to, with the time each was logged.
+final class FlightRecorder: Sendable {
+    private struct Ring {
+        var lines: [String] = []
+        var next = 0
+    }
+
+    private let capacity: Int
+    private let ring = Mutex(Ring())
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    /// The kept lines, oldest first.
+    var lines: [String] {
+        ring.withLock { ring in Array(ring.lines[ring.next...] + ring.lines[..<ring.next]) }
+    }
+
+    func record(_ line: String) {
+        ring.withLock { ring in
+            if ring.lines.count < capacity {
+                ring.lines.append(line)
+            } else {
+                ring.lines[ring.next] = line
+                ring.next = (ring.next + 1) % capacity
+            }
+        }
+    }
+
+    func handler() -> Handler { Handler(recorder: self) }
+
+    struct Handler: LogHandler {
+        let recorder: FlightRecorder
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+            let time = Date().timeIntervalSince1970
+            recorder.record(
+                "\(String(format: "%.3f", time)) \(event.level) \(event.message)\(merged.isEmpty ? "" : " \(merged)")")
+        }
+    }
 }
