@@ -422,15 +422,23 @@ def run_pool(units: list, bundle: Path, lanes: int, bound: float) -> None:
 
 
 def report_failure(unit: Unit) -> None:
+    """Prints a failed unit's failures: Swift Testing's ✘ lines, errors, and the details of each issue recorded (the
+    `↳` line after it and its indented continuation, e.g. the Kafka tests' log lines when a wait ran out)."""
     print(f"---- {unit.name} failed: {unit.log.relative_to(ROOT)}")
     shown = 0
+    details = False
     for line in unit.log.read_text(errors="replace").splitlines():
-        if re.search(r"✘|error:|fatal|Fatal|^test-lanes:", line):
-            print(line)
-            shown += 1
-            if shown >= 200:
-                print("…")
-                break
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", line)
+        if re.search(r"✘|error:|fatal|Fatal|^test-lanes:", plain):
+            details = "recorded an issue" in plain
+        elif not (details and (plain.startswith("↳") or plain.startswith("  "))):
+            details = False
+            continue
+        print(line)
+        shown += 1
+        if shown >= 1_000:
+            print("…")
+            break
     print("----", flush=True)
 
 

@@ -9,9 +9,10 @@ import Testing
 /// Shared set-up for the Kafka layer's tests: on librdkafka's in-process mock cluster, or on a real broker process
 /// (Tansu) when `IAP_TEST_KAFKA_BROKER=tansu` (scripts/test-lanes.py runs them both ways).
 enum KafkaTestSupport {
-    /// The last log lines of this process's Kafka clients (librdkafka's group debugging included), printed when a
-    /// test waits in vain: a group that never formed on a loaded machine says why in CI's output.
-    static let flightRecorder = FlightRecorder(capacity: 400)
+    /// The first and the last log lines of this process's Kafka clients (librdkafka's group debugging included),
+    /// printed when ``take(_:from:within:)`` waits in vain: a group that never formed on a loaded machine says why in
+    /// CI's output (scripts/test-lanes.py prints a failed issue's details).
+    static let flightRecorder = FlightRecorder(head: 150, tail: 250)
 
     static let logger: Logger = {
         let printing = ProcessInfo.processInfo.environment["KAFKA_TEST_LOG"] != nil
@@ -98,7 +99,7 @@ enum KafkaTestSupport {
                 Issue.record(
                     """
                     timed out after \(seconds) s waiting for \(count) messages (\(arrived.count.load(ordering: .relaxed)) \
-                    arrived); the Kafka clients' last log lines:
+                    arrived); the Kafka clients' first and last log lines:
                     \(flightRecorder.lines.joined(separator: "\n"))
                     """)
                 return []
@@ -146,30 +147,46 @@ private final class ArrivedCount: Sendable {
     let count = Atomic<Int>(0)
 }
 
-/// Keeps the last `capacity` log lines of every logger it hands a handler to, with the time each was logged.
+/// Keeps the first `head` log lines of every logger it hands a handler to and the last `tail` after them, each with
+/// the time it was logged: a group's join is at the start of a test, and a heartbeat every 300 ms would soon push it
+/// out of a ring of the last lines alone.
 final class FlightRecorder: Sendable {
-    private struct Ring {
-        var lines: [String] = []
+    private struct Lines {
+        var head: [String] = []
+        var tail: [String] = []
+        /// Where the next line goes in a full `tail`.
         var next = 0
+        var dropped = 0
     }
 
-    private let capacity: Int
-    private let ring = Mutex(Ring())
+    private let headCapacity: Int
+    private let tailCapacity: Int
+    private let kept = Mutex(Lines())
 
-    init(capacity: Int) { self.capacity = capacity }
+    init(head: Int, tail: Int) {
+        precondition(head >= 0 && tail > 0, "a flight recorder keeps at least one last line")
+        self.headCapacity = head
+        self.tailCapacity = tail
+    }
 
-    /// The kept lines, oldest first.
+    /// The kept lines, oldest first, with a line saying how many were dropped between the first and the last ones.
     var lines: [String] {
-        ring.withLock { ring in Array(ring.lines[ring.next...] + ring.lines[..<ring.next]) }
+        kept.withLock { kept in
+            let tail = Array(kept.tail[kept.next...] + kept.tail[..<kept.next])
+            return kept.head + (kept.dropped > 0 ? ["… \(kept.dropped) lines dropped …"] : []) + tail
+        }
     }
 
     func record(_ line: String) {
-        ring.withLock { ring in
-            if ring.lines.count < capacity {
-                ring.lines.append(line)
+        kept.withLock { kept in
+            if kept.head.count < headCapacity {
+                kept.head.append(line)
+            } else if kept.tail.count < tailCapacity {
+                kept.tail.append(line)
             } else {
-                ring.lines[ring.next] = line
-                ring.next = (ring.next + 1) % capacity
+                kept.tail[kept.next] = line
+                kept.next = (kept.next + 1) % tailCapacity
+                kept.dropped += 1
             }
         }
     }
@@ -188,6 +205,9 @@ final class FlightRecorder: Sendable {
 
         func log(event: LogEvent) {
             let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+            // librdkafka lists the whole assignment (DUMP, DUMP_ALL, DUMP_PND …) on every auto-commit, five times
+            // a second: they would fill the last lines with the same six lines.
+            if let facility = merged["kafka.facility"], "\(facility)".hasPrefix("DUMP") { return }
             let time = Date().timeIntervalSince1970
             recorder.record(
                 "\(String(format: "%.3f", time)) \(event.level) \(event.message)\(merged.isEmpty ? "" : " \(merged)")")
