@@ -422,23 +422,34 @@ def run_pool(units: list, bundle: Path, lanes: int, bound: float) -> None:
 
 
 def report_failure(unit: Unit) -> None:
-    """Prints a failed unit's failures: Swift Testing's ✘ lines, errors, and the details of each issue recorded (the
-    `↳` line after it and its indented continuation, e.g. the Kafka tests' log lines when a wait ran out)."""
+    """Prints a failed unit's failures: Swift Testing's ✘ lines and errors (200 at most), the details of each issue
+    recorded (the `±` and `↳` lines after it and their indented continuation, e.g. the Kafka tests' log lines when a
+    wait ran out: 600 lines at most per issue), and every line of this script's own notes."""
     print(f"---- {unit.name} failed: {unit.log.relative_to(ROOT)}")
     shown = 0
     details = False
+    detail_lines = 0
     for line in unit.log.read_text(errors="replace").splitlines():
         plain = re.sub(r"\x1b\[[0-9;]*m", "", line)
-        if re.search(r"✘|error:|fatal|Fatal|^test-lanes:", plain):
-            details = "recorded an issue" in plain
-        elif not (details and (plain.startswith("↳") or plain.startswith("  "))):
-            details = False
+        if details and plain.startswith(("↳", "±", "  ")):
+            # Inside an issue's details, a line saying "error:" or "fatal" is a detail, not a new failure.
+            detail_lines += 1
+            if detail_lines <= 600:
+                print(line)
+            elif detail_lines == 601:
+                print("  …")
             continue
-        print(line)
-        shown += 1
-        if shown >= 1_000:
-            print("…")
-            break
+        details = False
+        if plain.startswith("test-lanes:"):
+            print(line)
+        elif re.search(r"✘|error:|fatal|Fatal", plain):
+            details = "recorded an issue" in plain
+            detail_lines = 0
+            shown += 1
+            if shown <= 200:
+                print(line)
+            elif shown == 201:
+                print("…")
     print("----", flush=True)
 
 

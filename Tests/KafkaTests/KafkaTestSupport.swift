@@ -11,7 +11,8 @@ import Testing
 enum KafkaTestSupport {
     /// The first and the last log lines of this process's Kafka clients (librdkafka's group debugging included),
     /// printed when ``take(_:from:within:)`` waits in vain: a group that never formed on a loaded machine says why in
-    /// CI's output (scripts/test-lanes.py prints a failed issue's details).
+    /// CI's output (scripts/test-lanes.py prints a failed issue's details). One per process: scripts/test-lanes.py
+    /// runs each Kafka test in a process of its own, so the first lines are that test's.
     static let flightRecorder = FlightRecorder(head: 150, tail: 250)
 
     static let logger: Logger = {
