@@ -46,6 +46,10 @@ struct ReadWholeTopicTests {
         let producer = try KafkaTestSupport.producer(cluster)
         try await KafkaTestSupport.produce(producer, topic: "slow", range: 0..<20)
         await producer.close()
+        // The read looks at what arrived as soon as it has assigned the partitions; on a busy machine a fetch from
+        // the in-process mock could land before that first look, and the read would rightly answer in full. The mock
+        // answers 500 ms late from here on, so no record can be there yet when the read first looks.
+        if let mock = cluster as? MockCluster { try mock.setRoundTripTime(broker: 1, milliseconds: 500) }
         let error = await #expect(throws: TopicReadError.self) {
             try await KafkaConsumer.readWhole(
                 topic: "slow", bootstrapServers: cluster.bootstrapServers, logger: KafkaTestSupport.logger,
