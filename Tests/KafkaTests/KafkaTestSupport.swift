@@ -150,19 +150,36 @@ private final class ArrivedCount: Sendable {
 
 /// Keeps the first `head` log lines of every logger it hands a handler to and the last `tail` after them, each with
 /// the time it was logged: a group's join is at the start of a test, and a heartbeat every 300 ms would soon push it
-/// out of a ring of the last lines alone.
+/// out of a ring of the last lines alone. An entry is kept as it came and made a line only when ``lines`` is read
+/// (nearly all are overwritten unread), and a line is cut at ``maxLineCharacters``: a log line that carries a whole
+/// record must not make a failure's report megabytes long.
 final class FlightRecorder: Sendable {
-    private struct Lines {
-        var head: [String] = []
-        var tail: [String] = []
-        /// Where the next line goes in a full `tail`.
+    struct Entry: Sendable {
+        var time: Double
+        var level: Logger.Level
+        var message: Logger.Message
+        var metadata: Logger.Metadata
+
+        var line: String {
+            let text = "\(String(format: "%.3f", time)) \(level) \(message)\(metadata.isEmpty ? "" : " \(metadata)")"
+            guard text.count > FlightRecorder.maxLineCharacters else { return text }
+            return "\(text.prefix(FlightRecorder.maxLineCharacters))… (\(text.count) characters)"
+        }
+    }
+
+    private struct Kept {
+        var head: [Entry] = []
+        var tail: [Entry] = []
+        /// Where the next entry goes in a full `tail`.
         var next = 0
         var dropped = 0
     }
 
+    static let maxLineCharacters = 1_000
+
     private let headCapacity: Int
     private let tailCapacity: Int
-    private let kept = Mutex(Lines())
+    private let kept = Mutex(Kept())
 
     init(head: Int, tail: Int) {
         precondition(head >= 0 && tail > 0, "a flight recorder keeps at least one last line")
@@ -172,20 +189,20 @@ final class FlightRecorder: Sendable {
 
     /// The kept lines, oldest first, with a line saying how many were dropped between the first and the last ones.
     var lines: [String] {
-        kept.withLock { kept in
-            let tail = Array(kept.tail[kept.next...] + kept.tail[..<kept.next])
-            return kept.head + (kept.dropped > 0 ? ["… \(kept.dropped) lines dropped …"] : []) + tail
+        let (head, dropped, tail) = kept.withLock { kept in
+            (kept.head, kept.dropped, Array(kept.tail[kept.next...] + kept.tail[..<kept.next]))
         }
+        return head.map(\.line) + (dropped > 0 ? ["… \(dropped) lines dropped …"] : []) + tail.map(\.line)
     }
 
-    func record(_ line: String) {
+    func record(_ entry: Entry) {
         kept.withLock { kept in
             if kept.head.count < headCapacity {
-                kept.head.append(line)
+                kept.head.append(entry)
             } else if kept.tail.count < tailCapacity {
-                kept.tail.append(line)
+                kept.tail.append(entry)
             } else {
-                kept.tail[kept.next] = line
+                kept.tail[kept.next] = entry
                 kept.next = (kept.next + 1) % tailCapacity
                 kept.dropped += 1
             }
@@ -208,10 +225,10 @@ final class FlightRecorder: Sendable {
             let merged = metadata.merging(event.metadata ?? [:]) { $1 }
             // librdkafka lists the whole assignment (DUMP, DUMP_ALL, DUMP_PND …) on every auto-commit, five times
             // a second: they would fill the last lines with the same six lines.
-            if let facility = merged["kafka.facility"], "\(facility)".hasPrefix("DUMP") { return }
-            let time = Date().timeIntervalSince1970
+            if case .string(let facility) = merged["kafka.facility"], facility.hasPrefix("DUMP") { return }
             recorder.record(
-                "\(String(format: "%.3f", time)) \(event.level) \(event.message)\(merged.isEmpty ? "" : " \(merged)")")
+                Entry(
+                    time: Date().timeIntervalSince1970, level: event.level, message: event.message, metadata: merged))
         }
     }
 }
