@@ -14,7 +14,7 @@ SWIFT_SCRATCH ?= .build
 UNDER_TEST = IAP_TEST_BUNDLE="$(CURDIR)/.build/under-test/iap-workerPackageTests.xctest" \
   IAP_WORKER_BIN="$(CURDIR)/.build/under-test/iap-worker" IAP_DEV_BIN="$(CURDIR)/.build/under-test/iap-dev"
 
-.PHONY: deps demo check test tier sanitize fuzz fuzz-smoke build release clean
+.PHONY: deps demo check test tier sanitize fuzz fuzz-smoke build release code-order clean
 
 ## Seconds `make fuzz` runs each fuzz target for.
 FUZZ_SECONDS ?= 60
@@ -125,8 +125,40 @@ sanitize: deps
 build: deps
 	$(SWIFT) build
 
+## A release build lays its code out by use (docs/benchmarks.md, "Code laid out by use"): every function in a section of
+## its own, and lld puts the functions deploy/iap-worker.order names, those a worker runs, first. Scattered over the
+## executable they kept ~18 MiB of it resident; laid out, ~14.7. (The image, deploy/Dockerfile, is still linked the
+## default way: the benchmarks' section says why.) SwiftPM does not know the file is an input of the link: a file newer
+## than the executables has them linked again. The load-time hook (Sources/RunAtLoad) lives in .preinit_array, which
+## the per-function garbage collection must keep: checked after each build.
+RELEASE_FLAGS = -Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections -Xswiftc -use-ld=lld \
+  -Xlinker '--symbol-ordering-file=$(CURDIR)/deploy/iap-worker.order' -Xlinker --no-warn-symbol-ordering
+RELEASE_BIN = .build/release
+
 release: deps
-	$(SWIFT) build -c release
+	@for product in iap-worker iap-dev; do \
+	  if [ deploy/iap-worker.order -nt "$(RELEASE_BIN)/$$product" ]; then rm -f "$(RELEASE_BIN)/$$product"; fi; done
+	$(SWIFT) build -c release $(RELEASE_FLAGS)
+	@readelf -SW "$(RELEASE_BIN)/iap-worker" | grep -q '\.preinit_array' \
+	  || { echo "release: iap-worker lost its .preinit_array (Sources/RunAtLoad)" >&2; exit 1; }
+
+## Regenerates deploy/iap-worker.order (scripts/code-order.py): the mixed bench run by an instrumented build of the
+## worker (.build-profile, a build of every module of its own: ~10 minutes on 2 cores) under perf, then up to
+## CODE_ORDER_ROUNDS rounds of relinking the release build and adding the functions that still fault their code page in
+## (about a minute each). Needs perf (perf_event_paranoid <= 2). CODE_ORDER_LEDGER_URL (a PostgreSQL server the bench
+## may create databases on) adds a run on PostgreSQL.
+CODE_ORDER_ROUNDS ?= 14
+LLVM_PROFDATA ?= $(dir $(realpath $(shell command -v $(SWIFT))))llvm-profdata
+
+code-order: release
+	mkdir -p .build-profile
+	cc -c -O2 -fPIC scripts/profile-exit.c -o .build-profile/profile-exit.o
+	$(SWIFT) build -c release --product iap-worker --scratch-path .build-profile -Xswiftc -profile-generate \
+	  -Xcc -fprofile-instr-generate -Xlinker --wrap=_exit -Xlinker '$(CURDIR)/.build-profile/profile-exit.o'
+	LLVM_PROFDATA='$(LLVM_PROFDATA)' python3 scripts/code-order.py record .build-profile/release/iap-worker \
+	  $(RELEASE_BIN)/iap-worker $(RELEASE_BIN)/iap-dev $(if $(CODE_ORDER_LEDGER_URL),--ledger-url '$(CODE_ORDER_LEDGER_URL)')
+	python3 scripts/code-order.py refine $(RELEASE_BIN)/iap-worker $(RELEASE_BIN)/iap-dev --rounds $(CODE_ORDER_ROUNDS) \
+	  --relink 'rm -f $(RELEASE_BIN)/iap-worker && $(SWIFT) build -c release --product iap-worker $(subst ','"'"',$(RELEASE_FLAGS))'
 
 clean:
-	rm -rf .build
+	rm -rf .build .build-profile

@@ -16,7 +16,7 @@ enum Executables {
         let path = URL(fileURLWithPath: this).deletingLastPathComponent().appendingPathComponent("iap-worker").path
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw ValidationError(
-                "no iap-worker beside iap-dev at \(path): build both (swift build -c release), or name one with --worker"
+                "no iap-worker beside iap-dev at \(path): build both (make release), or name one with --worker"
             )
         }
         return path
