@@ -139,6 +139,7 @@ release: deps
 	@for product in iap-worker iap-dev; do \
 	  if [ deploy/iap-worker.order -nt "$(RELEASE_BIN)/$$product" ]; then rm -f "$(RELEASE_BIN)/$$product"; fi; done
 	$(SWIFT) build -c release $(RELEASE_FLAGS)
+	@command -v readelf > /dev/null || { echo "release: readelf (binutils) is needed to check the build" >&2; exit 1; }
 	@readelf -SW "$(RELEASE_BIN)/iap-worker" | grep -q '\.preinit_array' \
 	  || { echo "release: iap-worker lost its .preinit_array (Sources/RunAtLoad)" >&2; exit 1; }
 
@@ -148,16 +149,18 @@ release: deps
 ## (about a minute each). Needs perf (perf_event_paranoid <= 2). CODE_ORDER_LEDGER_URL (a PostgreSQL server the bench
 ## may create databases on) adds a run on PostgreSQL.
 CODE_ORDER_ROUNDS ?= 14
-LLVM_PROFDATA ?= $(dir $(realpath $(shell command -v $(SWIFT))))llvm-profdata
+SWIFT_TOOLS = $(dir $(realpath $(shell command -v $(SWIFT))))
+LLVM_PROFDATA ?= $(SWIFT_TOOLS)llvm-profdata
 
 code-order: release
 	mkdir -p .build-profile
-	cc -c -O2 -fPIC scripts/profile-exit.c -o .build-profile/profile-exit.o
+	'$(SWIFT_TOOLS)clang' -c -O2 -fPIC scripts/profile-exit.c -o .build-profile/profile-exit.o
 	$(SWIFT) build -c release --product iap-worker --scratch-path .build-profile -Xswiftc -profile-generate \
 	  -Xcc -fprofile-instr-generate -Xlinker --wrap=_exit -Xlinker '$(CURDIR)/.build-profile/profile-exit.o'
 	LLVM_PROFDATA='$(LLVM_PROFDATA)' python3 scripts/code-order.py record .build-profile/release/iap-worker \
 	  $(RELEASE_BIN)/iap-worker $(RELEASE_BIN)/iap-dev $(if $(CODE_ORDER_LEDGER_URL),--ledger-url '$(CODE_ORDER_LEDGER_URL)')
 	python3 scripts/code-order.py refine $(RELEASE_BIN)/iap-worker $(RELEASE_BIN)/iap-dev --rounds $(CODE_ORDER_ROUNDS) \
+	  $(if $(CODE_ORDER_LEDGER_URL),--ledger-url '$(CODE_ORDER_LEDGER_URL)') \
 	  --relink 'rm -f $(RELEASE_BIN)/iap-worker && $(SWIFT) build -c release --product iap-worker $(subst ','"'"',$(RELEASE_FLAGS))'
 
 clean:

@@ -9,16 +9,16 @@ every function into a section of its own and has lld lay out the functions this 
 `make code-order` runs the two steps:
 
     scripts/code-order.py record INSTRUMENTED RELEASE IAP-DEV [--ledger-url URL]
-        Runs `IAP-DEV bench mixed --valid 10000` with INSTRUMENTED, a release build of the worker compiled with
-        `-Xswiftc -profile-generate -Xcc -fprofile-instr-generate` (and scripts/profile-exit.c), under
-        `perf record` (SQLite, and PostgreSQL when a URL is given). Lists the functions perf sampled, most samples
+        Runs `IAP-DEV bench mixed --valid 10000` (SQLite, and PostgreSQL when a URL is given) with RELEASE under
+        `perf record`, then with INSTRUMENTED, a release build of the worker compiled with `-Xswiftc -profile-generate
+        -Xcc -fprofile-instr-generate` (and scripts/profile-exit.c). Lists the functions perf sampled, most samples
         first (the hot path, with the specialisations and thunks the instrumentation does not count); then those the
         instrumentation counted, most calls first (start-up, the periodic passes, the rarer outcomes), each followed by
         the pieces the compiler emitted apart from it (async resumptions, partial-application forwarders, merged
         copies); then every type-metadata accessor and outlined value operation of RELEASE (`nm`): small, called once
-        per type from anywhere, and together a few hundred KB.
-    scripts/code-order.py refine RELEASE IAP-DEV --relink COMMAND [--rounds N]
-        Up to N times (8): relinks RELEASE with the file as it is (COMMAND), runs the same bench under
+        per type from anywhere, and together a few hundred KB. Only names RELEASE has are kept.
+    scripts/code-order.py refine RELEASE IAP-DEV --relink COMMAND [--rounds N] [--ledger-url URL]
+        Up to N times (14): relinks RELEASE with the file as it is (COMMAND), runs the same bench under
         `perf record -d -e page-faults`, and adds the functions whose own code page faulted and the file does not
         list yet, and those at the instruction of any other fault (a first touch of the heap, a stack, a table: they
         ran too). A fault maps the 64 KB around it, so a round finds one function of each such block; the rounds stop
@@ -67,7 +67,7 @@ def sampled(data, executable):
     seen = collections.Counter()
     for line in perf_script(data, "ip,sym,dso").splitlines():
         # "<address> <symbol>+<offset> (<dso path>)"
-        match = re.match(r"\s*[0-9a-f]+\s+(\S+)\s+\(([^)]*)\)\s*$", line)
+        match = re.match(r"\s*[0-9a-f]+\s+(\S+)\s+\(([^()]*)\)\s*$", line)
         if match and os.path.realpath(match.group(2)) == executable:
             symbol = match.group(1).split("+0x")[0]
             if usable(symbol):
@@ -82,13 +82,14 @@ def faults(data, executable):
     ran = collections.Counter()
     code = 0
     for line in perf_script(data, "addr,ip,sym,dso").splitlines():
-        match = re.match(r"\s*([0-9a-f]+)\s+\S+\s+\(([^)]*)\)\s+([0-9a-f]+)\s+(\S+)\s+\(([^)]*)\)\s*$", line)
-        if not match or os.path.realpath(match.group(5)) != executable:
+        # The data address's mapping may hold anything, ")" included: only the instruction's part is read from the end.
+        match = re.match(r"\s*([0-9a-f]+)\s.*\s([0-9a-f]+)\s+(\S+)\s+\(([^()]*)\)\s*$", line)
+        if not match or os.path.realpath(match.group(4)) != executable:
             continue
-        symbol = match.group(4).split("+0x")[0]
+        symbol = match.group(3).split("+0x")[0]
         if usable(symbol):
             ran[symbol] += 1
-        if int(match.group(1), 16) == int(match.group(3), 16):
+        if int(match.group(1), 16) == int(match.group(2), 16):
             code += 1
     return ran, code
 
@@ -178,24 +179,30 @@ def write(symbols, out=OUT):
 def run_bench(iap_dev, worker, perf_arguments, data, extra=()):
     """The mixed bench under perf, which follows the bench's children (the worker among them)."""
     subprocess.run(
-        ["perf", "record", "-q", "-o", data] + perf_arguments
+        ["perf", "record", "-q", "--no-buildid-cache", "-o", data] + perf_arguments
         + ["--", iap_dev, "bench", "mixed", "--valid", "10000", "--worker", worker] + list(extra),
         check=True, stdout=subprocess.DEVNULL)
 
 
 def record(instrumented, release, iap_dev, ledger_url=None):
+    runs = [[]] + ([["--ledger-url", ledger_url]] if ledger_url else [])
     with tempfile.TemporaryDirectory(prefix="code-order-") as folder:
+        # Samples from the release worker itself: the instrumented one inlines, specialises and merges otherwise.
+        samples = collections.Counter()
+        for index, extra in enumerate(runs):
+            data = os.path.join(folder, f"samples{index}.data")
+            run_bench(iap_dev, release, ["-F", "4999"], data, extra)
+            samples.update(sampled(data, os.path.realpath(release)))
         # The bench gives the worker a clean environment: a wrapper tells the instrumentation where to write.
         wrapper = os.path.join(folder, "worker.sh")
         with open(wrapper, "w") as file:
             file.write(
                 f'#!/bin/sh\nLLVM_PROFILE_FILE="{folder}/%p.profraw" exec "{os.path.abspath(instrumented)}" "$@"\n')
         os.chmod(wrapper, 0o755)
-        samples = collections.Counter()
-        for index, extra in enumerate([[]] + ([["--ledger-url", ledger_url]] if ledger_url else [])):
-            data = os.path.join(folder, f"run{index}.data")
-            run_bench(iap_dev, wrapper, ["-F", "4999"], data, extra)
-            samples.update(sampled(data, os.path.realpath(instrumented)))
+        for extra in runs:
+            subprocess.run(
+                [iap_dev, "bench", "mixed", "--valid", "10000", "--worker", wrapper] + extra,
+                check=True, stdout=subprocess.DEVNULL)
         raw = [path for path in glob.glob(os.path.join(folder, "*.profraw")) if os.path.getsize(path) > 0]
         if not raw:
             sys.exit("code-order: the worker wrote no profile: was it built with -profile-generate and profile-exit.c?")
@@ -204,31 +211,41 @@ def record(instrumented, release, iap_dev, ledger_url=None):
         calls = executed(merged)
     if len(samples) < 100 or len(calls) < 100:
         sys.exit(f"code-order: {len(samples)} functions sampled, {len(calls)} counted: did the worker run?")
+    present = symbols(release)
     order = by_count(samples)
     order += [symbol for symbol in by_count(calls) if symbol not in samples]
-    order = with_pieces(order, release)
+    order = with_pieces([symbol for symbol in order if symbol in present], release)
     seen = set(order)
     order += [symbol for symbol in runtime_helpers(release) if symbol not in seen]
     write(order)
     print(f"code-order: {len(order)} functions ({len(samples)} sampled, {len(calls)} counted)", file=sys.stderr)
 
 
-def refine(release, iap_dev, relink, rounds):
+def refine(release, iap_dev, relink, rounds, ledger_url=None):
+    runs = [[]] + ([["--ledger-url", ledger_url]] if ledger_url else [])
+    linked = False
     for round in range(1, rounds + 1):
         subprocess.run(relink, shell=True, check=True, stdout=subprocess.DEVNULL)
+        linked = True
+        ran, code = collections.Counter(), 0
         with tempfile.TemporaryDirectory(prefix="code-order-") as folder:
-            data = os.path.join(folder, "faults.data")
-            run_bench(iap_dev, release, ["-d", "-e", "page-faults", "-c", "1"], data)
-            ran, code = faults(data, os.path.realpath(release))
+            for index, extra in enumerate(runs):
+                data = os.path.join(folder, f"faults{index}.data")
+                run_bench(iap_dev, release, ["-d", "-e", "page-faults", "-c", "1"], data, extra)
+                found, faulted = faults(data, os.path.realpath(release))
+                ran.update(found)
+                code += faulted
         order = listed()
         known = set(order)
         new = [symbol for symbol in by_count(ran) if symbol not in known]
         print(f"code-order: round {round}: {code} faults on its code pages, {len(new)} functions added",
               file=sys.stderr)
         if not new:
-            break
+            return  # linked with the file as it is
         write(order + with_pieces(new, release, known))
-    subprocess.run(relink, shell=True, check=True, stdout=subprocess.DEVNULL)
+        linked = False
+    if not linked:
+        subprocess.run(relink, shell=True, check=True, stdout=subprocess.DEVNULL)
 
 
 def main(argv):
@@ -243,12 +260,13 @@ def main(argv):
     refine_step.add_argument("release")
     refine_step.add_argument("iap_dev")
     refine_step.add_argument("--relink", required=True)
-    refine_step.add_argument("--rounds", type=int, default=8)
+    refine_step.add_argument("--rounds", type=int, default=14)
+    refine_step.add_argument("--ledger-url")
     arguments = parser.parse_args(argv)
     if arguments.step == "record":
         record(arguments.instrumented, arguments.release, arguments.iap_dev, arguments.ledger_url)
     else:
-        refine(arguments.release, arguments.iap_dev, arguments.relink, max(0, arguments.rounds))
+        refine(arguments.release, arguments.iap_dev, arguments.relink, max(0, arguments.rounds), arguments.ledger_url)
 
 
 if __name__ == "__main__":
