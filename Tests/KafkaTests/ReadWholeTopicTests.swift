@@ -40,7 +40,15 @@ struct ReadWholeTopicTests {
 
     /// Records up to the watermarks that do not arrive within the time limit are an error that names the partitions,
     /// never a short answer.
-    @Test func recordsThatDoNotArriveInTimeAreAnErrorNotAShortAnswer() async throws {
+    ///
+    /// On the mock only: it is the one broker that can hold records back (a round-trip time). On a real broker nothing
+    /// keeps a fetch from landing before the read's first look, and a loaded machine can delay that look for as long as
+    /// a few fetches take: the read then rightly answers in full, as it did once on Tansu in CI. What is tested is the
+    /// read's own logic, the same whatever the broker; the suite's other tests run on Tansu too.
+    @Test(
+        .enabled(
+            if: KafkaEndpointKind.underTest == .mock, "only the mock can hold records back past the read's first look"))
+    func recordsThatDoNotArriveInTimeAreAnErrorNotAShortAnswer() async throws {
         let cluster = try KafkaTestSupport.endpoint()
         try cluster.createTopic("slow", partitions: 2)
         let producer = try KafkaTestSupport.producer(cluster)
@@ -49,7 +57,8 @@ struct ReadWholeTopicTests {
         // The read looks at what arrived as soon as it has assigned the partitions; on a busy machine a fetch from
         // the in-process mock could land before that first look, and the read would rightly answer in full. The mock
         // answers 500 ms late from here on, so no record can be there yet when the read first looks.
-        if let mock = cluster as? MockCluster { try mock.setRoundTripTime(broker: 1, milliseconds: 500) }
+        let mock = try #require(cluster as? MockCluster)
+        try mock.setRoundTripTime(broker: 1, milliseconds: 500)
         let error = await #expect(throws: TopicReadError.self) {
             try await KafkaConsumer.readWhole(
                 topic: "slow", bootstrapServers: cluster.bootstrapServers, logger: KafkaTestSupport.logger,
