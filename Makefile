@@ -27,20 +27,22 @@ deps:
 demo: deps
 	$(SWIFT) run iap-dev demo
 
-## The loop before a commit: the format lint (.swift-format), the module graph (scripts/check-imports.py), a build
-## (Package.swift makes every warning of our code an error), then the fast tiers, UnitTests and ConformanceTests, in four
-## lanes (scripts/test-lanes.py check), against the throw-away PostgreSQL server of `make test` (the conformance tests
-## run every ledger operation on SQLite, PostgreSQL and memory alike). `make test` runs every tier.
+## The loop before a commit: the format lint (.swift-format), the module graph (scripts/check-imports.py), the tests
+## of scripts/code-order.py (scripts/test_code_order.py), a build (Package.swift makes every warning of our code an
+## error), then the fast tiers, UnitTests and ConformanceTests, in four lanes (scripts/test-lanes.py check), against the
+## throw-away PostgreSQL server of `make test` (the conformance tests run every ledger operation on SQLite, PostgreSQL
+## and memory alike). `make test` runs every tier.
 check: deps
 	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests
 	python3 scripts/check-imports.py
+	python3 scripts/test_code_order.py
 	$(SWIFT) build --build-tests --scratch-path "$(SWIFT_SCRATCH)" $(SWIFT_BUILD_FLAGS)
 	@scripts/stage-tests.sh "$(SWIFT_SCRATCH)"
 	@url=$$(scripts/test-postgres.sh start) && ca=$$(scripts/test-postgres.sh ca) && $(UNDER_TEST) \
 	  IAP_TEST_POSTGRES_URL="$$url" IAP_TEST_POSTGRES_CA="$$ca" SWIFT=$(SWIFT) scripts/test-lanes.py check; status=$$?; \
 	  scripts/test-postgres.sh stop; exit $$status
 
-## Runs the whole test suite: the module graph (scripts/check-imports.py), the deployment and interface documents
+## Runs the whole test suite: the module graph (scripts/check-imports.py), scripts/code-order.py's tests, the deployment and interface documents
 ## (scripts/check-deploy.sh, beside the build), then every tier (the package's test targets: docs/architecture.md#tests)
 ## on Debian's librdkafka, and the tests tagged `.librdkafka` again on the current librdkafka, on the mock cluster and
 ## on a Tansu broker, all in one pool of lanes (scripts/test-lanes.py all). Tansu and the current librdkafka come from
@@ -57,6 +59,7 @@ check: deps
 ## run).
 test: deps
 	python3 scripts/check-imports.py
+	python3 scripts/test_code_order.py
 	@# Beside the build (mostly downloads, small tools and waiting on disks), its output after it: the deployment
 	@# checks, the test PostgreSQL server's start and the Kafka tools (scripts/test-lanes.py installs those itself
 	@# when this could not, and says why).
@@ -145,8 +148,8 @@ release: deps
 
 ## Regenerates deploy/iap-worker.order (scripts/code-order.py): the mixed bench run by an instrumented build of the
 ## worker (.build-profile, a build of every module of its own: ~10 minutes on 2 cores) under perf, then up to
-## CODE_ORDER_ROUNDS rounds of relinking the release build and adding the functions that still fault their code page in
-## (about a minute each). Needs perf (perf_event_paranoid <= 2). CODE_ORDER_LEDGER_URL (a PostgreSQL server the bench
+## CODE_ORDER_ROUNDS rounds of relinking the release build (`make release`: the file, rewritten, is newer than the
+## executables; named as `make`, not $(MAKE), which `make -n` would run) and adding the functions that still fault their code page in (about a minute each). Needs perf (perf_event_paranoid <= 2). CODE_ORDER_LEDGER_URL (a PostgreSQL server the bench
 ## may create databases on) adds a run on PostgreSQL.
 CODE_ORDER_ROUNDS ?= 14
 SWIFT_TOOLS = $(dir $(realpath $(shell command -v $(SWIFT))))
@@ -161,7 +164,7 @@ code-order: release
 	  $(RELEASE_BIN)/iap-worker $(RELEASE_BIN)/iap-dev $(if $(CODE_ORDER_LEDGER_URL),--ledger-url '$(CODE_ORDER_LEDGER_URL)')
 	python3 scripts/code-order.py refine $(RELEASE_BIN)/iap-worker $(RELEASE_BIN)/iap-dev --rounds $(CODE_ORDER_ROUNDS) \
 	  $(if $(CODE_ORDER_LEDGER_URL),--ledger-url '$(CODE_ORDER_LEDGER_URL)') \
-	  --relink 'rm -f $(RELEASE_BIN)/iap-worker && $(SWIFT) build -c release --product iap-worker $(subst ','"'"',$(RELEASE_FLAGS))'
+	  --relink 'make -C "$(CURDIR)" --no-print-directory release'
 
 clean:
 	rm -rf .build .build-profile

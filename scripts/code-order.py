@@ -32,6 +32,7 @@ an interrupted run leaves the last complete one.
 """
 import argparse
 import collections
+import functools
 import glob
 import os
 import re
@@ -57,34 +58,40 @@ def perf_script(data, fields):
         check=True, capture_output=True, text=True, errors="replace").stdout
 
 
+@functools.lru_cache(maxsize=None)
+def resolved(path):
+    """A dso path as perf prints it, resolved once: a profile names the same few files hundreds of thousands of times."""
+    return os.path.realpath(path)
+
+
 def usable(symbol):
     # "[unknown]": no symbol; "@": a PLT stub, not a function of the executable.
     return bool(symbol) and symbol != "[unknown]" and "@" not in symbol
 
 
-def sampled(data, executable):
-    """Samples per function of the executable at path `executable` in a profile."""
+def parse_samples(text, executable):
+    """Samples per function of the executable at path `executable`, from `perf script -F ip,sym,dso`."""
     seen = collections.Counter()
-    for line in perf_script(data, "ip,sym,dso").splitlines():
+    for line in text.splitlines():
         # "<address> <symbol>+<offset> (<dso path>)"
         match = re.match(r"\s*[0-9a-f]+\s+(\S+)\s+\(([^()]*)\)\s*$", line)
-        if match and os.path.realpath(match.group(2)) == executable:
+        if match and resolved(match.group(2)) == executable:
             symbol = match.group(1).split("+0x")[0]
             if usable(symbol):
                 seen[symbol] += 1
     return seen
 
 
-def faults(data, executable):
-    """From a page-fault profile: the functions of the executable at path `executable` that ran (those at a fault's
-    instruction, whatever page it touched), and how many faults were of its own code pages (the fault's address is
-    the instruction's)."""
+def parse_faults(text, executable):
+    """From `perf script -F addr,ip,sym,dso` of a page-fault profile: the functions of the executable at path
+    `executable` that ran (those at a fault's instruction, whatever page it touched), and how many faults were of its
+    own code pages (the fault's address is the instruction's)."""
     ran = collections.Counter()
     code = 0
-    for line in perf_script(data, "addr,ip,sym,dso").splitlines():
+    for line in text.splitlines():
         # The data address's mapping may hold anything, ")" included: only the instruction's part is read from the end.
         match = re.match(r"\s*([0-9a-f]+)\s.*\s([0-9a-f]+)\s+(\S+)\s+\(([^()]*)\)\s*$", line)
-        if not match or os.path.realpath(match.group(4)) != executable:
+        if not match or resolved(match.group(4)) != executable:
             continue
         symbol = match.group(3).split("+0x")[0]
         if usable(symbol):
@@ -94,14 +101,12 @@ def faults(data, executable):
     return ran, code
 
 
-def executed(profdata):
-    """Calls per function the instrumentation counted (entry count > 0)."""
-    show = subprocess.run(
-        [profdata_tool(), "show", "--all-functions", profdata],
-        check=True, capture_output=True, text=True, errors="replace").stdout
+def parse_profile(text):
+    """Calls per function counted by the instrumentation (entry count > 0), from `llvm-profdata show
+    --all-functions`."""
     calls = {}
     name = None
-    for line in show.splitlines():
+    for line in text.splitlines():
         # "  <name>:" opens a function ("<file>:<name>" for a file-local one, whose symbol is the name), then
         # "    Function count: N" among its details.
         if line.startswith("  ") and not line.startswith("   ") and line.endswith(":"):
@@ -114,16 +119,23 @@ def executed(profdata):
     return calls
 
 
+def executed(profdata):
+    show = subprocess.run(
+        [profdata_tool(), "show", "--all-functions", profdata],
+        check=True, capture_output=True, text=True, errors="replace").stdout
+    return parse_profile(show)
+
+
 # The pieces of a listed function the compiler emits apart: an async function's resumptions (TY<n>_, TQ<n>_), a
 # closure's partial-application forwarder (TA), merged copies (Tm), a coroutine accessor's continuations (.resume.<n>).
 PIECE = re.compile(r"^(.*?)(?:(?:TY\d+_|TQ\d+_|TA|Tm)+(?:\.\d+)?|\.resume\.\d+)$")
 
 
-def with_pieces(order, release, known=()):
-    """`order`, each function followed by the pieces of it (`PIECE`) the executable has and neither `order` nor
-    `known` lists."""
+def with_pieces(order, present, known=()):
+    """`order`, each function followed by the pieces of it (`PIECE`) among `present` (the executable's functions)
+    that neither `order` nor `known` lists."""
     pieces = collections.defaultdict(list)
-    for symbol in symbols(release):
+    for symbol in present:
         match = PIECE.match(symbol)
         if match:
             pieces[match.group(1)].append(symbol)
@@ -138,12 +150,9 @@ def with_pieces(order, release, known=()):
 
 
 def symbols(release):
+    """The executable's functions (`nm`): read once per step, the executable being ~70 MB."""
     names = subprocess.run(["nm", release], check=True, capture_output=True, text=True).stdout
     return {p[2] for p in (line.split() for line in names.splitlines()) if len(p) == 3 and p[1] in "tTwW"}
-
-
-def runtime_helpers(release):
-    return sorted(symbol for symbol in symbols(release) if RUNTIME_HELPER.search(symbol))
 
 
 def profdata_tool():
@@ -169,11 +178,16 @@ def listed(out=OUT):
 def write(symbols, out=OUT):
     """Replaces `out` whole: an interrupted run leaves the previous file, never part of one."""
     partial = out + ".partial"
-    with open(partial, "w") as file:
-        file.write(HEADER)
-        for symbol in symbols:
-            file.write(symbol + "\n")
-    os.replace(partial, out)
+    try:
+        with open(partial, "w") as file:
+            file.write(HEADER)
+            for symbol in symbols:
+                file.write(symbol + "\n")
+        os.replace(partial, out)
+    except BaseException:
+        if os.path.exists(partial):
+            os.remove(partial)
+        raise
 
 
 def run_bench(iap_dev, worker, perf_arguments, data, extra=()):
@@ -192,7 +206,7 @@ def record(instrumented, release, iap_dev, ledger_url=None):
         for index, extra in enumerate(runs):
             data = os.path.join(folder, f"samples{index}.data")
             run_bench(iap_dev, release, ["-F", "4999"], data, extra)
-            samples.update(sampled(data, os.path.realpath(release)))
+            samples.update(parse_samples(perf_script(data, "ip,sym,dso"), os.path.realpath(release)))
         # The bench gives the worker a clean environment: a wrapper tells the instrumentation where to write.
         wrapper = os.path.join(folder, "worker.sh")
         with open(wrapper, "w") as file:
@@ -214,25 +228,23 @@ def record(instrumented, release, iap_dev, ledger_url=None):
     present = symbols(release)
     order = by_count(samples)
     order += [symbol for symbol in by_count(calls) if symbol not in samples]
-    order = with_pieces([symbol for symbol in order if symbol in present], release)
+    order = with_pieces([symbol for symbol in order if symbol in present], present)
     seen = set(order)
-    order += [symbol for symbol in runtime_helpers(release) if symbol not in seen]
+    order += sorted(symbol for symbol in present if RUNTIME_HELPER.search(symbol) and symbol not in seen)
     write(order)
     print(f"code-order: {len(order)} functions ({len(samples)} sampled, {len(calls)} counted)", file=sys.stderr)
 
 
 def refine(release, iap_dev, relink, rounds, ledger_url=None):
     runs = [[]] + ([["--ledger-url", ledger_url]] if ledger_url else [])
-    linked = False
     for round in range(1, rounds + 1):
-        subprocess.run(relink, shell=True, check=True, stdout=subprocess.DEVNULL)
-        linked = True
+        relink_checked(relink, release)
         ran, code = collections.Counter(), 0
         with tempfile.TemporaryDirectory(prefix="code-order-") as folder:
             for index, extra in enumerate(runs):
                 data = os.path.join(folder, f"faults{index}.data")
                 run_bench(iap_dev, release, ["-d", "-e", "page-faults", "-c", "1"], data, extra)
-                found, faulted = faults(data, os.path.realpath(release))
+                found, faulted = parse_faults(perf_script(data, "addr,ip,sym,dso"), os.path.realpath(release))
                 ran.update(found)
                 code += faulted
         order = listed()
@@ -242,10 +254,17 @@ def refine(release, iap_dev, relink, rounds, ledger_url=None):
               file=sys.stderr)
         if not new:
             return  # linked with the file as it is
-        write(order + with_pieces(new, release, known))
-        linked = False
-    if not linked:
-        subprocess.run(relink, shell=True, check=True, stdout=subprocess.DEVNULL)
+        write(order + with_pieces(new, symbols(release), known))
+    # The last round's additions, linked (also with no round at all: the file `record` wrote).
+    relink_checked(relink, release)
+
+
+def relink_checked(relink, release, out=OUT):
+    """Runs `relink`, which must link `release` again with the file as it is: a round that profiled an executable
+    linked before would add what another layout faulted in (a `make -n`, a build that found nothing to do)."""
+    subprocess.run(relink, shell=True, check=True, stdout=subprocess.DEVNULL)
+    if not os.path.exists(release) or os.path.getmtime(release) < os.path.getmtime(out):
+        sys.exit(f"code-order: `{relink}` did not link {release} again after {out} changed")
 
 
 def main(argv):
