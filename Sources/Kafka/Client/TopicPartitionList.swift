@@ -35,6 +35,14 @@ final class TopicPartitionList {
         return nil
     }
 
+    /// The entries librdkafka marked with an error (a pause or resume of a partition it does not know, say).
+    var failed: Set<TopicPartition> {
+        Set(
+            Self.entries(of: pointer).lazy.filter { $0.err != RD_KAFKA_RESP_ERR_NO_ERROR }.map {
+                TopicPartition(String(cString: $0.topic), $0.partition)
+            })
+    }
+
     static func partitions(of list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) -> [TopicPartition] {
         entries(of: list).map { TopicPartition(String(cString: $0.topic), $0.partition) }
     }

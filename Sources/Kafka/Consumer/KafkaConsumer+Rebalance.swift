@@ -27,11 +27,6 @@ extension ConsumerCore {
         let handler = control.withLock { $0.rebalanceHandler }
         switch err {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
-            Self.applyAssignment(rk: client.handle, err: err, partitions: partitions)
-            // librdkafka keeps a partition's pause through an unassign: one given back starts paused unless told
-            // otherwise. The pause belonged to the earlier assignment (the application pauses it again if it still
-            // holds its intake, and the buffer's bound is applied on the next poll).
-            _ = rd_kafka_resume_partitions(client.handle, partitions)
             control.withLock { control in
                 control.assignment.formUnion(changed)
                 control.assignedOnce = true
@@ -39,7 +34,11 @@ extension ConsumerCore {
                 for partition in changed { control.epochs[partition] = control.lastEpoch }
             }
             logger.info("partitions assigned", metadata: ["kafka.partitions": "\(changed.sorted())"])
+            // The application first (nothing of these partitions is fetched before librdkafka takes them): a pause it
+            // wants for them, while it holds its intake, is then settled with the rest below.
             handler?(.assigned(changed))
+            settlePauses(ofAssigning: Set(changed))
+            Self.applyAssignment(rk: client.handle, err: err, partitions: partitions)
 
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
             let lost = rd_kafka_assignment_lost(client.handle) != 0
@@ -47,6 +46,7 @@ extension ConsumerCore {
             control.withLock { control in
                 control.assignment.subtract(revoked)
                 control.physicallyPaused.subtract(revoked)
+                control.unstarted.subtract(revoked)
                 // A pause belongs to an assignment: a partition that comes back later starts unpaused, and the
                 // application pauses it again if it still holds its intake (else it would never be fetched).
                 control.applicationPaused.subtract(revoked)
@@ -75,10 +75,43 @@ extension ConsumerCore {
                 control.assignment.removeAll()
                 control.epochs.removeAll()
                 control.physicallyPaused.removeAll()
+                control.unstarted.removeAll()
                 control.applicationPaused.removeAll()
             }
             buffer.purge(Set(changed))
             rd_kafka_assign(client.handle, nil)
+        }
+    }
+
+    /// Pauses or resumes partitions about to be assigned as the buffer and the application want them, before librdkafka
+    /// takes them.
+    ///
+    /// Never after: librdkafka versions each pause, resume and fetch start of a partition, and drops an operation it
+    /// serves after one of a newer version. Once assigned, a partition's fetch starts on librdkafka's thread when the
+    /// group's committed offsets arrive; a pause or resume of ours that takes its version between that start's version
+    /// and its queueing is served first, the start is dropped, and the partition is never fetched, with no error
+    /// (librdkafka #5591; 2.0.2 versions a resume of a partition that is not paused too, so the resume this consumer
+    /// issued after every assignment once left a fresh member's partitions unread now and then). Before the
+    /// assignment, nothing else changes the partition, and the start is versioned after these.
+    ///
+    /// A resume is needed even for a partition nobody paused in this assignment: librdkafka keeps a partition's pause
+    /// through an unassign, and that pause belonged to the earlier assignment.
+    ///
+    /// librdkafka skips a partition it does not know yet (a member's first partitions of a topic: it learns of them
+    /// from this assignment), which is then unpaused, and stays so until one of its messages shows that its fetch has
+    /// started (``Control/unstarted``): a pause before then could drop that start. What it lets through meanwhile is
+    /// one fetch, still bounded by librdkafka's queue and this consumer's buffer.
+    func settlePauses(ofAssigning partitions: Set<TopicPartition>) {
+        let wanted = control.withLock { control in
+            control.bufferFull ? partitions : control.applicationPaused.intersection(partitions)
+        }
+        let unknown = applyPause(wanted, pause: true)
+        applyPause(partitions.subtracting(wanted), pause: false)
+        control.withLock { control in
+            control.physicallyPaused.subtract(partitions)
+            control.physicallyPaused.formUnion(wanted.subtracting(unknown))
+            control.unstarted.subtract(partitions)
+            control.unstarted.formUnion(unknown)
         }
     }
 

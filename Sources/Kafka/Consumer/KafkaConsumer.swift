@@ -194,6 +194,10 @@ final class ConsumerCore: Sendable {
         var applicationPaused: Set<TopicPartition> = []
         /// Partitions paused in librdkafka right now; only the poll thread changes it.
         var physicallyPaused: Set<TopicPartition> = []
+        /// Assigned partitions left unpaused because librdkafka did not know them when they were settled before the
+        /// assignment (a member's first partitions of a topic): none is paused until one of its messages shows that
+        /// its fetch has started (see ``ConsumerCore/settlePauses(ofAssigning:)``).
+        var unstarted: Set<TopicPartition> = []
         /// The buffer is over its high-water mark.
         var bufferFull = false
         var closing = false
@@ -361,7 +365,11 @@ final class ConsumerCore: Sendable {
         if err == RD_KAFKA_RESP_ERR_NO_ERROR {
             var copied = KafkaMessage(copying: message)
             // Looked up per message, at once: a rebalance served by the next poll must not restamp it.
-            let epoch = control.withLock { $0.epochs[copied.topicPartition] }
+            let epoch = control.withLock { control in
+                // Its fetch has started: from now on it is paused like the rest.
+                if !control.unstarted.isEmpty { control.unstarted.remove(copied.topicPartition) }
+                return control.epochs[copied.topicPartition]
+            }
             // A message of a partition no longer assigned (a fetch that raced a revoke) is not delivered.
             guard let epoch else { return nil }
             copied.assignmentEpoch = epoch
@@ -382,8 +390,10 @@ final class ConsumerCore: Sendable {
         let (toPause, toResume): (Set<TopicPartition>, Set<TopicPartition>) = control.withLock { control in
             if !control.bufferFull && (count >= highWater || bytes >= highWaterBytes) { control.bufferFull = true }
             if control.bufferFull && count <= lowWater && bytes <= lowWaterBytes { control.bufferFull = false }
-            let wanted =
+            let requested =
                 control.bufferFull ? control.assignment : control.applicationPaused.intersection(control.assignment)
+            // Never a partition whose fetch may not have started (see `Control.unstarted`).
+            let wanted = requested.subtracting(control.unstarted)
             let toPause = wanted.subtracting(control.physicallyPaused)
             let toResume = control.physicallyPaused.subtracting(wanted)
             control.physicallyPaused = wanted
@@ -393,7 +403,10 @@ final class ConsumerCore: Sendable {
         if !toResume.isEmpty { applyPause(toResume, pause: false) }
     }
 
-    private func applyPause(_ partitions: Set<TopicPartition>, pause: Bool) {
+    /// Pauses or resumes `partitions` in librdkafka (it waits until each is served); the partitions it did not.
+    @discardableResult
+    func applyPause(_ partitions: Set<TopicPartition>, pause: Bool) -> Set<TopicPartition> {
+        guard !partitions.isEmpty else { return [] }
         let list = TopicPartitionList(partitions)
         let err =
             pause
@@ -401,7 +414,15 @@ final class ConsumerCore: Sendable {
             : rd_kafka_resume_partitions(client.handle, list.pointer)
         if err != RD_KAFKA_RESP_ERR_NO_ERROR {
             logger.warning("pause or resume failed", metadata: ["kafka.error": "\(RDKafkaErrorCode(err).message)"])
+            return partitions
         }
+        let failed = list.failed
+        if !failed.isEmpty {
+            logger.debug(
+                "pause or resume skipped partitions librdkafka does not know yet",
+                metadata: ["kafka.partitions": "\(failed.sorted())", "kafka.pause": "\(pause)"])
+        }
+        return failed
     }
 
     func setPaused(_ partitions: [TopicPartition], paused: Bool) {

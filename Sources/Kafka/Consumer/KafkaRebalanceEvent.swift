@@ -1,6 +1,7 @@
 /// A change of the partitions this member owns.
 public enum KafkaRebalanceEvent: Sendable, Hashable {
-    /// These partitions were added to this member's assignment.
+    /// These partitions were added to this member's assignment. The handler runs before librdkafka fetches any of
+    /// them: a pause it asks for them holds from their first fetch.
     case assigned([TopicPartition])
     /// These partitions are about to move to another member. Offsets stored while the handler runs are
     /// committed before the partitions are released; buffered messages of them are already dropped.

@@ -1,0 +1,113 @@
+import Foundation
+import IAPTestSupport
+import Kafka
+import KafkaTesting
+import Synchronization
+import Testing
+
+@testable import Kafka
+
+/// Every partition a group assigns is read. librdkafka gives each pause, resume and fetch start of a partition a
+/// version, and drops an operation that it serves after one of a newer version: a pause or resume issued while the
+/// assignment starts a partition's fetch (its thread takes the version, ours takes the next and is served first) can
+/// drop that start, and the partition is never read, with no error (librdkafka #5591; 2.0.2 versions a resume of a
+/// partition that is not paused too). So the consumer settles a partition's pause before librdkafka takes it.
+@Suite("Kafka partitions assigned are read", .timeLimit(.minutes(4)), .tags(.librdkafka))
+struct KafkaAssignmentStartTests {
+    /// A fresh member takes every partition of a topic, round after round: each one delivers its record.
+    @Test func everyPartitionOfAFreshAssignmentDelivers() async throws {
+        let cluster = try KafkaTestSupport.endpoint(mockBrokers: 3)
+        let partitions = 24
+        try cluster.createTopic("starts", partitions: partitions)
+        let producer = try KafkaTestSupport.producer(cluster)
+        for partition in 0..<partitions {
+            try await producer.send(
+                KafkaProducerRecord(topic: "starts", partition: Int32(partition), value: Array("r\(partition)".utf8)))
+        }
+        await producer.close()
+        for round in 0..<8 {
+            let consumer = try KafkaTestSupport.consumer(cluster, group: KafkaTestSupport.uniqueGroup())
+            try consumer.subscribe(topics: ["starts"])
+            let taken = try await KafkaTestSupport.take(partitions, from: consumer, within: 15)
+            #expect(Set(taken.map(\.partition)).count == partitions, "round \(round): partitions never read")
+            await consumer.close()
+        }
+    }
+
+    /// A member whose buffer is full when more partitions come to it (the other member left) takes them paused, and
+    /// reads every one once it has room again.
+    @Test func partitionsAssignedWhileTheBufferIsFullAreReadOnceThereIsRoom() async throws {
+        let cluster = try KafkaTestSupport.endpoint(mockBrokers: 3)
+        let (partitions, perPartition) = (12, 30)
+        try cluster.createTopic("full", partitions: partitions)
+        let producer = try KafkaTestSupport.producer(cluster)
+        for i in 0..<(partitions * perPartition) {
+            try await producer.send(
+                KafkaProducerRecord(topic: "full", partition: Int32(i % partitions), value: Array("r\(i)".utf8)))
+        }
+        await producer.close()
+        let group = KafkaTestSupport.uniqueGroup()
+        func member(maxBuffered: Int) throws -> KafkaConsumer {
+            try KafkaConsumer(
+                configuration: KafkaConsumerConfiguration(
+                    bootstrapServers: cluster.bootstrapServers, groupID: group, maxBufferedMessages: maxBuffered,
+                    properties: [
+                        "session.timeout.ms": "3000", "heartbeat.interval.ms": "300", "auto.commit.interval.ms": "200",
+                        "topic.metadata.refresh.interval.ms": "1000",
+                    ]),
+                logger: KafkaTestSupport.logger)
+        }
+        let first = try member(maxBuffered: 20)
+        try first.subscribe(topics: ["full"])
+        let second = try member(maxBuffered: 10_000)
+        try second.subscribe(topics: ["full"])
+        // Both members hold partitions; the first takes nothing, so its buffer fills and stays full.
+        try await waitUntil("both members hold partitions", within: .seconds(60), every: .milliseconds(50)) {
+            !first.core.control.withLock { $0.assignment.isEmpty }
+                && !second.core.control.withLock { $0.assignment.isEmpty }
+        }
+        try await waitUntil("the first member's buffer is full", within: .seconds(30), every: .milliseconds(20)) {
+            first.core.control.withLock { $0.bufferFull }
+        }
+        // The second leaves without reading: its partitions go to the first, whose buffer is still full.
+        await second.close()
+        try await waitUntil("the first member holds every partition", within: .seconds(60), every: .milliseconds(50)) {
+            first.core.control.withLock { $0.assignment.count } == partitions
+        }
+        #expect(first.core.control.withLock { $0.bufferFull }, "the buffer was full when the partitions came")
+        let taken = try await KafkaTestSupport.take(partitions * perPartition, from: first, within: 60)
+        #expect(Set(taken.map(\.partition)).count == partitions, "partitions never read")
+        #expect(Set(taken.map { "\($0.partition):\($0.offset)" }).count == partitions * perPartition)
+        await first.close()
+    }
+
+    /// A member that holds its intake as its first partitions come (a worker started while Gamebase is down) pauses
+    /// each once its fetch has started, and reads every record once it lets go.
+    @Test func firstPartitionsPausedAsTheyAreAssignedAreReadOnceResumed() async throws {
+        let cluster = try KafkaTestSupport.endpoint(mockBrokers: 3)
+        let (partitions, perPartition) = (12, 20)
+        try cluster.createTopic("held", partitions: partitions)
+        let producer = try KafkaTestSupport.producer(cluster)
+        for i in 0..<(partitions * perPartition) {
+            try await producer.send(
+                KafkaProducerRecord(topic: "held", partition: Int32(i % partitions), value: Array("r\(i)".utf8)))
+        }
+        await producer.close()
+        let member = Mutex<KafkaConsumer?>(nil)
+        let consumer = try KafkaTestSupport.consumer(cluster, group: KafkaTestSupport.uniqueGroup()) { event in
+            if case .assigned(let assigned) = event { member.withLock { $0 }?.pause(assigned) }
+        }
+        member.withLock { $0 = consumer }
+        try consumer.subscribe(topics: ["held"])
+        try await waitUntil("every partition assigned and paused", within: .seconds(60), every: .milliseconds(20)) {
+            consumer.core.control.withLock { control in
+                control.assignment.count == partitions && control.physicallyPaused == control.assignment
+            }
+        }
+        #expect(consumer.core.control.withLock { $0.unstarted.isEmpty })
+        consumer.resume(Array(consumer.assignment))
+        let taken = try await KafkaTestSupport.take(partitions * perPartition, from: consumer, within: 60)
+        #expect(Set(taken.map { "\($0.partition):\($0.offset)" }).count == partitions * perPartition)
+        await consumer.close()
+    }
+}
