@@ -35,7 +35,7 @@ struct KafkaAssignmentStartTests {
     }
 
     /// A member whose buffer is full when more partitions come to it (the other member left) takes them paused, and
-    /// reads every one once it has room again.
+    /// reads every one once it has room again: those not yet fetched are resumed once their fetch may have started.
     @Test func partitionsAssignedWhileTheBufferIsFullAreReadOnceThereIsRoom() async throws {
         let cluster = try KafkaTestSupport.endpoint(mockBrokers: 3)
         let (partitions, perPartition) = (12, 30)
@@ -75,6 +75,9 @@ struct KafkaAssignmentStartTests {
             first.core.control.withLock { $0.assignment.count } == partitions
         }
         #expect(first.core.control.withLock { $0.bufferFull }, "the buffer was full when the partitions came")
+        try await waitUntil("the partitions that came are paused", within: .seconds(10), every: .milliseconds(10)) {
+            first.core.control.withLock { $0.physicallyPaused.count } == partitions
+        }
         let taken = try await KafkaTestSupport.take(partitions * perPartition, from: first, within: 60)
         #expect(Set(taken.map(\.partition)).count == partitions, "partitions never read")
         #expect(Set(taken.map { "\($0.partition):\($0.offset)" }).count == partitions * perPartition)

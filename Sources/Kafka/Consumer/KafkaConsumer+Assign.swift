@@ -40,19 +40,19 @@ extension KafkaConsumer {
         // The epochs first: a message of a partition without one is dropped by the poll thread.
         let previous = core.control.withLock { control in
             let previous = control.epochs
-            control.assignment.formUnion(partitions.keys)
             control.assignedOnce = true
             control.lastEpoch += 1
             for partition in partitions.keys { control.epochs[partition] = control.lastEpoch }
             return previous
         }
         if let error = rd_kafka_incremental_assign(core.client.handle, list.pointer) {
-            core.control.withLock { control in
-                control.epochs = previous
-                control.assignment = Set(previous.keys)
-            }
+            core.control.withLock { $0.epochs = previous }
             throw KafkaError.consuming(error, code: .partitionControl)
         }
+        // Only now in the assignment, which the poll thread pauses when the buffer is full: librdkafka has queued each
+        // partition's fetch start (from an offset given here it starts within the assignment), and a pause versioned
+        // before that start was queued would drop it (see `ConsumerCore.settlePauses(ofAssigning:)`).
+        core.control.withLock { $0.assignment.formUnion(partitions.keys) }
         core.logger.debug(
             "partitions assigned by the reader", metadata: ["kafka.partitions": "\(partitions.keys.sorted())"])
     }

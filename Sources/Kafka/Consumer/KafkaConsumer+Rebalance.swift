@@ -46,7 +46,7 @@ extension ConsumerCore {
             control.withLock { control in
                 control.assignment.subtract(revoked)
                 control.physicallyPaused.subtract(revoked)
-                control.unstarted.subtract(revoked)
+                for partition in revoked { control.unstarted[partition] = nil }
                 // A pause belongs to an assignment: a partition that comes back later starts unpaused, and the
                 // application pauses it again if it still holds its intake (else it would never be fetched).
                 control.applicationPaused.subtract(revoked)
@@ -84,36 +84,40 @@ extension ConsumerCore {
     }
 
     /// Pauses or resumes partitions about to be assigned as the buffer and the application want them, before librdkafka
-    /// takes them.
+    /// takes them, and leaves them so until their fetch has started.
     ///
-    /// Never after: librdkafka versions each pause, resume and fetch start of a partition, and drops an operation it
-    /// serves after one of a newer version. Once assigned, a partition's fetch starts on librdkafka's thread when the
-    /// group's committed offsets arrive; a pause or resume of ours that takes its version between that start's version
-    /// and its queueing is served first, the start is dropped, and the partition is never fetched, with no error
-    /// (librdkafka #5591; 2.0.2 versions a resume of a partition that is not paused too, so the resume this consumer
-    /// issued after every assignment once left a fresh member's partitions unread now and then). Before the
-    /// assignment, nothing else changes the partition, and the start is versioned after these.
+    /// librdkafka versions each pause, resume and fetch start of a partition, and drops an operation it serves after
+    /// one of a newer version. Once assigned, a partition's fetch starts on librdkafka's thread when the group's
+    /// committed offsets arrive; a pause or resume of ours that takes its version between that start's version and its
+    /// queueing is served first, the start is dropped, and the partition is never fetched, with no error (librdkafka
+    /// #5591; 2.0.2 versions a resume of a partition that is not paused too, so the resume this consumer issued after
+    /// every assignment once left a fresh member's partitions unread now and then). Before the assignment nothing else
+    /// changes the partition, and the start is versioned after these. After it, the partition keeps this pause until
+    /// one of its messages shows that its fetch has started, or ``fetchStartAllowance`` has passed
+    /// (``Control/unstarted``): meanwhile a full buffer or a hold does not pause it, and what it lets through is
+    /// bounded by librdkafka's queue.
     ///
     /// A resume is needed even for a partition nobody paused in this assignment: librdkafka keeps a partition's pause
-    /// through an unassign, and that pause belonged to the earlier assignment.
-    ///
-    /// librdkafka skips a partition it does not know yet (a member's first partitions of a topic: it learns of them
-    /// from this assignment), which is then unpaused, and stays so until one of its messages shows that its fetch has
-    /// started (``Control/unstarted``): a pause before then could drop that start. What it lets through meanwhile is
-    /// one fetch, still bounded by librdkafka's queue and this consumer's buffer.
+    /// through an unassign, and that pause belonged to the earlier assignment. librdkafka skips a partition it does not
+    /// know yet (a member's first partitions of a topic: it learns of them from this assignment); such a partition is
+    /// not paused, and is paused after its allowance if it should be.
     func settlePauses(ofAssigning partitions: Set<TopicPartition>) {
         let wanted = control.withLock { control in
             control.bufferFull ? partitions : control.applicationPaused.intersection(partitions)
         }
         let unknown = applyPause(wanted, pause: true)
         applyPause(partitions.subtracting(wanted), pause: false)
+        let allowance = ContinuousClock.now + Self.fetchStartAllowance
         control.withLock { control in
             control.physicallyPaused.subtract(partitions)
             control.physicallyPaused.formUnion(wanted.subtracting(unknown))
-            control.unstarted.subtract(partitions)
-            control.unstarted.formUnion(unknown)
+            for partition in partitions { control.unstarted[partition] = allowance }
         }
     }
+
+    /// How long after its assignment a partition's fetch is assumed to have started at the latest when no message of
+    /// it has come: the group's committed offsets are one round trip to its coordinator away.
+    static let fetchStartAllowance: Duration = .seconds(3)
 
     /// Tells librdkafka to take or drop the partitions, incrementally under the cooperative protocol.
     static func applyAssignment(

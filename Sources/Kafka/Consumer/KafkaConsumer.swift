@@ -194,10 +194,10 @@ final class ConsumerCore: Sendable {
         var applicationPaused: Set<TopicPartition> = []
         /// Partitions paused in librdkafka right now; only the poll thread changes it.
         var physicallyPaused: Set<TopicPartition> = []
-        /// Assigned partitions left unpaused because librdkafka did not know them when they were settled before the
-        /// assignment (a member's first partitions of a topic): none is paused until one of its messages shows that
-        /// its fetch has started (see ``ConsumerCore/settlePauses(ofAssigning:)``).
-        var unstarted: Set<TopicPartition> = []
+        /// Partitions assigned whose fetch may not have started yet, with when that is assumed at the latest: their
+        /// pause is left as it was settled before the assignment until one of their messages arrives or that time
+        /// passes (see ``ConsumerCore/settlePauses(ofAssigning:)``).
+        var unstarted: [TopicPartition: ContinuousClock.Instant] = [:]
         /// The buffer is over its high-water mark.
         var bufferFull = false
         var closing = false
@@ -367,7 +367,7 @@ final class ConsumerCore: Sendable {
             // Looked up per message, at once: a rebalance served by the next poll must not restamp it.
             let epoch = control.withLock { control in
                 // Its fetch has started: from now on it is paused like the rest.
-                if !control.unstarted.isEmpty { control.unstarted.remove(copied.topicPartition) }
+                if !control.unstarted.isEmpty { control.unstarted[copied.topicPartition] = nil }
                 return control.epochs[copied.topicPartition]
             }
             // A message of a partition no longer assigned (a fetch that raced a revoke) is not delivered.
@@ -392,15 +392,29 @@ final class ConsumerCore: Sendable {
             if control.bufferFull && count <= lowWater && bytes <= lowWaterBytes { control.bufferFull = false }
             let requested =
                 control.bufferFull ? control.assignment : control.applicationPaused.intersection(control.assignment)
-            // Never a partition whose fetch may not have started (see `Control.unstarted`).
-            let wanted = requested.subtracting(control.unstarted)
+            var wanted = requested
+            if !control.unstarted.isEmpty {
+                // A partition whose fetch may not have started keeps the pause it was assigned with.
+                let now = ContinuousClock.now
+                control.unstarted = control.unstarted.filter { $0.value > now }
+                for partition in control.unstarted.keys {
+                    if control.physicallyPaused.contains(partition) {
+                        wanted.insert(partition)
+                    } else {
+                        wanted.remove(partition)
+                    }
+                }
+            }
             let toPause = wanted.subtracting(control.physicallyPaused)
             let toResume = control.physicallyPaused.subtracting(wanted)
             control.physicallyPaused = wanted
             return (toPause, toResume)
         }
-        if !toPause.isEmpty { applyPause(toPause, pause: true) }
-        if !toResume.isEmpty { applyPause(toResume, pause: false) }
+        // A partition librdkafka did not pause (one it does not know yet) is not recorded as paused: asked again on the
+        // next poll. One it did not resume for that reason is not paused there either.
+        let notPaused = applyPause(toPause, pause: true)
+        applyPause(toResume, pause: false)
+        if !notPaused.isEmpty { control.withLock { $0.physicallyPaused.subtract(notPaused) } }
     }
 
     /// Pauses or resumes `partitions` in librdkafka (it waits until each is served); the partitions it did not.

@@ -1,7 +1,8 @@
 /// A change of the partitions this member owns.
 public enum KafkaRebalanceEvent: Sendable, Hashable {
-    /// These partitions were added to this member's assignment. The handler runs before librdkafka fetches any of
-    /// them: a pause it asks for them holds from their first fetch.
+    /// These partitions were added to this member's assignment. The handler runs before librdkafka takes them: a pause
+    /// it asks for them is applied with the assignment, except for a partition librdkafka does not know yet (a
+    /// member's first partitions of a topic), which is paused a few seconds later, or once it has delivered a message.
     case assigned([TopicPartition])
     /// These partitions are about to move to another member. Offsets stored while the handler runs are
     /// committed before the partitions are released; buffered messages of them are already dropped.
