@@ -53,7 +53,7 @@ struct KafkaAssignmentStartTests {
                     bootstrapServers: cluster.bootstrapServers, groupID: group, maxBufferedMessages: maxBuffered,
                     properties: [
                         "session.timeout.ms": "3000", "heartbeat.interval.ms": "300", "auto.commit.interval.ms": "200",
-                        "topic.metadata.refresh.interval.ms": "1000",
+                        "topic.metadata.refresh.interval.ms": "1000", "statistics.interval.ms": "500",
                     ]),
                 logger: KafkaTestSupport.logger)
         }
@@ -111,6 +111,40 @@ struct KafkaAssignmentStartTests {
         consumer.resume(Array(consumer.assignment))
         let taken = try await KafkaTestSupport.take(partitions * perPartition, from: consumer, within: 60)
         #expect(Set(taken.map { "\($0.partition):\($0.offset)" }).count == partitions * perPartition)
+        await consumer.close()
+    }
+
+    /// What shows a partition's fetch started: its `fetch_state` in librdkafka's statistics, and when they were made.
+    @Test func statisticsSayWhichFetchesHaveStartedAndWhen() throws {
+        let json = """
+            {"ts": 123456789, "msg_cnt": 0, "topics": {"t": {"partitions": {
+              "0": {"fetch_state": "active", "consumer_lag": 3}, "1": {"fetch_state": "offset-query"},
+              "2": {"fetch_state": "none"}, "3": {"fetch_state": "stopped"}, "4": {"fetch_state": "stopping"},
+              "5": {}, "-1": {"fetch_state": "active"}}}}}
+            """
+        let statistics = try #require(KafkaStatistics(json: Array(json.utf8)))
+        #expect(statistics.fetchStarted == [TopicPartition("t", 0), TopicPartition("t", 1)])
+        #expect(statistics.monotonicMicroseconds == 123_456_789)
+        #expect(KafkaStatistics(json: Array(#"{"topics": {}}"#.utf8))?.monotonicMicroseconds == nil)
+    }
+
+    /// librdkafka's statistics are stamped on the clock the consumer compares them with (`CLOCK_MONOTONIC`), and show
+    /// an assigned partition's fetch started.
+    @Test func aConsumersStatisticsShowItsFetchStartedOnTheConsumersClock() async throws {
+        let cluster = try KafkaTestSupport.endpoint(mockBrokers: 1)
+        try cluster.createTopic("stamped", partitions: 1)
+        let consumer = try KafkaTestSupport.consumer(cluster, group: KafkaTestSupport.uniqueGroup())
+        try consumer.subscribe(topics: ["stamped"])
+        let assigned = UnstartedFetch.monotonicMicroseconds()
+        try await waitUntil("statistics show the fetch started", within: .seconds(30), every: .milliseconds(50)) {
+            consumer.statistics?.fetchStarted.contains(TopicPartition("stamped", 0)) == true
+        }
+        let made = try #require(consumer.statistics?.monotonicMicroseconds)
+        let now = UnstartedFetch.monotonicMicroseconds()
+        #expect(made > assigned && made <= now, "statistics made at \(made) µs, assigned at \(assigned), now \(now)")
+        try await waitUntil("the partition is no longer unstarted", within: .seconds(10), every: .milliseconds(50)) {
+            consumer.core.control.withLock { $0.unstarted.isEmpty }
+        }
         await consumer.close()
     }
 }

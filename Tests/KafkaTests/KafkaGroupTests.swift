@@ -4,6 +4,8 @@ import KafkaTesting
 import Synchronization
 import Testing
 
+@testable import Kafka
+
 @Suite("Kafka consumer groups", .timeLimit(.minutes(3)), .tags(.librdkafka))
 struct KafkaGroupTests {
     /// Runs a member that processes every message it gets until the test cancels it.
@@ -197,6 +199,11 @@ struct KafkaGroupTests {
             await b.close()
             #expect(await eventually(within: 40) { a.assignment.count == 2 })
             let returned = try #require(a.assignment.subtracting([kept]).first)
+            // The pause of a member's first partitions waits until their fetch has started (statistics show it).
+            #expect(
+                await eventually(within: 20) {
+                    a.core.control.withLock { $0.physicallyPaused.contains(kept) && $0.unstarted[kept] == nil }
+                })
 
             try await KafkaTestSupport.produce(producer, topic: "roam", range: 0..<40)
             #expect(

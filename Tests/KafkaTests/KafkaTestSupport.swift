@@ -48,6 +48,9 @@ enum KafkaTestSupport {
             "heartbeat.interval.ms": "300",
             "topic.metadata.refresh.interval.ms": "1000",
             "auto.commit.interval.ms": "200",
+            // As the worker does (every 5 s there): they show when a newly assigned partition's fetch has started,
+            // after which it may be paused (KafkaConsumer+Rebalance.swift, settlePauses).
+            "statistics.interval.ms": "500",
         ]
         properties.merge(extra) { $1 }
         return try KafkaConsumer(

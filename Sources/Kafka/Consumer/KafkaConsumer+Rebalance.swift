@@ -2,6 +2,12 @@ import CRdKafka
 import Logging
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The rebalance callback's way back to the consumer; weak, because the consumer owns the context.
 struct RebalanceTarget: Sendable {
     weak var core: ConsumerCore?
@@ -105,19 +111,40 @@ extension ConsumerCore {
         let wanted = control.withLock { control in
             control.bufferFull ? partitions : control.applicationPaused.intersection(partitions)
         }
+        let fetch = UnstartedFetch(
+            assignedAt: UnstartedFetch.monotonicMicroseconds(), assumedBy: ContinuousClock.now + fetchStartAllowance)
         let unknown = applyPause(wanted, pause: true)
         applyPause(partitions.subtracting(wanted), pause: false)
-        let allowance = ContinuousClock.now + Self.fetchStartAllowance
         control.withLock { control in
             control.physicallyPaused.subtract(partitions)
             control.physicallyPaused.formUnion(wanted.subtracting(unknown))
-            for partition in partitions { control.unstarted[partition] = allowance }
+            for partition in partitions { control.unstarted[partition] = fetch }
         }
     }
+}
 
+/// A partition assigned whose fetch may not have started yet (``ConsumerCore/Control/unstarted``).
+struct UnstartedFetch: Sendable {
+    /// When its pause was settled, in microseconds on `CLOCK_MONOTONIC`, the clock of librdkafka's statistics.
+    var assignedAt: Int64
+    /// When its fetch is assumed to have started even with no message or statistics to show it.
+    var assumedBy: ContinuousClock.Instant
+
+    static func monotonicMicroseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1_000
+    }
+}
+
+extension ConsumerCore {
     /// How long after its assignment a partition's fetch is assumed to have started at the latest when no message of
-    /// it has come: the group's committed offsets are one round trip to its coordinator away.
-    static let fetchStartAllowance: Duration = .seconds(3)
+    /// it and no statistics show it: a minute when librdkafka sends statistics (they show it within their interval),
+    /// three seconds when it does not (the group's committed offsets are a round trip to its coordinator away; a
+    /// commit in flight or a coordinator that does not answer can hold the start longer).
+    static func fetchStartAllowance(statisticsInterval: String?) -> Duration {
+        (statisticsInterval.flatMap(Int.init) ?? 0) > 0 ? .seconds(60) : .seconds(3)
+    }
 
     /// Tells librdkafka to take or drop the partitions, incrementally under the cooperative protocol.
     static func applyAssignment(

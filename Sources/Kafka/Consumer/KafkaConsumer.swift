@@ -194,10 +194,10 @@ final class ConsumerCore: Sendable {
         var applicationPaused: Set<TopicPartition> = []
         /// Partitions paused in librdkafka right now; only the poll thread changes it.
         var physicallyPaused: Set<TopicPartition> = []
-        /// Partitions assigned whose fetch may not have started yet, with when that is assumed at the latest: their
-        /// pause is left as it was settled before the assignment until one of their messages arrives or that time
-        /// passes (see ``ConsumerCore/settlePauses(ofAssigning:)``).
-        var unstarted: [TopicPartition: ContinuousClock.Instant] = [:]
+        /// Partitions assigned whose fetch may not have started yet: their pause is left as it was settled before the
+        /// assignment until one of their messages arrives, librdkafka's statistics made after the assignment show
+        /// their fetch started, or the allowance passes (see ``ConsumerCore/settlePauses(ofAssigning:)``).
+        var unstarted: [TopicPartition: UnstartedFetch] = [:]
         /// The buffer is over its high-water mark.
         var bufferFull = false
         var closing = false
@@ -224,6 +224,8 @@ final class ConsumerCore: Sendable {
     private let highWaterBytes: Int
     private let lowWaterBytes: Int
     private let cooperative: Bool
+    /// See ``fetchStartAllowance(statisticsInterval:)``.
+    let fetchStartAllowance: Duration
     /// A group-less reader: subscribing and committing are refused.
     let isReader: Bool
 
@@ -252,6 +254,8 @@ final class ConsumerCore: Sendable {
         self.cooperative =
             configuration.usesConsumerGroupProtocol
             || (configuration.effectiveProperties["partition.assignment.strategy"] ?? "").contains("cooperative")
+        self.fetchStartAllowance = Self.fetchStartAllowance(
+            statisticsInterval: configuration.effectiveProperties["statistics.interval.ms"])
         // Errors, statistics and rebalances are served by consumer_poll on the poll thread.
         rd_kafka_poll_set_consumer(client.handle)
         self.consumerQueue = RDKafkaQueue(pointer: rd_kafka_queue_get_consumer(client.handle))
@@ -387,6 +391,7 @@ final class ConsumerCore: Sendable {
     private func reconcilePauses() {
         let count = buffer.count
         let bytes = buffer.bytes
+        let statistics = control.withLock { $0.unstarted.isEmpty } ? nil : client.context.statistics
         let (toPause, toResume): (Set<TopicPartition>, Set<TopicPartition>) = control.withLock { control in
             if !control.bufferFull && (count >= highWater || bytes >= highWaterBytes) { control.bufferFull = true }
             if control.bufferFull && count <= lowWater && bytes <= lowWaterBytes { control.bufferFull = false }
@@ -396,7 +401,11 @@ final class ConsumerCore: Sendable {
             if !control.unstarted.isEmpty {
                 // A partition whose fetch may not have started keeps the pause it was assigned with.
                 let now = ContinuousClock.now
-                control.unstarted = control.unstarted.filter { $0.value > now }
+                control.unstarted = control.unstarted.filter { partition, fetch in
+                    guard fetch.assumedBy > now else { return false }
+                    guard let statistics, let made = statistics.monotonicMicroseconds else { return true }
+                    return made <= fetch.assignedAt || !statistics.fetchStarted.contains(partition)
+                }
                 for partition in control.unstarted.keys {
                     if control.physicallyPaused.contains(partition) {
                         wanted.insert(partition)
