@@ -130,8 +130,9 @@ build: deps
 
 ## A release build lays its code out by use (docs/benchmarks.md, "Code laid out by use"): every function in a section of
 ## its own, and lld puts the functions deploy/iap-worker.order names, those a worker runs, first. Scattered over the
-## executable they kept ~18 MiB of it resident; laid out, ~14.7. (The image, deploy/Dockerfile, is still linked the
-## default way: the benchmarks' section says why.) SwiftPM does not know the file is an input of the link: a file newer
+## executable they kept ~18 MiB of it resident; laid out, ~14.7. The image (deploy/Dockerfile) is built with these flags
+## too, and the Swift runtime linked in (scripts/check-release-flags.py, in `make test`, holds the two to one list).
+## SwiftPM does not know the file is an input of the link: a file newer
 ## than the executables has them linked again. The load-time hook (Sources/RunAtLoad) lives in .preinit_array, which
 ## the per-function garbage collection must keep: checked after each build.
 RELEASE_FLAGS = -Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections -Xswiftc -use-ld=lld \

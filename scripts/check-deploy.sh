@@ -11,7 +11,8 @@
 #     alert (scripts/check-monitoring.py);
 #   - systemd: systemd-analyze verify, and systemd-analyze security --offline under an exposure threshold;
 #   - the AsyncAPI document and JSON Schemas (scripts/check-docs.py);
-#   - the CloudEvents interop reader (scripts/cloudevents-interop.py, the official SDK) on its fixtures.
+#   - the CloudEvents interop reader (scripts/cloudevents-interop.py, the official SDK) on its fixtures;
+#   - the image's build: deploy/Dockerfile passes the Makefile's RELEASE_FLAGS (scripts/check-release-flags.py).
 # The checks that guard against a known past mistake also run once on a broken input and must refuse it.
 # Installs what it needs when missing (apt as root or through sudo; a venv under .build/), quietly.
 set -euo pipefail
@@ -75,6 +76,16 @@ refuses "a kustomization applying the example Secret" "applies Secret iap-worker
     "$python" scripts/check-kubernetes.py "$tmp/broken-kubernetes" "$tmp/broken-out"
 refuses "a Deployment with replicas beside KEDA" "sets replicas beside a ScaledObject" \
     "$python" scripts/check-kubernetes.py "$tmp/broken-kubernetes" "$tmp/broken-out"
+
+echo "== the image's build"
+python3 scripts/check-release-flags.py
+sed -e 's/-Xswiftc -use-ld=lld //' deploy/Dockerfile > "$tmp/Dockerfile.other-flags"
+refuses "an image built with other flags than make release" "RELEASE_FLAGS differ from the Makefile's" \
+    python3 scripts/check-release-flags.py Makefile "$tmp/Dockerfile.other-flags"
+sed -e 's/--product iap-worker --static-swift-stdlib \$RELEASE_FLAGS/--product iap-worker --static-swift-stdlib/' \
+    deploy/Dockerfile > "$tmp/Dockerfile.unflagged"
+refuses "an image whose worker is built without them" "builds without \$RELEASE_FLAGS" \
+    python3 scripts/check-release-flags.py Makefile "$tmp/Dockerfile.unflagged"
 
 echo "== compose file"
 docker-compose -f deploy/compose.yaml config --quiet

@@ -128,6 +128,17 @@ struct KafkaAssignmentStartTests {
         #expect(KafkaStatistics(json: Array(#"{"topics": {}}"#.utf8))?.monotonicMicroseconds == nil)
     }
 
+    /// How long a new partition waits for a sign that its fetch started before it is assumed to have: three statistics
+    /// intervals and a minute at least, or 3 s when librdkafka sends none.
+    @Test func theAllowanceFollowsTheStatisticsInterval() {
+        #expect(ConsumerCore.fetchStartAllowance(statisticsInterval: nil) == .seconds(3))
+        #expect(ConsumerCore.fetchStartAllowance(statisticsInterval: "0") == .seconds(3))
+        #expect(ConsumerCore.fetchStartAllowance(statisticsInterval: "5000") == .seconds(60))
+        #expect(ConsumerCore.fetchStartAllowance(statisticsInterval: " 5000 ") == .seconds(60))
+        #expect(ConsumerCore.fetchStartAllowance(statisticsInterval: "120000") == .seconds(360))
+        #expect(ConsumerCore.fetchStartAllowance(statisticsInterval: "soon") == .seconds(3))
+    }
+
     /// librdkafka's statistics are stamped on the clock the consumer compares them with (`CLOCK_MONOTONIC`), and show
     /// an assigned partition's fetch started.
     @Test func aConsumersStatisticsShowItsFetchStartedOnTheConsumersClock() async throws {
@@ -135,12 +146,12 @@ struct KafkaAssignmentStartTests {
         try cluster.createTopic("stamped", partitions: 1)
         let consumer = try KafkaTestSupport.consumer(cluster, group: KafkaTestSupport.uniqueGroup())
         try consumer.subscribe(topics: ["stamped"])
-        let assigned = UnstartedFetch.monotonicMicroseconds()
+        let assigned = UnstartedFetch.statisticsClockMicroseconds()
         try await waitUntil("statistics show the fetch started", within: .seconds(30), every: .milliseconds(50)) {
             consumer.statistics?.fetchStarted.contains(TopicPartition("stamped", 0)) == true
         }
         let made = try #require(consumer.statistics?.monotonicMicroseconds)
-        let now = UnstartedFetch.monotonicMicroseconds()
+        let now = UnstartedFetch.statisticsClockMicroseconds()
         #expect(made > assigned && made <= now, "statistics made at \(made) µs, assigned at \(assigned), now \(now)")
         try await waitUntil("the partition is no longer unstarted", within: .seconds(10), every: .milliseconds(50)) {
             consumer.core.control.withLock { $0.unstarted.isEmpty }

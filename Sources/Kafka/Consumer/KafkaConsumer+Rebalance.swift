@@ -99,20 +99,22 @@ extension ConsumerCore {
     /// #5591; 2.0.2 versions a resume of a partition that is not paused too, so the resume this consumer issued after
     /// every assignment once left a fresh member's partitions unread now and then). Before the assignment nothing else
     /// changes the partition, and the start is versioned after these. After it, the partition keeps this pause until
-    /// one of its messages shows that its fetch has started, or ``fetchStartAllowance`` has passed
-    /// (``Control/unstarted``): meanwhile a full buffer or a hold does not pause it, and what it lets through is
-    /// bounded by librdkafka's queue.
+    /// its fetch has started (``Control/unstarted``): one of its messages has arrived, or librdkafka's statistics made
+    /// after this show its `fetch_state` started. While statistics made after this say it has not, it waits on; with
+    /// none, it waits ``fetchStartAllowance`` at most. Meanwhile a full buffer or a hold does not pause it, and what it
+    /// lets through is bounded by librdkafka's queue.
     ///
     /// A resume is needed even for a partition nobody paused in this assignment: librdkafka keeps a partition's pause
     /// through an unassign, and that pause belonged to the earlier assignment. librdkafka skips a partition it does not
     /// know yet (a member's first partitions of a topic: it learns of them from this assignment); such a partition is
-    /// not paused, and is paused after its allowance if it should be.
+    /// not paused, and is paused once its fetch has started if it should be.
     func settlePauses(ofAssigning partitions: Set<TopicPartition>) {
         let wanted = control.withLock { control in
             control.bufferFull ? partitions : control.applicationPaused.intersection(partitions)
         }
         let fetch = UnstartedFetch(
-            assignedAt: UnstartedFetch.monotonicMicroseconds(), assumedBy: ContinuousClock.now + fetchStartAllowance)
+            assignedAt: UnstartedFetch.statisticsClockMicroseconds(),
+            assumedBy: ContinuousClock.now + fetchStartAllowance)
         let unknown = applyPause(wanted, pause: true)
         applyPause(partitions.subtracting(wanted), pause: false)
         control.withLock { control in
@@ -125,25 +127,35 @@ extension ConsumerCore {
 
 /// A partition assigned whose fetch may not have started yet (``ConsumerCore/Control/unstarted``).
 struct UnstartedFetch: Sendable {
-    /// When its pause was settled, in microseconds on `CLOCK_MONOTONIC`, the clock of librdkafka's statistics.
+    /// When its pause was settled, on the clock of librdkafka's statistics (``statisticsClockMicroseconds()``).
     var assignedAt: Int64
-    /// When its fetch is assumed to have started even with no message or statistics to show it.
+    /// When its fetch is assumed to have started if no message and no statistics made since show whether it has.
     var assumedBy: ContinuousClock.Instant
 
-    static func monotonicMicroseconds() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1_000
+    /// Now on the clock librdkafka stamps its statistics with (`rd_clock`, their `ts`): `CLOCK_MONOTONIC` in
+    /// microseconds, or the wall clock in microseconds on Apple's systems.
+    static func statisticsClockMicroseconds() -> Int64 {
+        #if canImport(Darwin)
+            var now = timeval()
+            gettimeofday(&now, nil)
+            return Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_usec)
+        #else
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            return Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1_000
+        #endif
     }
 }
 
 extension ConsumerCore {
-    /// How long after its assignment a partition's fetch is assumed to have started at the latest when no message of
-    /// it and no statistics show it: a minute when librdkafka sends statistics (they show it within their interval),
-    /// three seconds when it does not (the group's committed offsets are a round trip to its coordinator away; a
+    /// How long after its assignment a partition's fetch is assumed to have started when no message of it and no
+    /// statistics made since show whether it has: three statistics intervals, a minute at least; three seconds when
+    /// librdkafka sends no statistics (the group's committed offsets are a round trip to its coordinator away; a
     /// commit in flight or a coordinator that does not answer can hold the start longer).
     static func fetchStartAllowance(statisticsInterval: String?) -> Duration {
-        (statisticsInterval.flatMap(Int.init) ?? 0) > 0 ? .seconds(60) : .seconds(3)
+        let interval = statisticsInterval.flatMap { Int(String($0.filter { !$0.isWhitespace })) } ?? 0
+        guard interval > 0 else { return .seconds(3) }
+        return max(.seconds(60), .milliseconds(interval) * 3)
     }
 
     /// Tells librdkafka to take or drop the partitions, incrementally under the cooperative protocol.

@@ -402,9 +402,11 @@ final class ConsumerCore: Sendable {
                 // A partition whose fetch may not have started keeps the pause it was assigned with.
                 let now = ContinuousClock.now
                 control.unstarted = control.unstarted.filter { partition, fetch in
-                    guard fetch.assumedBy > now else { return false }
-                    guard let statistics, let made = statistics.monotonicMicroseconds else { return true }
-                    return made <= fetch.assignedAt || !statistics.fetchStarted.contains(partition)
+                    // Statistics made since its assignment say whether its fetch has started; else its allowance.
+                    if let statistics, let made = statistics.monotonicMicroseconds, made > fetch.assignedAt {
+                        return !statistics.fetchStarted.contains(partition)
+                    }
+                    return fetch.assumedBy > now
                 }
                 for partition in control.unstarted.keys {
                     if control.physicallyPaused.contains(partition) {

@@ -2,7 +2,8 @@
 public enum KafkaRebalanceEvent: Sendable, Hashable {
     /// These partitions were added to this member's assignment. The handler runs before librdkafka takes them: a pause
     /// it asks for them is applied with the assignment, except for a partition librdkafka does not know yet (a
-    /// member's first partitions of a topic), which is paused a few seconds later, or once it has delivered a message.
+    /// member's first partitions of a topic), which is paused once its fetch has started (a message of it, or the next
+    /// statistics, show that).
     case assigned([TopicPartition])
     /// These partitions are about to move to another member. Offsets stored while the handler runs are
     /// committed before the partitions are released; buffered messages of them are already dropped.
