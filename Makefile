@@ -28,7 +28,7 @@ demo: deps
 	$(SWIFT) run iap-dev demo
 
 ## The loop before a commit: the format lint (.swift-format), the module graph (scripts/check-imports.py), the tests
-## of scripts/code-order.py (scripts/test_code_order.py), a build (Package.swift makes every warning of our code an
+## of scripts/code-order.py and scripts/check-release-flags.py, a build (Package.swift makes every warning of our code an
 ## error), then the fast tiers, UnitTests and ConformanceTests, in four lanes (scripts/test-lanes.py check), against the
 ## throw-away PostgreSQL server of `make test` (the conformance tests run every ledger operation on SQLite, PostgreSQL
 ## and memory alike). `make test` runs every tier.
@@ -36,13 +36,14 @@ check: deps
 	$(SWIFT) format lint --strict --recursive --parallel Package.swift Sources Tests
 	python3 scripts/check-imports.py
 	python3 scripts/test_code_order.py
+	python3 scripts/test_check_release_flags.py
 	$(SWIFT) build --build-tests --scratch-path "$(SWIFT_SCRATCH)" $(SWIFT_BUILD_FLAGS)
 	@scripts/stage-tests.sh "$(SWIFT_SCRATCH)"
 	@url=$$(scripts/test-postgres.sh start) && ca=$$(scripts/test-postgres.sh ca) && $(UNDER_TEST) \
 	  IAP_TEST_POSTGRES_URL="$$url" IAP_TEST_POSTGRES_CA="$$ca" SWIFT=$(SWIFT) scripts/test-lanes.py check; status=$$?; \
 	  scripts/test-postgres.sh stop; exit $$status
 
-## Runs the whole test suite: the module graph (scripts/check-imports.py), scripts/code-order.py's tests, the deployment and interface documents
+## Runs the whole test suite: the module graph (scripts/check-imports.py), the tests of scripts/code-order.py and scripts/check-release-flags.py, the deployment and interface documents
 ## (scripts/check-deploy.sh, beside the build), then every tier (the package's test targets: docs/architecture.md#tests)
 ## on Debian's librdkafka, and the tests tagged `.librdkafka` again on the current librdkafka, on the mock cluster and
 ## on a Tansu broker, all in one pool of lanes (scripts/test-lanes.py all). Tansu and the current librdkafka come from
@@ -60,6 +61,7 @@ check: deps
 test: deps
 	python3 scripts/check-imports.py
 	python3 scripts/test_code_order.py
+	python3 scripts/test_check_release_flags.py
 	@# Beside the build (mostly downloads, small tools and waiting on disks), its output after it: the deployment
 	@# checks, the test PostgreSQL server's start and the Kafka tools (scripts/test-lanes.py installs those itself
 	@# when this could not, and says why).
@@ -131,7 +133,8 @@ build: deps
 ## A release build lays its code out by use (docs/benchmarks.md, "Code laid out by use"): every function in a section of
 ## its own, and lld puts the functions deploy/iap-worker.order names, those a worker runs, first. Scattered over the
 ## executable they kept ~18 MiB of it resident; laid out, ~14.7. The image (deploy/Dockerfile) is built with these flags
-## too, and the Swift runtime linked in (scripts/check-release-flags.py, in `make test`, holds the two to one list).
+## too, with the Swift runtime linked in statically (scripts/check-release-flags.py, run by scripts/check-deploy.sh in
+## `make test`, holds the two to one list; scripts/test_check_release_flags.py tests it).
 ## SwiftPM does not know the file is an input of the link: a file newer
 ## than the executables has them linked again. The load-time hook (Sources/RunAtLoad) lives in .preinit_array, which
 ## the per-function garbage collection must keep: checked after each build.
