@@ -18,13 +18,7 @@ struct KafkaAssignmentStartTests {
     @Test func everyPartitionOfAFreshAssignmentDelivers() async throws {
         let cluster = try KafkaTestSupport.endpoint(mockBrokers: 3)
         let partitions = 24
-        try cluster.createTopic("starts", partitions: partitions)
-        let producer = try KafkaTestSupport.producer(cluster)
-        for partition in 0..<partitions {
-            try await producer.send(
-                KafkaProducerRecord(topic: "starts", partition: Int32(partition), value: Array("r\(partition)".utf8)))
-        }
-        await producer.close()
+        try await KafkaTestSupport.fill(cluster, topic: "starts", partitions: partitions, perPartition: 1)
         for round in 0..<8 {
             let consumer = try KafkaTestSupport.consumer(cluster, group: KafkaTestSupport.uniqueGroup())
             try consumer.subscribe(topics: ["starts"])
@@ -39,27 +33,11 @@ struct KafkaAssignmentStartTests {
     @Test func partitionsAssignedWhileTheBufferIsFullAreReadOnceThereIsRoom() async throws {
         let cluster = try KafkaTestSupport.endpoint(mockBrokers: 3)
         let (partitions, perPartition) = (12, 30)
-        try cluster.createTopic("full", partitions: partitions)
-        let producer = try KafkaTestSupport.producer(cluster)
-        for i in 0..<(partitions * perPartition) {
-            try await producer.send(
-                KafkaProducerRecord(topic: "full", partition: Int32(i % partitions), value: Array("r\(i)".utf8)))
-        }
-        await producer.close()
+        try await KafkaTestSupport.fill(cluster, topic: "full", partitions: partitions, perPartition: perPartition)
         let group = KafkaTestSupport.uniqueGroup()
-        func member(maxBuffered: Int) throws -> KafkaConsumer {
-            try KafkaConsumer(
-                configuration: KafkaConsumerConfiguration(
-                    bootstrapServers: cluster.bootstrapServers, groupID: group, maxBufferedMessages: maxBuffered,
-                    properties: [
-                        "session.timeout.ms": "3000", "heartbeat.interval.ms": "300", "auto.commit.interval.ms": "200",
-                        "topic.metadata.refresh.interval.ms": "1000", "statistics.interval.ms": "500",
-                    ]),
-                logger: KafkaTestSupport.logger)
-        }
-        let first = try member(maxBuffered: 20)
+        let first = try KafkaTestSupport.consumer(cluster, group: group, maxBufferedMessages: 20)
         try first.subscribe(topics: ["full"])
-        let second = try member(maxBuffered: 10_000)
+        let second = try KafkaTestSupport.consumer(cluster, group: group)
         try second.subscribe(topics: ["full"])
         // Both members hold partitions; the first takes nothing, so its buffer fills and stays full.
         try await waitUntil("both members hold partitions", within: .seconds(60), every: .milliseconds(50)) {
@@ -89,13 +67,7 @@ struct KafkaAssignmentStartTests {
     @Test func firstPartitionsPausedAsTheyAreAssignedAreReadOnceResumed() async throws {
         let cluster = try KafkaTestSupport.endpoint(mockBrokers: 3)
         let (partitions, perPartition) = (12, 20)
-        try cluster.createTopic("held", partitions: partitions)
-        let producer = try KafkaTestSupport.producer(cluster)
-        for i in 0..<(partitions * perPartition) {
-            try await producer.send(
-                KafkaProducerRecord(topic: "held", partition: Int32(i % partitions), value: Array("r\(i)".utf8)))
-        }
-        await producer.close()
+        try await KafkaTestSupport.fill(cluster, topic: "held", partitions: partitions, perPartition: perPartition)
         let member = Mutex<KafkaConsumer?>(nil)
         let consumer = try KafkaTestSupport.consumer(cluster, group: KafkaTestSupport.uniqueGroup()) { event in
             if case .assigned(let assigned) = event { member.withLock { $0 }?.pause(assigned) }
@@ -111,6 +83,40 @@ struct KafkaAssignmentStartTests {
         consumer.resume(Array(consumer.assignment))
         let taken = try await KafkaTestSupport.take(partitions * perPartition, from: consumer, within: 60)
         #expect(Set(taken.map { "\($0.partition):\($0.offset)" }).count == partitions * perPartition)
+        await consumer.close()
+    }
+
+    /// With no statistics and no message to show that a new partition's fetch has started, its allowance does: a
+    /// member holding its intake as its first partitions come pauses them once it has passed, and reads every record
+    /// produced later once it lets go.
+    @Test func withoutStatisticsOrMessagesTheAllowanceEndsTheWait() async throws {
+        let cluster = try KafkaTestSupport.endpoint(mockBrokers: 1)
+        let partitions = 4
+        try cluster.createTopic("quiet", partitions: partitions)
+        let member = Mutex<KafkaConsumer?>(nil)
+        let consumer = try KafkaTestSupport.consumer(
+            cluster, group: KafkaTestSupport.uniqueGroup(),
+            rebalanceHandler: { event in
+                if case .assigned(let assigned) = event { member.withLock { $0 }?.pause(assigned) }
+            }, extra: ["statistics.interval.ms": "0"])
+        member.withLock { $0 = consumer }
+        #expect(consumer.core.fetchStartAllowance == .seconds(3))
+        try consumer.subscribe(topics: ["quiet"])
+        try await waitUntil("every partition assigned and paused", within: .seconds(60), every: .milliseconds(20)) {
+            consumer.core.control.withLock { control in
+                control.assignment.count == partitions && control.physicallyPaused == control.assignment
+                    && control.unstarted.isEmpty
+            }
+        }
+        #expect(consumer.statistics == nil)
+        consumer.resume(Array(consumer.assignment))
+        let producer = try KafkaTestSupport.producer(cluster)
+        for partition in 0..<partitions {
+            try await producer.send(KafkaProducerRecord(topic: "quiet", partition: Int32(partition), value: [1]))
+        }
+        await producer.close()
+        let taken = try await KafkaTestSupport.take(partitions, from: consumer, within: 30)
+        #expect(Set(taken.map(\.partition)).count == partitions)
         await consumer.close()
     }
 

@@ -39,7 +39,7 @@ enum KafkaTestSupport {
     /// Short session timeouts keep the mock's rebalances quick (see KAFKA-MOCK-NOTES.md).
     static func consumer(
         _ cluster: any KafkaEndpoint, group: String, sessionTimeoutMilliseconds: Int = 3_000,
-        rebalanceHandler: KafkaRebalanceHandler? = nil, extra: [String: String] = [:]
+        rebalanceHandler: KafkaRebalanceHandler? = nil, maxBufferedMessages: Int = 10_000, extra: [String: String] = [:]
     ) throws -> KafkaConsumer {
         var properties = [
             // The group's joins, syncs and heartbeats, for the flight recorder (a few lines a second).
@@ -55,7 +55,8 @@ enum KafkaTestSupport {
         properties.merge(extra) { $1 }
         return try KafkaConsumer(
             configuration: KafkaConsumerConfiguration(
-                bootstrapServers: cluster.bootstrapServers, groupID: group, properties: properties),
+                bootstrapServers: cluster.bootstrapServers, groupID: group, maxBufferedMessages: maxBufferedMessages,
+                properties: properties),
             logger: logger, rebalanceHandler: rebalanceHandler)
     }
 
@@ -76,6 +77,17 @@ enum KafkaTestSupport {
             }
             try await group.waitForAll()
         }
+    }
+
+    /// Creates `topic` with `partitions` partitions and produces `perPartition` records `r<i>` to each, round robin.
+    static func fill(_ cluster: any KafkaEndpoint, topic: String, partitions: Int, perPartition: Int) async throws {
+        try cluster.createTopic(topic, partitions: partitions)
+        let producer = try KafkaTestSupport.producer(cluster)
+        for i in 0..<(partitions * perPartition) {
+            try await producer.send(
+                KafkaProducerRecord(topic: topic, partition: Int32(i % partitions), value: Array("r\(i)".utf8)))
+        }
+        await producer.close()
     }
 
     /// Takes `count` messages, or fails after `seconds`.

@@ -8,7 +8,8 @@ public struct KafkaStatistics: Sendable, Hashable {
     public var queuedMessages: Int64
     /// The partitions whose fetch librdkafka has started (its `fetch_state` neither `none` nor stopping or stopped).
     public var fetchStarted: Set<TopicPartition>
-    /// When librdkafka made these statistics: microseconds on `CLOCK_MONOTONIC` (its `ts`).
+    /// When librdkafka made these statistics (its `ts`, from `rd_clock`): microseconds on `CLOCK_MONOTONIC`, or on the
+    /// wall clock on Apple's systems.
     public var monotonicMicroseconds: Int64?
 
     public init(

@@ -198,6 +198,18 @@ final class ConsumerCore: Sendable {
         /// assignment until one of their messages arrives, librdkafka's statistics made after the assignment show
         /// their fetch started, or the allowance passes (see ``ConsumerCore/settlePauses(ofAssigning:)``).
         var unstarted: [TopicPartition: UnstartedFetch] = [:]
+
+        /// Drops from ``unstarted`` each partition whose fetch has started: shown by statistics made since its
+        /// assignment, or, with none, assumed once its allowance has passed. While statistics made since say it has
+        /// not started, it stays (a coordinator that does not answer holds the start for as long).
+        mutating func forgetStartedFetches(statistics: KafkaStatistics?, now: ContinuousClock.Instant) {
+            unstarted = unstarted.filter { partition, fetch in
+                if let statistics, let made = statistics.monotonicMicroseconds, made > fetch.assignedAt {
+                    return !statistics.fetchStarted.contains(partition)
+                }
+                return fetch.assumedBy > now
+            }
+        }
         /// The buffer is over its high-water mark.
         var bufferFull = false
         var closing = false
@@ -395,26 +407,13 @@ final class ConsumerCore: Sendable {
         let (toPause, toResume): (Set<TopicPartition>, Set<TopicPartition>) = control.withLock { control in
             if !control.bufferFull && (count >= highWater || bytes >= highWaterBytes) { control.bufferFull = true }
             if control.bufferFull && count <= lowWater && bytes <= lowWaterBytes { control.bufferFull = false }
-            let requested =
+            var wanted =
                 control.bufferFull ? control.assignment : control.applicationPaused.intersection(control.assignment)
-            var wanted = requested
             if !control.unstarted.isEmpty {
+                control.forgetStartedFetches(statistics: statistics, now: .now)
                 // A partition whose fetch may not have started keeps the pause it was assigned with.
-                let now = ContinuousClock.now
-                control.unstarted = control.unstarted.filter { partition, fetch in
-                    // Statistics made since its assignment say whether its fetch has started; else its allowance.
-                    if let statistics, let made = statistics.monotonicMicroseconds, made > fetch.assignedAt {
-                        return !statistics.fetchStarted.contains(partition)
-                    }
-                    return fetch.assumedBy > now
-                }
-                for partition in control.unstarted.keys {
-                    if control.physicallyPaused.contains(partition) {
-                        wanted.insert(partition)
-                    } else {
-                        wanted.remove(partition)
-                    }
-                }
+                let unstarted = Set(control.unstarted.keys)
+                wanted = wanted.subtracting(unstarted).union(control.physicallyPaused.intersection(unstarted))
             }
             let toPause = wanted.subtracting(control.physicallyPaused)
             let toResume = control.physicallyPaused.subtracting(wanted)
