@@ -13,6 +13,10 @@ public final class SimulatorState: Sendable {
     struct Storage {
         var byToken: [String: Entry] = [:]
         var tokenBySeq: [String: String] = [:]
+        /// Each user's payments' tokens, so List Consumables reads a user's payments, not every payment: the real
+        /// service answers it from an index, and a scan of a soak's 900,000 payments under this lock, 20 times a
+        /// second, held up every Get Payment Transaction and Consume behind it.
+        var tokensByUser: [String: Set<String>] = [:]
         var faults: SimulatorFaults
         var calls: [String: Int] = [:]
         var consumes: [String: Int] = [:]
@@ -33,8 +37,14 @@ public final class SimulatorState: Sendable {
     public func add(_ payments: [SimulatedPayment]) {
         storage.withLock { storage in
             for payment in payments {
-                storage.byToken[payment.accessToken] = Entry(payment: payment)
-                storage.tokenBySeq[payment.transaction.paymentSeq] = payment.accessToken
+                let token = payment.accessToken
+                if let replaced = storage.byToken[token]?.payment.transaction.userId {
+                    storage.tokensByUser[replaced]?.remove(token)
+                    if storage.tokensByUser[replaced]?.isEmpty == true { storage.tokensByUser[replaced] = nil }
+                }
+                storage.byToken[token] = Entry(payment: payment)
+                storage.tokenBySeq[payment.transaction.paymentSeq] = token
+                storage.tokensByUser[payment.transaction.userId, default: []].insert(token)
             }
         }
     }
@@ -73,6 +83,11 @@ public final class SimulatorState: Sendable {
             if times.count > Self.listTimesKept { times.removeFirst(times.count - Self.listTimesKept) }
             storage.listTimes[userId] = times
         }
+    }
+
+    /// The tokens List Consumables reads for `userId` (its index, for tests).
+    func indexedTokens(userId: String) -> Set<String> {
+        storage.withLock { $0.tokensByUser[userId] ?? [] }
     }
 
     public func payment(token: String) -> SimulatedPayment? {
@@ -130,7 +145,9 @@ public final class SimulatorState: Sendable {
         let filter = Set(marketIds ?? [])
         return storage.withLock { storage in
             let everyType = storage.faults.listNonConsumables
-            return storage.byToken.values.compactMap { entry in
+            let tokens = storage.tokensByUser[userId] ?? []
+            return tokens.compactMap { token -> PaymentTransaction? in
+                guard let entry = storage.byToken[token] else { return nil }
                 let transaction = entry.payment.transaction
                 guard transaction.userId == userId, !entry.payment.consumed,
                     everyType || GamebaseProductType.isConsumable(transaction.productType)

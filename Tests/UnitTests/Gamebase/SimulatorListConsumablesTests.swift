@@ -2,9 +2,10 @@ import AsyncHTTPClient
 import Foundation
 import Gamebase
 import GamebaseHTTP
-import GamebaseSimulator
 import NIOHTTP1
 import Testing
+
+@testable import GamebaseSimulator
 
 /// List Consumables as the contract's §6 has it, and the simulator's settings for what §6 leaves unconfirmed.
 @Suite("Gamebase simulator: List Consumables", .timeLimit(.minutes(1)))
@@ -64,6 +65,28 @@ struct SimulatorListConsumablesTests {
             let items = try #require(answer.json?["result"] as? [[String: Any]])
             #expect(items.compactMap { $0["paymentSeq"] as? String } == ["1", "2", "5", "6"])
             #expect(items.allSatisfy { $0["productType"] == nil })
+        }
+    }
+
+    @Test func aPaymentAddedAgainUnderItsTokenIsListedForItsNewUserOnly() async throws {
+        try await Support.withSimulator(payments: Self.payments) { simulator, url in
+            func listed(_ user: String) async throws -> [String]? {
+                let answer = try await Raw.request(
+                    Raw.path(url, "consumable"), method: .POST, body: #"{"userId":"\#(user)"}"#)
+                return (answer.json?["result"] as? [[String: Any]])?.compactMap { $0["paymentSeq"] as? String }
+            }
+            let before = try await listed("u2")
+            #expect(before == ["7"])
+            // The same access token, now another user's payment: the simulator's per-user index follows it.
+            simulator.state.add([Support.payment("7", user: "u3")])
+            let (oldOwner, newOwner, other) = (try await listed("u2"), try await listed("u3"), try await listed("u1"))
+            #expect(oldOwner == [])
+            #expect(newOwner == ["7"])
+            #expect(other == ["1", "2", "6"])
+            // The index itself moved: the old user keeps no token of it (the answer alone would not show that, as a
+            // listed payment's owner is checked again).
+            #expect(simulator.state.indexedTokens(userId: "u2").isEmpty)
+            #expect(simulator.state.indexedTokens(userId: "u3") == ["tok-7"])
         }
     }
 
