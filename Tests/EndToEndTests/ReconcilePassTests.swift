@@ -56,13 +56,15 @@ struct ReconcilePassTests {
         /// limiter's waits move it instead of taking real time.
         let clock: TestClock
 
-        /// A pass on the harness's test clock.
-        func pass(grace: Duration = .zero, rate: Int = 1_000, interval: Duration = .seconds(60)) -> ReconcilePass {
+        /// A pass on the harness's test clock, or on `own` (an instance's clock of its own).
+        func pass(
+            grace: Duration = .zero, rate: Int = 1_000, interval: Duration = .seconds(60), own: TestClock? = nil
+        ) -> ReconcilePass {
             ReconcilePass(
                 processor: processor, ledger: ledger,
                 configuration: Reconciler.Configuration(
                     interval: interval, grace: grace, lookback: .seconds(3_600), maxCallsPerSecond: rate),
-                health: health, metrics: RecordingMetrics(), clock: clock, logger: EndToEndSystem.logger)
+                health: health, metrics: RecordingMetrics(), clock: own ?? clock, logger: EndToEndSystem.logger)
         }
 
         /// A purchase message processed the usual way: its user is now one the reconciler knows.
@@ -458,10 +460,16 @@ struct ReconcilePassTests {
             #expect(Set(h.simulator.state.listsByUser.keys) == Set(users))
             #expect(h.simulator.state.listsByUser.values.allSatisfy { $0 == 1 })
 
-            // The next interval, two instances: each user once, between them.
+            // The next interval, two instances: each user once, between them. Each instance paces its calls on a clock
+            // of its own, as two processes do side by side: on one shared clock that every wait moves, the two
+            // passes' waits would add up to 150 ms, past the 99 ms their claims hold a user (an interval less a
+            // hundredth), and a user claimed by one could be claimed again by the other within the same pass.
             h.clock.advance(by: .milliseconds(150))
-            async let first = h.pass(rate: 1_000, interval: .milliseconds(100)).run(.init(claim: true))
-            async let second = h.pass(rate: 1_000, interval: .milliseconds(100)).run(.init(claim: true))
+            let (clockA, clockB) = (
+                TestClock(now: h.clock.now, sleepsAdvance: true), TestClock(now: h.clock.now, sleepsAdvance: true)
+            )
+            async let first = h.pass(rate: 1_000, interval: .milliseconds(100), own: clockA).run(.init(claim: true))
+            async let second = h.pass(rate: 1_000, interval: .milliseconds(100), own: clockB).run(.init(claim: true))
             let (a, b) = await (first, second)
             #expect(a.usersChecked + b.usersChecked == 150, "\(a.usersChecked) + \(b.usersChecked)")
             #expect(h.simulator.state.listsByUser.values.allSatisfy { $0 == 2 }, "no user listed twice in a pass")
