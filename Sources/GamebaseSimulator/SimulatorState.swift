@@ -14,8 +14,9 @@ public final class SimulatorState: Sendable {
         var byToken: [String: Entry] = [:]
         var tokenBySeq: [String: String] = [:]
         /// Each user's payments' tokens, so List Consumables reads a user's payments, not every payment: the real
-        /// service answers it from an index, and a scan of a soak's 900,000 payments under this lock, 20 times a
-        /// second, held up every Get Payment Transaction and Consume behind it.
+        /// service answers it from an index, and a scan of a 30-minute soak's 540,000 and more payments under this
+        /// lock, 20 times a second, held up every Get Payment Transaction and Consume behind it. Kept by `add(_:)`,
+        /// the only place a payment's token or user is set.
         var tokensByUser: [String: Set<String>] = [:]
         var faults: SimulatorFaults
         var calls: [String: Int] = [:]
