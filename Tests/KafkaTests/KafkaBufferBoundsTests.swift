@@ -1,3 +1,4 @@
+import CRdKafka
 import Foundation
 import IAPTestSupport
 import Kafka
@@ -51,6 +52,97 @@ struct KafkaBufferBoundsTests {
         let all = try await KafkaTestSupport.take(60, from: consumer, within: 30)
         #expect(all.count == 60)
         await consumer.close()
+    }
+
+    /// librdkafka's byte bound on what it fetches ahead (`queued.max.messages.kbytes`) counts values and keys alone,
+    /// so on a backlog of small records it held nearly the whole topic; the worker bounds it in records too
+    /// (`queued.min.messages`, WorkerConfiguration). This holds librdkafka itself to that: a consumer that takes
+    /// nothing holds the bound plus one fetch's answer per partition, where the byte bound alone lets it hold every
+    /// record. Then every record still arrives: a queue drained below the bound is fetched for again. (The worker's
+    /// 64 KiB per partition and fetch, `max.partition.fetch.bytes`, is not what this holds: a Kafka broker answers
+    /// within it, but the mock answers each partition with one producer batch whatever the limit, and Tansu with
+    /// more than the limit.)
+    @Test(arguments: [false, true])
+    func librdkafkaFetchesAheadAboutItsRecordBound(boundedInRecords: Bool) async throws {
+        let cluster = try KafkaTestSupport.endpoint(mockBrokers: 1)
+        let topic = "backlog"
+        try cluster.createTopic(topic, partitions: 4)
+        // Batches of 100 records, as a producer at a modest rate writes them: a fetch returns whole batches.
+        let producer = try KafkaTestSupport.producer(cluster, extra: ["batch.num.messages": "100"])
+        let records = 20_000
+        let filler = String(repeating: "x", count: 180)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<records {
+                group.addTask {
+                    try await producer.send(
+                        KafkaProducerRecord(topic: topic, partition: Int32(i % 4), value: Array("\(i)-\(filler)".utf8)))
+                }
+            }
+            try await group.waitForAll()
+        }
+        await producer.close()
+
+        var properties = [
+            "bootstrap.servers": cluster.bootstrapServers, "group.id": KafkaTestSupport.uniqueGroup(),
+            "enable.auto.commit": "false", "queued.max.messages.kbytes": "16384",  // the worker's at its defaults
+        ]
+        if boundedInRecords {
+            properties["queued.min.messages"] = "2000"
+            properties["max.partition.fetch.bytes"] = "65536"
+        }
+        let conf = rd_kafka_conf_new()!
+        var error = [CChar](repeating: 0, count: 256)
+        var refused: [String] = []
+        for (key, value) in properties {
+            if rd_kafka_conf_set(conf, key, value, &error, error.count) != RD_KAFKA_CONF_OK { refused.append(key) }
+        }
+        guard refused.isEmpty, let handle = rd_kafka_new(RD_KAFKA_CONSUMER, conf, &error, error.count) else {
+            rd_kafka_conf_destroy(conf)  // still ours when the handle was not made
+            let reason = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            Issue.record("librdkafka refused \(refused): \(reason)")
+            return
+        }
+        defer { rd_kafka_destroy(handle) }
+        rd_kafka_poll_set_consumer(handle)
+        let list = rd_kafka_topic_partition_list_new(4)!
+        for partition in Int32(0)..<4 {
+            rd_kafka_topic_partition_list_add(list, topic, partition)!.pointee.offset = Int64(RD_KAFKA_OFFSET_BEGINNING)
+        }
+        #expect(rd_kafka_assign(handle, list) == RD_KAFKA_RESP_ERR_NO_ERROR)
+        rd_kafka_topic_partition_list_destroy(list)
+        let queue = rd_kafka_queue_get_consumer(handle)!
+        defer { rd_kafka_queue_destroy(queue) }
+
+        // Nothing is taken for three seconds: librdkafka fetches what its bounds allow, then waits. (The queue's length
+        // counts its few events too, such as an end of partition.)
+        var held = 0
+        for _ in 0..<30 {
+            held = max(held, Int(rd_kafka_queue_length(queue)))
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        if boundedInRecords {
+            #expect(held >= 2_000, "librdkafka fetched up to its bound: \(held) records held")
+            if KafkaEndpointKind.underTest == .mock {
+                // One batch of 100 per partition over the bound, and a few events.
+                #expect(held <= 2_000 + 4 * 100 + 20, "librdkafka held \(held) records")
+            } else {
+                // Tansu answers a partition with more (5,004 records held in one run, about 750 per partition).
+                #expect(held <= records / 2, "librdkafka held \(held) records")
+            }
+        } else {
+            #expect(held >= records, "the byte bound alone let librdkafka hold \(held) of \(records) records")
+        }
+
+        // Taking them all: the bound slows nothing to a stop.
+        var taken = 0
+        let deadline = ContinuousClock.now + .seconds(40)
+        while taken < records, ContinuousClock.now < deadline {
+            guard let message = rd_kafka_consumer_poll(handle, 100) else { continue }
+            if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR { taken += 1 }
+            rd_kafka_message_destroy(message)
+        }
+        #expect(taken == records)
+        rd_kafka_consumer_close(handle)
     }
 
     @Test func aTimedWaitThatEndsAsAMessageArrivesLosesNothing() async throws {

@@ -135,6 +135,14 @@ public struct WorkerConfiguration: Sendable {
     /// session costs nothing and a crashed instance's partitions move on quickly.
     public static let defaultSessionTimeoutMilliseconds = 6_000
 
+    /// The records librdkafka fetches ahead at most (`queued.min.messages` unless set): eight per purchase in flight
+    /// (`worker.max_in_flight` is at most 65,536), 2,000 at least.
+    static func prefetchedRecords(maxInFlight: Int) -> Int { max(2_000, maxInFlight * 8) }
+
+    /// What one fetch brings per partition at most (`max.partition.fetch.bytes` unless set); a larger record still
+    /// comes whole, alone.
+    static let partitionFetchBytes = 65_536
+
     public var consumerConfiguration: KafkaConsumerConfiguration {
         var properties = [
             "client.id": clientID,
@@ -148,6 +156,21 @@ public struct WorkerConfiguration: Sendable {
         // librdkafka's prefetch queue (64 MiB by default, per consumer) gets its quarter of the byte budget; it also
         // caps fetch.max.bytes, which librdkafka lowers to it unless set.
         properties["queued.max.messages.kbytes"] = String(max(1_024, maxBufferedBytes / 4 / 1_024))
+        // That byte bound counts values and keys alone, and each record costs librdkafka a few hundred bytes more (its
+        // op and message, the headers, the fetch response it points into): on a backlog of small records it held
+        // nearly the whole topic, 13.6 MiB of the heap's 29.5 MiB peak in the mixed bench (docs/benchmarks.md). So the
+        // prefetch is bounded in records too (the whole consumer's queue, not each partition's), eight per purchase in
+        // flight, and a Kafka broker's answer to one fetch adds at most 64 KiB per partition to it (a partition that
+        // once held a larger record keeps the larger fetch librdkafka grew for it). Once over the bound, fetching
+        // waits: on librdkafka 2.0.2 until its broker thread next wakes, within a second; from 2.2 for
+        // fetch.queue.backoff.ms, a second unless set, which the worker shortens to 100 ms.
+        properties["queued.min.messages"] = String(Self.prefetchedRecords(maxInFlight: maxInFlight))
+        if librdkafka["fetch.message.max.bytes"] == nil {  // the other name of max.partition.fetch.bytes
+            properties["max.partition.fetch.bytes"] = String(Self.partitionFetchBytes)
+        }
+        if Librdkafka.version.knowsFetchQueueBackoff {
+            properties["fetch.queue.backoff.ms"] = "100"
+        }
         if KafkaConsumerConfiguration.namesConsumerGroupProtocol(librdkafka["group.protocol"]) {
             // KIP-848: the broker owns session and heartbeat timing; librdkafka refuses these under that protocol.
             for key in KafkaConsumerConfiguration.classicGroupProtocolProperties { properties[key] = nil }
@@ -201,7 +224,8 @@ public struct WorkerConfiguration: Sendable {
             "max.poll.interval.ms",
             "partition.assignment.strategy", "group.instance.id", "auto.commit.interval.ms", "fetch.max.bytes",
             "max.partition.fetch.bytes", "fetch.wait.max.ms", "fetch.min.bytes", "queued.max.messages.kbytes",
-            "group.protocol", "group.remote.assignor",
+            "queued.min.messages", "fetch.message.max.bytes", "fetch.queue.backoff.ms", "group.protocol",
+            "group.remote.assignor",
         ]
         // A dead-letter record is the record read plus the worker's headers: the producer must accept whatever the
         // consumer can read, with room for them (librdkafka's own default, 1,000,000, is below a real broker's

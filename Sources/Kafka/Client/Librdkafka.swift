@@ -51,6 +51,11 @@ public enum Librdkafka {
         /// early access or preview until 2.12.0, production-ready from it.
         public var knowsConsumerGroupProtocol: Bool { self >= Version(2, 4, 0) }
         public var consumerGroupProtocolIsGA: Bool { self >= Version(2, 12, 0) }
+
+        /// From 2.2.0 a partition whose consumer queue is over `queued.min.messages` or `queued.max.messages.kbytes`
+        /// is not fetched again for `fetch.queue.backoff.ms` (1,000 unless set; unknown before, where it is fetched
+        /// again when its broker thread next wakes, within a second).
+        public var knowsFetchQueueBackoff: Bool { self >= Version(2, 2, 0) }
     }
 
     /// The loaded release (`rd_kafka_version()`).

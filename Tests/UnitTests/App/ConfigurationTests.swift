@@ -218,6 +218,45 @@ import Testing
             "consumer-only properties stay off the producer")
     }
 
+    /// librdkafka's byte bound on its prefetch counts values and keys alone, so a backlog of small records filled it
+    /// with nearly the whole topic (docs/benchmarks.md, issue #39): the consumers bound it in records too, eight per
+    /// purchase in flight, and fetch at most 64 KiB per partition at once, unless the operator says otherwise.
+    @Test func librdkafkasPrefetchIsBoundedInRecordsUnlessTheOperatorSetsIt() async throws {
+        let defaults = try await WorkerConfiguration.load(configFile: try Self.file(Self.minimal), environment: [:])
+        #expect(defaults.consumerConfiguration.kafka["queued.min.messages"] == "4096")
+        #expect(defaults.consumerConfiguration.kafka["max.partition.fetch.bytes"] == "65536")
+        #expect(defaults.storeNotificationsConsumerConfiguration.kafka["queued.min.messages"] == "4096")
+        #expect(defaults.producerConfiguration.kafka["queued.min.messages"] == nil, "a producer would warn about it")
+        // From librdkafka 2.2 a queue over the bound waits fetch.queue.backoff.ms (a second unless set) to be fetched
+        // again; 2.0.2 refuses the property.
+        let backoff = Librdkafka.version.knowsFetchQueueBackoff ? "100" : nil
+        #expect(defaults.consumerConfiguration.kafka["fetch.queue.backoff.ms"] == backoff)
+        let small = try await WorkerConfiguration.load(
+            configFile: try Self.file(Self.minimal), environment: ["WORKER_MAX_IN_FLIGHT": "1"])
+        #expect(small.consumerConfiguration.kafka["queued.min.messages"] == "2000", "2,000 at least")
+        let widest = try await WorkerConfiguration.load(
+            configFile: try Self.file(Self.minimal), environment: ["WORKER_MAX_IN_FLIGHT": "65536"])
+        #expect(widest.consumerConfiguration.kafka["queued.min.messages"] == "524288")
+        let tuned = try await WorkerConfiguration.load(
+            configFile: try Self.file(Self.minimal),
+            environment: [
+                "KAFKA_LIBRDKAFKA_QUEUED_MIN_MESSAGES": "100000",
+                "KAFKA_LIBRDKAFKA_MAX_PARTITION_FETCH_BYTES": "1048576",
+            ])
+        #expect(tuned.consumerConfiguration.kafka["queued.min.messages"] == "100000")
+        #expect(tuned.consumerConfiguration.kafka["max.partition.fetch.bytes"] == "1048576")
+        #expect(
+            tuned.producerConfiguration.kafka["queued.min.messages"] == nil, "the consumers', kept off the producer")
+        // librdkafka's own name for max.partition.fetch.bytes: set after its alias (in name order), the worker's
+        // default would have overwritten the operator's value.
+        let byOtherName = try await WorkerConfiguration.load(
+            configFile: try Self.file(Self.minimal),
+            environment: ["KAFKA_LIBRDKAFKA_FETCH_MESSAGE_MAX_BYTES": "1048576"])
+        #expect(byOtherName.consumerConfiguration.kafka["fetch.message.max.bytes"] == "1048576")
+        #expect(byOtherName.consumerConfiguration.kafka["max.partition.fetch.bytes"] == nil)
+        #expect(byOtherName.producerConfiguration.kafka["fetch.message.max.bytes"] == nil)
+    }
+
     /// An idempotent producer whose linger is shorter than the broker's acknowledgements spins its broker threads
     /// (docs/benchmarks.md, issue #39): the worker's producer lingers 20 ms unless the operator says otherwise.
     @Test func theProducerLingers20MillisecondsUnlessTheOperatorSetsIt() async throws {
