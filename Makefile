@@ -132,16 +132,18 @@ build: deps
 
 ## A release build lays its code out by use (docs/benchmarks.md, "Code laid out by use"): every function in a section of
 ## its own, and lld puts the functions deploy/iap-worker.order names, those a worker runs, first. Scattered over the
-## executable they kept ~18 MiB of it resident; laid out, ~14.7. Its relative relocations are packed (DT_RELR: glibc
-## 2.36, Debian 12, or later): the loader reads them whole at start, 0.5 MiB of them, not 2. The image (deploy/Dockerfile) is built with these flags
-## too, with the Swift runtime linked in statically (scripts/check-release-flags.py, run by scripts/check-deploy.sh in
+## executable they kept ~18 MiB of it resident; laid out, ~14.7. Its relative relocations are packed (DT_RELR): the
+## loader reads them whole at start, 0.5 MiB of them, not 2; that needs glibc 2.36 (Debian 12) or later where the
+## executable runs, and `make release PACKED_RELOCATIONS=` links without it. The image (deploy/Dockerfile) is built
+## with these flags too, with the Swift runtime linked in statically (scripts/check-release-flags.py, run by scripts/check-deploy.sh in
 ## `make test`, holds the two to one list; scripts/test_check_release_flags.py tests it).
 ## SwiftPM does not know the file is an input of the link: a file newer
 ## than the executables has them linked again. The load-time hook (Sources/RunAtLoad) lives in .preinit_array, which
 ## the per-function garbage collection must keep: checked after each build.
 RELEASE_FLAGS = -Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections -Xswiftc -use-ld=lld \
   -Xlinker '--symbol-ordering-file=$(CURDIR)/deploy/iap-worker.order' -Xlinker --no-warn-symbol-ordering \
-  -Xlinker -z -Xlinker pack-relative-relocs
+  $(PACKED_RELOCATIONS)
+PACKED_RELOCATIONS ?= -Xlinker -z -Xlinker pack-relative-relocs
 RELEASE_BIN = .build/release
 
 release: deps
@@ -152,7 +154,8 @@ release: deps
 	@readelf -SW "$(RELEASE_BIN)/iap-worker" | grep -q '\.preinit_array' \
 	  || { echo "release: iap-worker lost its .preinit_array (Sources/RunAtLoad)" >&2; exit 1; }
 	@"$(RELEASE_BIN)/iap-worker" --help > /dev/null \
-	  || { echo "release: the built iap-worker does not start (its packed relocations need glibc 2.36 or later)" >&2; exit 1; }
+	  || { echo "release: the built iap-worker does not start (packed relocations need glibc 2.36 or later;" \
+	    "make release PACKED_RELOCATIONS= links without them)" >&2; exit 1; }
 
 ## Regenerates deploy/iap-worker.order (scripts/code-order.py): the mixed bench run by an instrumented build of the
 ## worker (.build-profile, a build of every module of its own: ~10 minutes on 2 cores) under perf, then up to

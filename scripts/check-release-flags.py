@@ -46,7 +46,14 @@ def makefile_flags(text: str) -> list[str]:
     match = re.search(r"^RELEASE_FLAGS\s*=\s*(.*)$", make_joined(text), re.MULTILINE)
     if not match:
         sys.exit("check-release-flags: the Makefile has no RELEASE_FLAGS")
-    return shlex.split(match.group(1).replace("$(CURDIR)", "/src"))
+    flags = match.group(1).replace("$(CURDIR)", "/src")
+    # A variable of the Makefile's own inside the flags (PACKED_RELOCATIONS) counts with its default value.
+    for name in re.findall(r"\$\((\w+)\)", flags):
+        value = re.search(rf"^{name}\s*\??=[ \t]*(.*)$", make_joined(text), re.MULTILINE)
+        if not value:
+            sys.exit(f"check-release-flags: RELEASE_FLAGS names $({name}), which the Makefile does not set")
+        flags = flags.replace(f"$({name})", value.group(1))
+    return shlex.split(flags)
 
 
 def commands(script: str) -> list[list[str]]:

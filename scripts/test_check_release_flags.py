@@ -56,6 +56,13 @@ class CheckReleaseFlagsTests(unittest.TestCase):
         moved = DOCKERFILE[:start] + DOCKERFILE[end:] + "\n" + DOCKERFILE[start:end]
         self.assertTrue(any("before it sets" in p for p in problems(moved)))
 
+    def test_a_variable_in_the_makefiles_flags_counts_with_its_default(self):
+        # The Makefile's flags name $(PACKED_RELOCATIONS): the image must pass what it expands to by default.
+        self.assertIn("pack-relative-relocs", check.makefile_flags(MAKEFILE))
+        self.assertIn("RELEASE_FLAGS differ", problems(DOCKERFILE.replace(" \\\n-Xlinker -z -Xlinker pack-relative-relocs", "", 1)))
+        with self.assertRaises(SystemExit):
+            check.makefile_flags(MAKEFILE.replace("PACKED_RELOCATIONS ?=", "PACKED_RELOCS ?=", 1))
+
     def test_asking_for_the_bin_path_is_not_a_build(self):
         self.assertEqual(check.commands('bin="$(swift build -c release --show-bin-path)" && true')[0][0][:4], "bin=")
         self.assertEqual(problems(DOCKERFILE + "\nRUN swift build -c release --show-bin-path\n"), [])

@@ -109,6 +109,8 @@ struct KafkaBrokerProblemTests {
             Librdkafka.Version(2, 2, 2).assignorStateBugApplies && !Librdkafka.Version(2, 3, 0).assignorStateBugApplies)
         #expect(Librdkafka.Version(2, 1, 9).misreadsTaggedFields && !Librdkafka.Version(2, 2, 0).misreadsTaggedFields)
         #expect(
+            !Librdkafka.Version(2, 1, 1).knowsFetchQueueBackoff && Librdkafka.Version(2, 2, 0).knowsFetchQueueBackoff)
+        #expect(
             !Librdkafka.Version(2, 3, 0).knowsConsumerGroupProtocol
                 && Librdkafka.Version(2, 4, 0).knowsConsumerGroupProtocol)
         #expect(

@@ -139,8 +139,8 @@ public struct WorkerConfiguration: Sendable {
     /// (`worker.max_in_flight` is at most 65,536), 2,000 at least.
     static func prefetchedRecords(maxInFlight: Int) -> Int { max(2_000, maxInFlight * 8) }
 
-    /// What one fetch brings per partition at most (`max.partition.fetch.bytes` unless set); a larger record still
-    /// comes whole, alone.
+    /// About what one fetch brings per partition (`max.partition.fetch.bytes` unless set): a broker answers with whole
+    /// batches, and a larger batch still comes whole.
     static let partitionFetchBytes = 65_536
 
     public var consumerConfiguration: KafkaConsumerConfiguration {
@@ -156,13 +156,13 @@ public struct WorkerConfiguration: Sendable {
         // librdkafka's prefetch queue (64 MiB by default, per consumer) gets its quarter of the byte budget; it also
         // caps fetch.max.bytes, which librdkafka lowers to it unless set.
         properties["queued.max.messages.kbytes"] = String(max(1_024, maxBufferedBytes / 4 / 1_024))
-        // That byte bound counts values and keys alone, and each record costs librdkafka a few hundred bytes more (its
-        // op and message, the headers, the fetch response it points into): on a backlog of small records it held
+        // That byte bound counts values alone, and each record costs librdkafka a few hundred bytes more (its op and
+        // message, the key and headers, the fetch response it points into): on a backlog of small records it held
         // nearly the whole topic, 13.6 MiB of the heap's 29.5 MiB peak in the mixed bench (docs/benchmarks.md). So the
         // prefetch is bounded in records too (the whole consumer's queue, not each partition's), eight per purchase in
-        // flight, and a Kafka broker's answer to one fetch adds at most 64 KiB per partition to it (a partition that
-        // once held a larger record keeps the larger fetch librdkafka grew for it). Once over the bound, fetching
-        // waits: on librdkafka 2.0.2 until its broker thread next wakes, within a second; from 2.2 for
+        // flight, and a Kafka broker's answer to one fetch adds about 64 KiB of batches per partition to it (a
+        // partition once answered with a larger batch keeps the larger fetch librdkafka grew for it). Once over the
+        // bound, fetching waits: on librdkafka 2.0.2 until its broker thread next wakes, within a second; from 2.2 for
         // fetch.queue.backoff.ms, a second unless set, which the worker shortens to 100 ms.
         properties["queued.min.messages"] = String(Self.prefetchedRecords(maxInFlight: maxInFlight))
         if librdkafka["fetch.message.max.bytes"] == nil {  // the other name of max.partition.fetch.bytes

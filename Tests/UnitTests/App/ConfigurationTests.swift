@@ -218,7 +218,7 @@ import Testing
             "consumer-only properties stay off the producer")
     }
 
-    /// librdkafka's byte bound on its prefetch counts values and keys alone, so a backlog of small records filled it
+    /// librdkafka's byte bound on its prefetch counts values alone, so a backlog of small records filled it
     /// with nearly the whole topic (docs/benchmarks.md, issue #39): the consumers bound it in records too, eight per
     /// purchase in flight, and fetch at most 64 KiB per partition at once, unless the operator says otherwise.
     @Test func librdkafkasPrefetchIsBoundedInRecordsUnlessTheOperatorSetsIt() async throws {
@@ -227,10 +227,6 @@ import Testing
         #expect(defaults.consumerConfiguration.kafka["max.partition.fetch.bytes"] == "65536")
         #expect(defaults.storeNotificationsConsumerConfiguration.kafka["queued.min.messages"] == "4096")
         #expect(defaults.producerConfiguration.kafka["queued.min.messages"] == nil, "a producer would warn about it")
-        // From librdkafka 2.2 a queue over the bound waits fetch.queue.backoff.ms (a second unless set) to be fetched
-        // again; 2.0.2 refuses the property.
-        let backoff = Librdkafka.version.knowsFetchQueueBackoff ? "100" : nil
-        #expect(defaults.consumerConfiguration.kafka["fetch.queue.backoff.ms"] == backoff)
         let small = try await WorkerConfiguration.load(
             configFile: try Self.file(Self.minimal), environment: ["WORKER_MAX_IN_FLIGHT": "1"])
         #expect(small.consumerConfiguration.kafka["queued.min.messages"] == "2000", "2,000 at least")

@@ -100,6 +100,21 @@ import Testing
         #expect(classic.groupProtocolName == "classic" && classic.effectiveProperties["session.timeout.ms"] == "6000")
     }
 
+    /// The consumers' bounds on what librdkafka fetches ahead (WorkerConfiguration) are properties the loaded librdkafka
+    /// takes: `fetch.queue.backoff.ms` only from 2.2, which knows it (2.0.2 would refuse the consumer).
+    @Test func librdkafkaTakesTheConsumersPrefetchBounds() async throws {
+        let consumer = try await Self.load(ConfigurationTests.minimal).consumerConfiguration
+        #expect(consumer.effectiveProperties["queued.min.messages"] == "4096")
+        #expect(consumer.effectiveProperties["max.partition.fetch.bytes"] == "65536")
+        let backoff = consumer.effectiveProperties["fetch.queue.backoff.ms"]
+        let expected = Librdkafka.version.knowsFetchQueueBackoff ? "100" : nil
+        #expect(backoff == expected, "librdkafka \(Librdkafka.versionString)")
+        #expect(throws: Never.self) {
+            _ = try KafkaConsumer(
+                configuration: consumer, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        }
+    }
+
     @Test func aSecretLibrdkafkaValueIsNeverQuoted() async {
         let error = await Self.refusal(
             ConfigurationTests.minimal + "\nkafka:\n  librdkafka:\n    sasl.passwordd: hunter2\n")
