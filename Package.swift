@@ -230,8 +230,8 @@ let package = Package(
         ),
         /// What `iap-worker run` sets up at load, before any library's initialiser and any thread: a handler that
         /// remembers SIGTERM and SIGINT, so a stop in its first moments ends in a graceful exit, not the default
-        /// action; and one malloc arena per two cores, one to four. C, because only a load-time constructor runs that
-        /// early (and glibc's malloc_trim, which `run` calls every 30 s, is C only).
+        /// action; and two to four malloc arenas. C, because only a load-time constructor runs that early (and glibc's
+        /// malloc_trim, which `run` calls every 30 s, is C only).
         .target(name: "RunAtLoad"),
         .executableTarget(
             name: "iap-worker",

@@ -47,9 +47,8 @@ static const char *iap_environment_value(char **envp, const char *name) {
 // in it for its own threads. The daemon runs about thirty threads (librdkafka's, the cooperative pool, NIO's event
 // loops, GRDB's queues) that each allocate on a purchase's way: memory freed in one arena after a burst is not reused
 // by the others, and the resident size ratchets up with every burst of a long run (issue #39: the soak grew for
-// 17 minutes). One arena per two online cores, one to four, serves a worker that keeps about one core busy: on two
-// cores one arena instead of two kept 3.5 MiB less at a backlog's peak for the same CPU per message, as two had
-// against glibc's own limit (docs/benchmarks.md). Four at most because the count of online
+// 17 minutes). Two to four arenas (one per online core within those bounds) serve a worker that keeps about one core
+// busy: CPU per message measured the same with two (docs/benchmarks.md). Four at most because the count of online
 // cores is the node's, not the container's share of it (a pod on a 64-core node would otherwise get 64, as many as
 // glibc makes anyway). Set before any other thread exists, which only load time guarantees. An operator's own limit
 // stays.
@@ -64,8 +63,7 @@ static void iap_limit_malloc_arenas(char **envp) {
         return;
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    long half = cores / 2;
-    int limit = half < 1 ? 1 : (half > 4 ? 4 : (int)half);
+    int limit = cores < 2 ? 2 : (cores > 4 ? 4 : (int)cores);
     if (mallopt(M_ARENA_MAX, limit) == 1) {
         arena_limit_at_load = limit;
     }

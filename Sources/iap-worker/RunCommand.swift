@@ -37,7 +37,7 @@ struct RunCommand: AsyncParsableCommand {
         let configuration = try await WorkerConfiguration.load(configFile: configFile)
         LoggingSetup.bootstrap(format: configuration.logFormat, level: configuration.logLevel)
         let logger = Logger(label: "iap-worker")
-        // Set at load (RunAtLoad): one malloc arena per two cores, one to four, unless the environment set the limit.
+        // Set at load (RunAtLoad): one malloc arena per core, two to four, unless the environment set the limit.
         let arenaLimit = iap_malloc_arena_limit_at_load()
         logger.info(
             "starting",

@@ -66,12 +66,12 @@ struct LedgerStartupProcessTests {
         #expect(!worker.output.contains("hunter2"))
     }
 
-    /// glibc's malloc arenas are limited at load, before any thread (RunAtLoad): one per two online cores, one to four;
+    /// glibc's malloc arenas are limited at load, before any thread (RunAtLoad): one per online core, two to four;
     /// an operator's own limit, by either of glibc's two settings, is left alone. The starting line says which.
-    @Test func runLimitsMallocArenasToOnePerTwoCoresUnlessTheOperatorSetALimit() async throws {
-        let arenas = min(4, max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)) / 2))
+    @Test func runLimitsMallocArenasToOnePerCoreUnlessTheOperatorSetALimit() async throws {
+        let cores = min(4, max(2, sysconf(Int32(_SC_NPROCESSORS_ONLN))))
         let cases: [([String: String], String)] = [
-            (["MALLOC_ARENA_MAX": "", "GLIBC_TUNABLES": ""], "\(arenas)"),
+            (["MALLOC_ARENA_MAX": "", "GLIBC_TUNABLES": ""], "\(cores)"),
             (["MALLOC_ARENA_MAX": "8"], "unchanged"),
             (["GLIBC_TUNABLES": "glibc.malloc.arena_max=8"], "unchanged"),
         ]

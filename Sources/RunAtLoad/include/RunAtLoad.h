@@ -6,7 +6,7 @@
 /// again for the sequence, instead of ending the process by the default action.
 int iap_stop_signal_caught_at_load(void);
 
-/// The number of malloc arenas `iap-worker run` limited glibc's allocator to at load (one per two online cores, one to
+/// The number of malloc arenas `iap-worker run` limited glibc's allocator to at load (one per online core, two to
 /// four), or 0 when it left the limit alone: another command, an operator's own `MALLOC_ARENA_MAX` (non-empty) or
 /// `GLIBC_TUNABLES` arena setting, or a C library without arenas.
 int iap_malloc_arena_limit_at_load(void);
