@@ -135,9 +135,10 @@ public struct WorkerConfiguration: Sendable {
     /// session costs nothing and a crashed instance's partitions move on quickly.
     public static let defaultSessionTimeoutMilliseconds = 6_000
 
-    /// The records librdkafka fetches ahead at most (`queued.min.messages` unless set): eight per purchase in flight
-    /// (`worker.max_in_flight` is at most 65,536), 2,000 at least.
-    static func prefetchedRecords(maxInFlight: Int) -> Int { max(2_000, maxInFlight * 8) }
+    /// The records librdkafka fetches ahead at most (`queued.min.messages` unless set): eight per purchase in flight,
+    /// 2,000 at least and librdkafka's own largest, 10,000,000, at most (a configuration set in code is not held to
+    /// the 65,536 `worker.max_in_flight` loading allows; the waiting buffer's four per purchase is capped alike).
+    static func prefetchedRecords(maxInFlight: Int) -> Int { max(2_000, min(maxInFlight, 1_250_000) * 8) }
 
     /// About what one fetch brings per partition (`max.partition.fetch.bytes` unless set): a broker answers with whole
     /// batches, and a larger batch still comes whole.
@@ -180,8 +181,8 @@ public struct WorkerConfiguration: Sendable {
         properties.merge(librdkafka.filter { !Self.producerOnly.contains($0.key) }) { $1 }
         return KafkaConsumerConfiguration(
             bootstrapServers: bootstrapServers, groupID: groupID, groupInstanceID: groupInstanceID,
-            maxBufferedMessages: max(1_000, maxInFlight * 4), maxBufferedBytes: max(1, maxBufferedBytes / 4),
-            properties: properties)
+            maxBufferedMessages: max(1_000, min(maxInFlight, 1_250_000) * 4),
+            maxBufferedBytes: max(1, maxBufferedBytes / 4), properties: properties)
     }
 
     /// librdkafka properties of producers alone (marked P in its CONFIGURATION.md, aliases included), kept off the

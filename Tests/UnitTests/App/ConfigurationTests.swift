@@ -233,6 +233,9 @@ import Testing
         let widest = try await WorkerConfiguration.load(
             configFile: try Self.file(Self.minimal), environment: ["WORKER_MAX_IN_FLIGHT": "65536"])
         #expect(widest.consumerConfiguration.kafka["queued.min.messages"] == "524288")
+        var inCode = WorkerConfiguration()
+        inCode.maxInFlight = .max  // no trap, and a value librdkafka takes
+        #expect(inCode.consumerConfiguration.kafka["queued.min.messages"] == "10000000")
         let tuned = try await WorkerConfiguration.load(
             configFile: try Self.file(Self.minimal),
             environment: [
