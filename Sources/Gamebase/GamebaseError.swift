@@ -1,3 +1,5 @@
+import Wire
+
 /// An error from the Gamebase client.
 ///
 /// `description` never contains the secret key, access tokens or response bodies.
@@ -30,38 +32,43 @@ public struct GamebaseError: Error, CustomStringConvertible, Sendable, Equatable
         public var description: String { base.rawValue }
     }
 
-    public let code: Code
-    /// The API called: `payment_transaction`, `consume` or `consumable`.
-    public let api: String
-    /// Gamebase's `header.resultCode`, when it answered with one.
-    public let resultCode: GamebaseResultCode?
-    /// Gamebase's `header.resultMessage`, when it answered with one (free text from Gamebase; never parsed).
-    public let resultMessage: String?
-    /// The HTTP status, for `.httpStatus`.
-    public let httpStatus: Int?
-    /// The `X-TCGB-Transaction-Id` of the logical operation, for correlating with Gamebase's logs.
-    public let transactionID: String
-    /// A one-line explanation without secrets.
-    public let message: String
-    public let file: String
-    public let line: UInt
+    /// The fields, in one box its copies share (``CopyOnWrite``). An error crosses many suspension points by value: in a
+    /// typed `throws(GamebaseError)`, in an outcome, in a breaker's transition. Inline it was about 140 bytes of each
+    /// such slot, and the async frames of a purchase in flight held dozens of them (issue #39).
+    private let fields: CopyOnWrite<Fields>
+
+    struct Fields: Sendable, Equatable {
+        let code: Code
+        let api: String
+        let resultCode: GamebaseResultCode?
+        let resultMessage: String?
+        let httpStatus: Int?
+        let transactionID: String
+        let message: String
+        let file: String
+        let line: UInt
+    }
+
+    public var code: Code { fields.value.code }
+    public var api: String { fields.value.api }
+    public var resultCode: GamebaseResultCode? { fields.value.resultCode }
+    public var resultMessage: String? { fields.value.resultMessage }
+    public var httpStatus: Int? { fields.value.httpStatus }
+    public var transactionID: String { fields.value.transactionID }
+    public var message: String { fields.value.message }
+    public var file: String { fields.value.file }
+    public var line: UInt { fields.value.line }
 
     public init(
         code: Code, api: String, resultCode: GamebaseResultCode? = nil, resultMessage: String? = nil,
         httpStatus: Int? = nil, transactionID: String, message: String, file: String = #fileID, line: UInt = #line
     ) {
-        self.code = code
-        self.api = api
-        self.resultCode = resultCode
-        self.resultMessage = resultMessage
-        self.httpStatus = httpStatus
-        self.transactionID = transactionID
-        self.message = message
-        self.file = file
-        self.line = line
+        fields = CopyOnWrite(
+            Fields(
+                code: code, api: api, resultCode: resultCode, resultMessage: resultMessage, httpStatus: httpStatus,
+                transactionID: transactionID, message: message, file: file, line: line))
     }
 
-    /// How the consume flow should treat this failure.
     public var kind: GamebaseFailureKind {
         switch code {
         case .resultCode: resultCode?.failureKind ?? .transient

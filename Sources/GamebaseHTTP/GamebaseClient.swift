@@ -50,7 +50,7 @@ public final class GamebaseClient: GamebaseAPI {
         self.observer = observer
         let base = URLComponents(string: configuration.baseURL)
         let scheme = base?.scheme?.lowercased()
-        if let base, scheme == "http" || scheme == "https", let host = base.host, !host.isEmpty {
+        if let base, scheme == "http" || scheme == "https", let host = base.hostAsWritten, !host.isEmpty {
             let tlsOn = scheme == "https"
             // Redirects are never followed (one would carry X-Secret-Key to wherever it points): a 3xx is an error
             // like any other non-200 answer.
@@ -246,12 +246,7 @@ public final class GamebaseClient: GamebaseAPI {
         let header = envelope.header
         if header.isSuccessful != (header.resultCode == 0) {
             // Never documented; the contract says to trust isSuccessful (§8.3).
-            logger.warning(
-                "Gamebase header disagrees with itself",
-                metadata: [
-                    "gamebase.api": "\(api)", "gamebase.result_code": "\(header.resultCode)",
-                    "gamebase.transaction_id": "\(transactionID)",
-                ])
+            warnHeaderDisagrees(api, resultCode: header.resultCode, transactionID: transactionID)
         }
         guard header.isSuccessful else {
             throw GamebaseError(
@@ -284,6 +279,20 @@ public final class GamebaseClient: GamebaseAPI {
         GamebaseError(code: code, api: api, transactionID: transactionID.value, message: message)
     }
 
+    /// Out of line for the reason `record` is.
+    @inline(never)
+    private func warnHeaderDisagrees(_ api: String, resultCode: Int, transactionID: GamebaseTransactionID) {
+        logger.warning(
+            "Gamebase header disagrees with itself",
+            metadata: [
+                "gamebase.api": "\(api)", "gamebase.result_code": "\(resultCode)",
+                "gamebase.transaction_id": "\(transactionID)",
+            ])
+    }
+
+    /// Never inlined: its log event and metadata would otherwise take room in the async frame of every call in flight,
+    /// several times over (issue #39).
+    @inline(never)
     private func record(
         _ api: String, outcome: String, since started: ContinuousClock.Instant, transactionID: GamebaseTransactionID,
         resultCode: Int?, error: GamebaseError? = nil

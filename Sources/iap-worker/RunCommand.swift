@@ -34,6 +34,9 @@ struct RunCommand: AsyncParsableCommand {
         // A closed standard output (its reader gone) costs log lines, not the daemon: write(2) then fails with
         // EPIPE, which LogOutput drops, instead of SIGPIPE ending the process mid-purchase.
         signal(SIGPIPE, SIG_IGN)
+        // Before the admin server's Date-header cache makes its calendar: a UTC system zone is named GMT, which
+        // Foundation keeps without ICU's zone tables.
+        UTCDefaultTimeZone.applyWhereTheSystemIsUTC()
         let configuration = try await WorkerConfiguration.load(configFile: configFile)
         LoggingSetup.bootstrap(format: configuration.logFormat, level: configuration.logLevel)
         let logger = Logger(label: "iap-worker")

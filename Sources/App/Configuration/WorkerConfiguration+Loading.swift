@@ -98,7 +98,7 @@ extension WorkerConfiguration {
         guard gamebaseBaseURL.hasPrefix("http://") || gamebaseBaseURL.hasPrefix("https://") else {
             throw ConfigurationError(key: "gamebase.base_url", problem: "must start with http:// or https://")
         }
-        guard let host = URLComponents(string: gamebaseBaseURL)?.host, !host.isEmpty else {
+        guard let host = URLComponents(string: gamebaseBaseURL)?.hostAsWritten, !host.isEmpty else {
             throw ConfigurationError(
                 key: "gamebase.base_url", problem: "must name a host, as in https://api-gamebase.nhncloudservice.com")
         }
@@ -162,7 +162,7 @@ extension WorkerConfiguration {
     /// since each call carries `secret`.
     static func storeBaseURL(_ values: ConfigValues, _ key: String, carrying secret: String) throws -> String? {
         guard let url = try values.optionalString(key) else { return nil }
-        let host = URLComponents(string: url)?.host
+        let host = URLComponents(string: url)?.hostAsWritten
         guard url.hasPrefix("https://") || url.hasPrefix("http://"), let host, !host.isEmpty else {
             throw ConfigurationError(key: key, problem: "must be an http(s) URL with a host")
         }
@@ -328,7 +328,7 @@ extension WorkerConfiguration {
         // A root other than Apple's believes whatever its holder signs: it is for a simulator's chain, so it needs a
         // simulator to read from. Against Apple's own hosts (or the topic alone) it is a test root left in a real
         // deployment, which would let anyone with its key revoke grants.
-        let simulated = refunds.appleBaseURL.flatMap { URLComponents(string: $0)?.host?.lowercased() }.map {
+        let simulated = refunds.appleBaseURL.flatMap { URLComponents(string: $0)?.hostAsWritten?.lowercased() }.map {
             $0 != "apple.com" && !$0.hasSuffix(".apple.com")
         }
         if let pem = refunds.appleRootCertificatesPEM, simulated != true,

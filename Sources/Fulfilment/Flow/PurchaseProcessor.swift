@@ -212,8 +212,7 @@ public struct PurchaseProcessor: Sendable {
                 detail: "the store refunded the payment before it was granted (notification \(notificationId))",
                 attempts: attempts, verdict: verdict)
         case .inserted:
-            logger.debug(
-                "granted", metadata: ["iap.payment_seq": "\(grant.paymentSeq)", "iap.user_id": "\(grant.userId)"])
+            logGranted(grant)
             // The event is marked published together with the Consume outcome: one ledger write fewer per
             // purchase. Should the worker die in between, the sweeper re-sends it under the same id.
             try await publisher.publish(OutboundRecord(event))
@@ -224,6 +223,13 @@ public struct PurchaseProcessor: Sendable {
             case .stop(let error): return .stop(error, durable: true)
             }
         }
+    }
+
+    /// Out of line: a log call inlined here would take room in the frame of every purchase in flight (issue #39).
+    @inline(never)
+    func logGranted(_ grant: GrantRecord) {
+        logger.debug(
+            "granted", metadata: ["iap.payment_seq": "\(grant.paymentSeq)", "iap.user_id": "\(grant.userId)"])
     }
 
     /// Whether `message` claims what `grant` granted: the same userId and the same purchase token, byte for byte.

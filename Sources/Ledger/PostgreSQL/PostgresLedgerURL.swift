@@ -1,5 +1,6 @@
 import Foundation
 import Fulfilment
+import Wire
 
 /// A `postgres://user:pass@host:port/db?sslmode=…&sslrootcert=…` ledger URL.
 ///
@@ -36,7 +37,7 @@ public struct PostgresLedgerURL: Sendable, Hashable, CustomStringConvertible {
     public init(_ text: String) throws(LedgerError) {
         guard text.hasPrefix("postgres://") || text.hasPrefix("postgresql://"),
             let components = URLComponents(string: text),
-            let rawHost = components.host, !rawHost.isEmpty
+            let rawHost = components.hostAsWritten, !rawHost.isEmpty
         else {
             throw LedgerError(
                 code: .invalidURL, message: "ledger.url: postgres URLs look like postgres://user:pass@host:port/db")

@@ -45,6 +45,46 @@ struct CopyOnWriteTests {
         #expect(MemoryLayout<RejectionRecord>.size == MemoryLayout<UnsafeRawPointer>.size)
         #expect(MemoryLayout<PaymentTransaction>.size == MemoryLayout<UnsafeRawPointer>.size)
         #expect(MemoryLayout<LedgerLookup>.size <= 2 * MemoryLayout<UnsafeRawPointer>.size)
+        // An error rides in every typed `throws(GamebaseError)` slot and in an outcome's payload; inline, each of the
+        // 16 outcome slots of the engine's retry loop was 136 bytes.
+        #expect(MemoryLayout<GamebaseError>.size == MemoryLayout<UnsafeRawPointer>.size)
+        #expect(MemoryLayout<PurchaseOutcome>.size <= 3 * MemoryLayout<UnsafeRawPointer>.size)
+        #expect(MemoryLayout<ConsumeResult>.size == MemoryLayout<UnsafeRawPointer>.size)
+        #expect(MemoryLayout<ConsumeOutcome>.size <= 2 * MemoryLayout<UnsafeRawPointer>.size)
+        #expect(MemoryLayout<PaymentVerdict>.size == MemoryLayout<UnsafeRawPointer>.size)
+    }
+
+    /// Consume's answer keeps its JSON shape and its value semantics in the box.
+    @Test func aConsumeResultCodesAsItsFieldsAndCopiesApart() throws {
+        let result = ConsumeResult(price: Decimal(string: "1.99"), currency: "USD", gamebaseProductId: "gem_100")
+        let encoded = try JSONEncoder().encode(result)
+        let object = try #require(try JSONSerialization.jsonObject(with: encoded) as? [String: Any])
+        #expect(Set(object.keys) == ["price", "currency", "gamebaseProductId"])
+        #expect(try JSONDecoder().decode(ConsumeResult.self, from: encoded) == result)
+        var changed = result
+        changed.marketId = "GG"
+        #expect(result.marketId == nil && changed.marketId == "GG" && changed != result)
+        var verdict = PaymentVerdict(paymentId: "GPA.1", price: "1.99")
+        let kept = verdict
+        verdict.currency = "USD"
+        #expect(kept.currency == nil && verdict.currency == "USD" && kept != verdict)
+        #expect(PaymentVerdict(paymentId: "GPA.1", price: "1.99") == kept)
+    }
+
+    @Test func aGamebaseErrorComparesByItsFieldsNotItsBox() {
+        func error(_ message: String, line: UInt = 1) -> GamebaseError {
+            GamebaseError(
+                code: .resultCode, api: "consume", resultCode: .alreadyConsumed, resultMessage: "already",
+                httpStatus: 200, transactionID: "tx-1", message: message, file: "F", line: line)
+        }
+        let first = error("m")
+        let copy = first
+        #expect(first == copy)
+        #expect(first == error("m"), "another box, the same fields")
+        #expect(first != error("n"))
+        #expect(first != error("m", line: 2))
+        #expect(copy.resultCode == .alreadyConsumed && copy.httpStatus == 200 && copy.api == "consume")
+        #expect(copy.description == error("m").description)
     }
 
     /// The Gamebase simulator writes payments with the encoder: the JSON is the answer's own shape, the box unseen.

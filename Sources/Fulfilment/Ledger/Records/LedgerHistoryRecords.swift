@@ -1,4 +1,5 @@
 import Foundation
+import Wire
 
 /// Where a published record landed: its topic, and its partition and offset once the broker acknowledged it.
 public struct RecordLocation: Sendable, Hashable, Codable {
@@ -16,21 +17,48 @@ public struct RecordLocation: Sendable, Hashable, Codable {
 /// What Gamebase's Get Payment Transaction said of a payment a rejection judged: kept with the rejection so a support
 /// agent sees what the verdict was based on (never the token).
 public struct PaymentVerdict: Sendable, Hashable {
-    public var paymentId: String?
-    public var gamebaseProductId: String?
-    public var marketId: String?
-    public var price: String?
-    public var currency: String?
+    /// The fields, in one box its copies share (``CopyOnWrite``): a verdict rides from Gamebase's answer through the
+    /// grant or the rejection, across their suspension points; inline it was 80 bytes of each such slot in the frames
+    /// of every purchase in flight (issue #39).
+    private var fields: CopyOnWrite<Fields>
+
+    struct Fields: Sendable, Hashable {
+        var paymentId: String?
+        var gamebaseProductId: String?
+        var marketId: String?
+        var price: String?
+        var currency: String?
+    }
+
+    public var paymentId: String? {
+        get { fields.value.paymentId }
+        set { fields.value.paymentId = newValue }
+    }
+    public var gamebaseProductId: String? {
+        get { fields.value.gamebaseProductId }
+        set { fields.value.gamebaseProductId = newValue }
+    }
+    public var marketId: String? {
+        get { fields.value.marketId }
+        set { fields.value.marketId = newValue }
+    }
+    public var price: String? {
+        get { fields.value.price }
+        set { fields.value.price = newValue }
+    }
+    public var currency: String? {
+        get { fields.value.currency }
+        set { fields.value.currency = newValue }
+    }
 
     public init(
         paymentId: String? = nil, gamebaseProductId: String? = nil, marketId: String? = nil, price: String? = nil,
         currency: String? = nil
     ) {
-        self.paymentId = paymentId
-        self.gamebaseProductId = gamebaseProductId
-        self.marketId = marketId
-        self.price = price
-        self.currency = currency
+        fields = CopyOnWrite(
+            Fields(
+                paymentId: paymentId, gamebaseProductId: gamebaseProductId, marketId: marketId, price: price,
+                currency: currency))
     }
 }
 
