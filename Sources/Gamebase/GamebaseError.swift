@@ -50,11 +50,17 @@ public struct GamebaseError: Error, CustomStringConvertible, Sendable, Equatable
     }
 
     public var code: Code { fields.value.code }
+    /// The API called: `payment_transaction`, `consume` or `consumable`.
     public var api: String { fields.value.api }
+    /// Gamebase's `header.resultCode`, when it answered with one.
     public var resultCode: GamebaseResultCode? { fields.value.resultCode }
+    /// Gamebase's `header.resultMessage`, when it answered with one (free text from Gamebase; never parsed).
     public var resultMessage: String? { fields.value.resultMessage }
+    /// The HTTP status, for `.httpStatus`.
     public var httpStatus: Int? { fields.value.httpStatus }
+    /// The `X-TCGB-Transaction-Id` of the logical operation, for correlating with Gamebase's logs.
     public var transactionID: String { fields.value.transactionID }
+    /// A one-line explanation without secrets.
     public var message: String { fields.value.message }
     public var file: String { fields.value.file }
     public var line: UInt { fields.value.line }

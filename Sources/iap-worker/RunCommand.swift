@@ -36,7 +36,7 @@ struct RunCommand: AsyncParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         // Before the admin server's Date-header cache makes its calendar: a UTC system zone is named GMT, which
         // Foundation keeps without ICU's zone tables.
-        UTCDefaultTimeZone.applyWhereTheSystemIsUTC()
+        let namedGMT = UTCDefaultTimeZone.applyWhereTheSystemIsUTC()
         let configuration = try await WorkerConfiguration.load(configFile: configFile)
         LoggingSetup.bootstrap(format: configuration.logFormat, level: configuration.logLevel)
         let logger = Logger(label: "iap-worker")
@@ -50,6 +50,7 @@ struct RunCommand: AsyncParsableCommand {
                 "librdkafka.version": "\(Librdkafka.versionString)",
                 "kafka.group_protocol": "\(configuration.consumerConfiguration.groupProtocolName)",
                 "malloc.arena_max": "\(arenaLimit > 0 ? String(arenaLimit) : "unchanged")",
+                "foundation.time_zone": "\(namedGMT ? "GMT" : "system")",
             ])
         for warning in configuration.warnings {
             logger.warning("configuration", metadata: ["iap.warning": "\(warning)"])

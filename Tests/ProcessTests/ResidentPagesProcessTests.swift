@@ -30,7 +30,7 @@ struct ResidentPagesProcessTests {
         return total
     }
 
-    /// A worker that granted purchases, with its admin server and console answering, on a UTC system zone: neither
+    /// A worker that granted purchases, with its admin server answering, on a UTC system zone: neither
     /// ICU's IDNA tables (once loaded by the configuration's URL checks and the Gamebase client's host) nor its zone
     /// tables (once loaded by Hummingbird's Date-header calendar) are resident. The same worker on another zone,
     /// where Foundation needs ICU to know it, shows the measure sees the tables: it is the control.
@@ -44,7 +44,13 @@ struct ResidentPagesProcessTests {
             var environment = cluster.workerEnvironment(
                 ledgerURL: ledgerURL, group: "icu-\(UUID().uuidString.prefix(6))", maxInFlight: 8)
             environment["TZ"] = zone
+            environment["TZFILE"] = ""
             let worker = try cluster.worker("worker-\(zone.replacingOccurrences(of: "/", with: "-"))", environment)
+            // What `run` decided, whatever the build: GMT for a UTC zone, the system's for another.
+            let starting = try await worker.waitForLog("starting", within: 30)
+            #expect(
+                starting["foundation.time_zone"] as? String == (zone == "Etc/UTC" ? "GMT" : "system"),
+                "\(zone): \(worker.diagnosticOutput)")
             try await cluster.waitUntilAllConsumed(within: 120, workers: [worker], ledgerURL: ledgerURL)
             let admin = "http://127.0.0.1:\(try await worker.adminPort())"
             #expect(try await httpGet("\(admin)/readyz").status == 200, "\(worker.diagnosticOutput)")

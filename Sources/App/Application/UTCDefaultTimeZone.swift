@@ -9,22 +9,21 @@ import Foundation
 /// zone is set to GMT: the same offset at every instant, so no time the worker writes changes. Any other zone is left
 /// to Foundation, and libc's (`TZ`, `/etc/localtime`) is never touched.
 package enum UTCDefaultTimeZone {
-    /// tzdata's names for UTC (each also under `Etc/`), and the POSIX forms with a zero offset.
+    /// tzdata's names for UTC (each also under `Etc/`), as ICU knows them. A POSIX string such as `UTC0` is not among
+    /// them: Foundation does not know it either, and falls back to `/etc/localtime`.
     static let utcNames: Set<String> = [
-        "UTC", "UCT", "Universal", "Zulu", "GMT", "GMT0", "GMT+0", "GMT-0", "Greenwich", "UTC0",
+        "UTC", "UCT", "Universal", "Zulu", "GMT", "GMT0", "GMT+0", "GMT-0", "Greenwich",
     ]
 
-    /// The system's zone as Foundation reads it: `TZ` when set (a leading `:` dropped), else the name
-    /// `/etc/localtime` links to (after `zoneinfo/`). Nil when neither gives a name (a path, an empty `TZ`, a copied
-    /// file): then nothing is decided here.
-    static func systemZoneName(tz: String?, localtimeTarget: String?) -> String? {
-        if let tz {
-            let name = tz.hasPrefix(":") ? String(tz.dropFirst()) : tz
-            return name.isEmpty || name.hasPrefix("/") ? nil : name
-        }
-        guard let localtimeTarget, let range = localtimeTarget.range(of: "zoneinfo/", options: .backwards) else {
-            return nil
-        }
+    /// The system's zone by Foundation's own rules (swift-foundation's `findCurrentTimeZone` on Linux): `TZ` when set
+    /// and not empty, taken as it is; else the name `/etc/localtime` links to, after `/usr/share/zoneinfo/`. Nil where
+    /// those rules read something else first (`TZFILE`) or find no name (a file that is no link, a link elsewhere).
+    /// A `TZ` Foundation does not know falls back to `/etc/localtime` there; here it decides nothing, so it is only
+    /// ever a UTC name that sets the default.
+    static func systemZoneName(tz: String?, tzfile: String? = nil, localtimeTarget: String?) -> String? {
+        if let tzfile, !tzfile.isEmpty { return nil }
+        if let tz, !tz.isEmpty { return tz }
+        guard let localtimeTarget, let range = localtimeTarget.range(of: "/usr/share/zoneinfo/") else { return nil }
         let name = String(localtimeTarget[range.upperBound...])
         return name.isEmpty ? nil : name
     }
@@ -38,10 +37,14 @@ package enum UTCDefaultTimeZone {
     /// first calendar or date formatter is made (it only changes what later ones start from).
     @discardableResult
     package static func applyWhereTheSystemIsUTC(
-        tz: String? = ProcessInfo.processInfo.environment["TZ"],
+        environment: [String: String] = ProcessInfo.processInfo.environment,
         localtimeTarget: String? = try? FileManager.default.destinationOfSymbolicLink(atPath: "/etc/localtime")
     ) -> Bool {
-        guard let name = systemZoneName(tz: tz, localtimeTarget: localtimeTarget), isUTC(name) else { return false }
+        guard
+            let name = systemZoneName(
+                tz: environment["TZ"], tzfile: environment["TZFILE"], localtimeTarget: localtimeTarget),
+            isUTC(name)
+        else { return false }
         NSTimeZone.default = .gmt
         return true
     }

@@ -328,8 +328,10 @@ extension WorkerConfiguration {
         // A root other than Apple's believes whatever its holder signs: it is for a simulator's chain, so it needs a
         // simulator to read from. Against Apple's own hosts (or the topic alone) it is a test root left in a real
         // deployment, which would let anyone with its key revoke grants.
+        // A fully qualified name's final dot names the same host: `api.storekit.itunes.apple.com.` is Apple's.
         let simulated = refunds.appleBaseURL.flatMap { URLComponents(string: $0)?.hostAsWritten?.lowercased() }.map {
-            $0 != "apple.com" && !$0.hasSuffix(".apple.com")
+            let host = $0.hasSuffix(".") ? String($0.dropLast()) : $0
+            return host != "apple.com" && !host.hasSuffix(".apple.com")
         }
         if let pem = refunds.appleRootCertificatesPEM, simulated != true,
             try AppleRootCertificates.certificates(pem: pem) != [try AppleRootCertificates.rootCAG3()]

@@ -125,12 +125,22 @@ import Testing
             poller, poller.merging(["REFUNDS_APPLE_ENVIRONMENT": "sandbox"]) { $1 },
             poller.merging(["REFUNDS_APPLE_BASE_URL": "https://api.storekit.itunes.apple.com"]) { $1 },
             poller.merging(["REFUNDS_APPLE_BASE_URL": "https://API.StoreKit-Sandbox.iTunes.Apple.com/"]) { $1 },
+            // The same host spelled otherwise: a fully qualified name's final dot, a percent-escaped letter.
+            poller.merging(["REFUNDS_APPLE_BASE_URL": "https://api.storekit.itunes.apple.com./"]) { $1 },
+            poller.merging(["REFUNDS_APPLE_BASE_URL": "https://api.storekit.itunes.%61pple.com/"]) { $1 },
         ] {
             let problem = await Self.problem(environment)
             #expect(
                 problem?.contains("configuration key refunds.apple.root_certificates_file") == true,
                 "\(problem ?? "accepted")")
             #expect(problem?.contains("refunds.apple.base_url") == true, "\(problem ?? "accepted")")
+        }
+        // A host no resolver could take is no simulator's either: refused as a URL, before the root is looked at.
+        for url in ["https://api.storekit.itunes.apple.com%80/", "https://apple.com%0d%0aX-Evil:%201/"] {
+            let problem = await Self.problem(poller.merging(["REFUNDS_APPLE_BASE_URL": url]) { $1 })
+            #expect(
+                problem?.contains("configuration key refunds.apple.base_url") == true,
+                "\(url): \(problem ?? "accepted")")
         }
         let simulated = try await Self.load(poller.merging(["REFUNDS_APPLE_BASE_URL": "http://127.0.0.1:9"]) { $1 })
         #expect(simulated.refunds.appleRootCertificatesPEM != nil)

@@ -21,8 +21,24 @@ struct URLHostTests {
         #expect(URLComponents(string: "https://xn--bcher-kva.de/")?.hostAsWritten == "xn--bcher-kva.de")
         #expect(URLComponents(string: "https://%61pple.com/")?.hostAsWritten == "apple.com")
         #expect(URLComponents(string: "http:///x")?.hostAsWritten == "")
-        #expect(URLComponents(string: "http://h%zz/x")?.hostAsWritten == nil)
-        let long = String(repeating: "a", count: 8192)
-        #expect(URLComponents(string: "https://\(long).example/")?.hostAsWritten == "\(long).example")
+    }
+
+    /// What no resolver could take is no host, as `host` said for most of it: escapes that are not UTF-8, control
+    /// characters and spaces once decoded (a Host header's line break, a NUL that cuts the name at the resolver but
+    /// not in the TLS name), non-ASCII, and more than 255 bytes.
+    @Test func aHostNoResolverCouldTakeIsNone() throws {
+        for url in [
+            "https://gb.example%80/", "https://gb.example%ff/", "https://a%0d%0aX-Evil:%201@gb.example%0d%0a/",
+            "https://gb%00.example/", "https://gb%20example/", "https://gb.%C3%A9xample/",
+        ] {
+            let components = try #require(URLComponents(string: url), "\(url) parses")
+            #expect(components.hostAsWritten == nil, "\(url)")
+        }
+        let label = String(repeating: "a", count: 63)
+        let longest = Array(repeating: label, count: 4).joined(separator: ".")  // 255 bytes
+        #expect(URLComponents(string: "https://\(longest)/")?.hostAsWritten == longest)
+        #expect(URLComponents(string: "https://\(longest)a/")?.hostAsWritten == nil)
+        let huge = String(repeating: "a", count: 8192)
+        #expect(URLComponents(string: "https://\(huge).example/")?.hostAsWritten == nil)
     }
 }
