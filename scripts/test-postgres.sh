@@ -27,14 +27,21 @@ server_options() {
   echo "-p $PORT -k $DIR -c listen_addresses=127.0.0.1,127.0.0.2 -c max_connections=300 -c fsync=off -c ssl=on"
 }
 
-# Whether anything listens on TCP port $1 (any address).
+# Whether any TCP socket holds port $1 as its own: a listener, or a connection whose local end it is. 55432 lies in
+# Linux's ephemeral range (32768-60999), so a client's connection can hold it, and then the server's bind to
+# 127.0.0.1 fails while its 127.0.0.2 succeeds: a server that starts and refuses every test (seen in CI).
 port_taken() {
-  [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]
+  [ -n "$(ss -Htan "sport = :$1" 2>/dev/null)" ]
 }
 
-# What listens on port $1, for the error message.
+# Whether the server in $DIR accepts TCP connections on 127.0.0.1:$PORT, the address the tests use.
+answers_on_loopback() {
+  as_owner "$BIN/pg_isready" -q -h 127.0.0.1 -p "$PORT" -t 5
+}
+
+# What holds port $1 (a listener or a connection's local end), for the error message.
 port_holder() {
-  ss -Hltnp "sport = :$1" 2>/dev/null | sed -n 's/.*users:((\(.*\))).*/\1/p' | head -n 1
+  ss -Htanp "sport = :$1" 2>/dev/null | sed -n 's/.*users:((\(.*\))).*/\1/p' | head -n 1
 }
 
 # The port of the server running in $DIR: the fourth line of its postmaster.pid (also for a server an older version
@@ -87,7 +94,7 @@ case "${1:-start}" in
     else
       if port_taken "$PORT"; then
         if [ -n "$PORT_ASKED" ]; then
-          echo "test-postgres: port $PORT is taken by a server this script did not start ($(port_holder "$PORT" || true)); free it or set IAP_TEST_POSTGRES_PORT to another port" >&2
+          echo "test-postgres: port $PORT is taken by a socket this script did not open ($(port_holder "$PORT" || true)); free it or set IAP_TEST_POSTGRES_PORT to another port" >&2
           exit 1
         fi
         taken="$PORT"
@@ -102,8 +109,22 @@ case "${1:-start}" in
       [ "$(id -u)" -eq 0 ] && chown postgres "$DIR"
       as_owner "$BIN/initdb" -D "$DIR" --auth-local=trust --auth-host=scram-sha-256 -U postgres >/dev/null
       make_certificates
-      echo "$PORT" > "$DIR/iap-test-port"
-      as_owner "$BIN/pg_ctl" -D "$DIR" -w -l "$DIR/server.log" -o "$(server_options)" start >/dev/null
+      # A port taken between the check and the bind (a connection's local end) leaves PostgreSQL listening on
+      # 127.0.0.2 alone, which it counts as a start: such a server is stopped and the next free port tried.
+      for attempt in 1 2 3 4 5; do
+        echo "$PORT" > "$DIR/iap-test-port"
+        as_owner "$BIN/pg_ctl" -D "$DIR" -w -l "$DIR/server.log" -o "$(server_options)" start >/dev/null
+        answers_on_loopback && break
+        as_owner "$BIN/pg_ctl" -D "$DIR" -m fast stop >/dev/null 2>&1 || true
+        if [ -n "$PORT_ASKED" ] || [ "$attempt" -eq 5 ]; then
+          echo "test-postgres: the server started but does not answer on 127.0.0.1:$PORT (see $DIR/server.log)" >&2
+          exit 1
+        fi
+        taken="$PORT"
+        PORT=$((PORT + 1))
+        while port_taken "$PORT"; do PORT=$((PORT + 1)); done
+        echo "test-postgres: 127.0.0.1:$taken could not be bound: using $PORT" >&2
+      done
       as_owner "$BIN/psql" -h "$DIR" -p "$PORT" -U postgres -q -c "CREATE ROLE iap LOGIN PASSWORD 'iap' CREATEDB CREATEROLE" >/dev/null
       as_owner "$BIN/psql" -h "$DIR" -p "$PORT" -U postgres -q -c "CREATE DATABASE iap_test OWNER iap" >/dev/null
     fi

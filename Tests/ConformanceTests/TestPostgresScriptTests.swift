@@ -52,6 +52,53 @@ struct TestPostgresScriptTests {
         #expect(result.err.contains("port \(port) is taken"), "\(result.err)")
     }
 
+    /// A port in Linux's ephemeral range can be the local end of a client's connection, with nothing listening on it.
+    /// PostgreSQL then binds 127.0.0.2 but not 127.0.0.1 and counts that as a start: a server that refused every
+    /// test of a CI run. Such a port is taken too.
+    @Test func aPortHeldByAConnectionsLocalEndIsTaken() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer {
+            close(client)
+            close(listener)
+        }
+        var address = loopbackAddress(port: 0)
+        var local = loopbackAddress(port: 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try withUnsafeMutablePointer(to: &address) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                guard bind(listener, $0, length) == 0, listen(listener, 1) == 0, getsockname(listener, $0, &length) == 0
+                else { throw TestSetupError(message: "cannot listen on loopback") }
+            }
+        }
+        // The client's own end on a port of its choosing (bound first), connected to the listener.
+        try withUnsafeMutablePointer(to: &local) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { localAddress in
+                try withUnsafePointer(to: &address) { remote in
+                    try remote.withMemoryRebound(to: sockaddr.self, capacity: 1) { remoteAddress in
+                        var localLength = socklen_t(MemoryLayout<sockaddr_in>.size)
+                        guard bind(client, localAddress, localLength) == 0,
+                            getsockname(client, localAddress, &localLength) == 0,
+                            connect(client, remoteAddress, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                        else { throw TestSetupError(message: "cannot connect on loopback") }
+                    }
+                }
+            }
+        }
+        let port = Int(UInt16(bigEndian: local.sin_port))
+        let folder = "/tmp/iap-pg-script-\(UUID().uuidString.prefix(8))"
+        defer {
+            _ = try? Self.run(["stop"], environment: ["IAP_TEST_POSTGRES_DIR": folder])
+            try? FileManager.default.removeItem(atPath: folder)
+            try? FileManager.default.removeItem(atPath: folder + "-tls")
+        }
+        let result = try Self.run(
+            ["start"], environment: ["IAP_TEST_POSTGRES_PORT": "\(port)", "IAP_TEST_POSTGRES_DIR": folder])
+        #expect(result.status != 0, "started on a port a connection holds: \(result.out)")
+        #expect(result.out.isEmpty, "no URL of a server the tests cannot reach")
+        #expect(result.err.contains("port \(port) is taken"), "\(result.err)")
+    }
+
     @Test func theDefaultPortTakenByAnotherServerIsAvoided() throws {
         // Under `make test` the shared server holds the default port: a second folder's server must not report it.
         let shared = try PostgresTestServer.current().port
