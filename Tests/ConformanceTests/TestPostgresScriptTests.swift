@@ -25,26 +25,43 @@ struct TestPostgresScriptTests {
         return (status, out, err)
     }
 
-    @Test func aPortAskedForAndHeldByAnotherServerIsRefusedNamingIt() throws {
-        // A listener that is not PostgreSQL at all, on a port of its own.
+    /// A listening socket on a loopback port of the kernel's choosing, and its address.
+    static func listener() throws -> (socket: Int32, address: sockaddr_in) {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(listener) }
         var address = loopbackAddress(port: 0)
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         try withUnsafeMutablePointer(to: &address) { pointer in
             try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 guard bind(listener, $0, length) == 0, listen(listener, 1) == 0, getsockname(listener, $0, &length) == 0
                 else {
+                    close(listener)
                     throw TestSetupError(message: "cannot listen on loopback")
                 }
             }
         }
-        let port = Int(UInt16(bigEndian: address.sin_port))
+        return (listener, address)
+    }
+
+    /// A folder of the script's own, and its removal: the server stopped (if one started), the data and TLS folders.
+    static func scratchFolder() -> (path: String, remove: () -> Void) {
         let folder = "/tmp/iap-pg-script-\(UUID().uuidString.prefix(8))"
-        defer {
-            try? FileManager.default.removeItem(atPath: folder)
-            try? FileManager.default.removeItem(atPath: folder + "-tls")
-        }
+        return (
+            folder,
+            {
+                _ = try? Self.run(["stop"], environment: ["IAP_TEST_POSTGRES_DIR": folder])
+                try? FileManager.default.removeItem(atPath: folder)
+                try? FileManager.default.removeItem(atPath: folder + "-tls")
+            }
+        )
+    }
+
+    @Test func aPortAskedForAndHeldByAnotherServerIsRefusedNamingIt() throws {
+        // A listener that is not PostgreSQL at all, on a port of its own.
+        let (listener, address) = try Self.listener()
+        defer { close(listener) }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let (folder, remove) = Self.scratchFolder()
+        defer { remove() }
         let result = try Self.run(
             ["start"], environment: ["IAP_TEST_POSTGRES_PORT": "\(port)", "IAP_TEST_POSTGRES_DIR": folder])
         #expect(result.status != 0)
@@ -56,21 +73,14 @@ struct TestPostgresScriptTests {
     /// PostgreSQL then binds 127.0.0.2 but not 127.0.0.1 and counts that as a start: a server that refused every
     /// test of a CI run. Such a port is taken too.
     @Test func aPortHeldByAConnectionsLocalEndIsTaken() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (listener, listening) = try Self.listener()
+        var address = listening
         let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer {
             close(client)
             close(listener)
         }
-        var address = loopbackAddress(port: 0)
         var local = loopbackAddress(port: 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        try withUnsafeMutablePointer(to: &address) { pointer in
-            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                guard bind(listener, $0, length) == 0, listen(listener, 1) == 0, getsockname(listener, $0, &length) == 0
-                else { throw TestSetupError(message: "cannot listen on loopback") }
-            }
-        }
         // The client's own end on a port of its choosing (bound first), connected to the listener.
         try withUnsafeMutablePointer(to: &local) { pointer in
             try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { localAddress in
@@ -86,12 +96,8 @@ struct TestPostgresScriptTests {
             }
         }
         let port = Int(UInt16(bigEndian: local.sin_port))
-        let folder = "/tmp/iap-pg-script-\(UUID().uuidString.prefix(8))"
-        defer {
-            _ = try? Self.run(["stop"], environment: ["IAP_TEST_POSTGRES_DIR": folder])
-            try? FileManager.default.removeItem(atPath: folder)
-            try? FileManager.default.removeItem(atPath: folder + "-tls")
-        }
+        let (folder, remove) = Self.scratchFolder()
+        defer { remove() }
         let result = try Self.run(
             ["start"], environment: ["IAP_TEST_POSTGRES_PORT": "\(port)", "IAP_TEST_POSTGRES_DIR": folder])
         #expect(result.status != 0, "started on a port a connection holds: \(result.out)")
@@ -102,12 +108,8 @@ struct TestPostgresScriptTests {
     @Test func theDefaultPortTakenByAnotherServerIsAvoided() throws {
         // Under `make test` the shared server holds the default port: a second folder's server must not report it.
         let shared = try PostgresTestServer.current().port
-        let folder = "/tmp/iap-pg-script-\(UUID().uuidString.prefix(8))"
-        defer {
-            _ = try? Self.run(["stop"], environment: ["IAP_TEST_POSTGRES_DIR": folder])
-            try? FileManager.default.removeItem(atPath: folder)
-            try? FileManager.default.removeItem(atPath: folder + "-tls")
-        }
+        let (folder, remove) = Self.scratchFolder()
+        defer { remove() }
         let result = try Self.run(
             ["start"], environment: ["IAP_TEST_POSTGRES_DIR": folder, "IAP_TEST_POSTGRES_PORT": ""])
         #expect(result.status == 0, "\(result.err)")
