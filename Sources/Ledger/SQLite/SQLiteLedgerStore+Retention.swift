@@ -4,7 +4,7 @@ import GRDB
 import Logging
 import Wire
 
-/// Retention on SQLite: each batch goes through the write batcher like the purchases' writes (a savepoint in their
+/// Retention on SQLite: each batch goes through the write batcher like the purchases' writes (one write of their
 /// group commit: a batch of writes never waits behind a stream of others), and the pages the deletes free are given
 /// back to the file system by incremental vacuum, a few hundred pages a step (``prepareIncrementalVacuum()`` converts
 /// a ledger file made before it, once, at the daemon's start).

@@ -349,6 +349,8 @@ public final class SQLiteLedgerStore: SQLLedgerStore {
         do { return try await pool.read(body) } catch { throw wrap(error) }
     }
 
+    /// `body` in the group commit: it may run twice (``SQLiteWriteBatcher/write(_:)``), so it touches nothing but
+    /// the database (a warning logged inside, as `readable` does, is logged again by a second run).
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do { return try await batcher.write(body) } catch { throw wrap(error) }
     }

@@ -3,10 +3,10 @@ import GRDB
 import Synchronization
 
 /// Group commit for the SQLite ledger: writes that arrive while a transaction is being written wait and go
-/// together into the next one, each inside its own savepoint.
+/// together into the next one.
 ///
 /// Each caller still gets its own result, and only after the transaction holding its write has committed;
-/// a write that throws rolls back its savepoint alone. With hundreds of purchases in flight this turns
+/// a write that throws is undone alone, its neighbours committed (see ``commit(_:_:)``). With hundreds of purchases in flight this turns
 /// hundreds of transactions (and hops to the writer queue) per second into a few dozen.
 final class SQLiteWriteBatcher: Sendable {
     private struct Pending: Sendable {
@@ -28,6 +28,13 @@ final class SQLiteWriteBatcher: Sendable {
         self.pool = pool
     }
 
+    /// Writes waiting for the next transaction (for tests that need several in one batch).
+    var waitingWrites: Int { state.withLock { $0.pending.count } }
+
+    /// Runs `body` in the next transaction and returns its result once that transaction has committed.
+    ///
+    /// `body` may run twice (when another write of its batch throws, see ``commit(_:_:)``): it must do nothing
+    /// outside the database that a second run would repeat, and read the time or make ids before, not inside.
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         let value = try await withCheckedThrowingContinuation {
             (continuation: CheckedContinuation<any Sendable, any Error>) in
@@ -73,33 +80,70 @@ final class SQLiteWriteBatcher: Sendable {
             }
             guard !batch.isEmpty || !checkpoints.isEmpty else { return }
             guard !batch.isEmpty else { continue }
-            var results: [Result<any Sendable, any Error>] = []
-            results.reserveCapacity(batch.count)
-            do {
-                try db.inTransaction(.immediate) {
-                    for pending in batch {
-                        do {
-                            var value: (any Sendable)?
-                            try db.inSavepoint {
-                                value = try pending.body(db)
-                                return .commit
-                            }
-                            results.append(.success(value!))
-                        } catch {
-                            // SQLite rolls the whole transaction back by itself after some errors (a full disk, an
-                            // I/O error): what ran before is gone, and what follows would run outside it. The batch
-                            // ends with this error, which says what happened to every write of it.
-                            guard db.isInsideTransaction else { throw error }
-                            results.append(.failure(error))
-                        }
-                    }
-                    return .commit
-                }
-            } catch {
-                // The transaction did not commit: no write of the batch is durable.
-                results = Array(repeating: .failure(error), count: batch.count)
-            }
+            let results = commit(batch, db)
             for (pending, result) in zip(batch, results) { pending.continuation.resume(with: result) }
         }
     }
+
+    /// A write that throws is the exception: the batch runs in one transaction with no savepoint per write, which
+    /// would have SQLite copy every page a write changes into a statement journal (a temporary file once it passes
+    /// 64 KiB) only to throw it away at release. Only when a write throws with the transaction still open is the
+    /// batch rolled back and run again with one savepoint per write (``commitEachInSavepoint(_:_:)``), so that
+    /// the failing write alone is undone; the writes are the ledger's statements on the one connection, so the
+    /// second run decides what the first would have.
+    private func commit(_ batch: [Pending], _ db: Database) -> [Result<any Sendable, any Error>] {
+        var values: [any Sendable] = []
+        values.reserveCapacity(batch.count)
+        do {
+            try db.inTransaction(.immediate) {
+                for pending in batch {
+                    do {
+                        values.append(try pending.body(db))
+                    } catch {
+                        // SQLite rolls the whole transaction back by itself after some errors (a full disk, an I/O
+                        // error): the batch ends with this error, as it would with savepoints.
+                        guard db.isInsideTransaction else { throw error }
+                        throw OneWriteFailed()
+                    }
+                }
+                return .commit
+            }
+            return values.map { .success($0) }
+        } catch is OneWriteFailed {
+            return commitEachInSavepoint(batch, db)
+        } catch {
+            // The transaction did not commit: no write of the batch is durable.
+            return Array(repeating: .failure(error), count: batch.count)
+        }
+    }
+
+    /// The batch again, each write in a savepoint of its own: a write that throws rolls back its own changes only.
+    private func commitEachInSavepoint(_ batch: [Pending], _ db: Database) -> [Result<any Sendable, any Error>] {
+        var results: [Result<any Sendable, any Error>] = []
+        results.reserveCapacity(batch.count)
+        do {
+            try db.inTransaction(.immediate) {
+                for pending in batch {
+                    do {
+                        var value: (any Sendable)?
+                        try db.inSavepoint {
+                            value = try pending.body(db)
+                            return .commit
+                        }
+                        results.append(.success(value!))
+                    } catch {
+                        guard db.isInsideTransaction else { throw error }
+                        results.append(.failure(error))
+                    }
+                }
+                return .commit
+            }
+            return results
+        } catch {
+            return Array(repeating: .failure(error), count: batch.count)
+        }
+    }
+
+    /// The first run's signal that a write threw inside a transaction still open: roll back, run with savepoints.
+    private struct OneWriteFailed: Error {}
 }
