@@ -7,32 +7,50 @@ public enum JSONText {
     /// Appends `value` as a JSON string literal.
     public static func appendString(_ value: String, to text: inout String) {
         text += "\""
-        let scalars = value.unicodeScalars
-        var plainStart = scalars.startIndex
-        var index = scalars.startIndex
-        // Copies runs of scalars that need no escaping in one step.
-        while index != scalars.endIndex {
-            let scalar = scalars[index]
-            if scalar == "\"" || scalar == "\\" || scalar.value < 0x20 {
-                text += Substring(scalars[plainStart..<index])
-                switch scalar {
-                case "\"": text += "\\\""
-                case "\\": text += "\\\\"
-                case "\n": text += "\\n"
-                case "\r": text += "\\r"
-                case "\t": text += "\\t"
-                case "\u{8}": text += "\\b"
-                case "\u{c}": text += "\\f"
-                default:
-                    let hex = String(scalar.value, radix: 16)
-                    text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                }
-                plainStart = scalars.index(after: index)
-            }
-            index = scalars.index(after: index)
+        // Every byte that needs escaping is ASCII, and no byte of a multi-byte UTF-8 sequence is: the bytes are
+        // scanned, and a string without one (nearly every string) is appended whole.
+        let utf8 = value.utf8
+        guard let first = utf8.firstIndex(where: needsEscape) else {
+            text += value
+            text += "\""
+            return
         }
-        text += Substring(scalars[plainStart..<scalars.endIndex])
+        // Runs are cut at escaped bytes, which are whole scalars: the scalar view's slices (never `value[…]`, which
+        // rounds to a character's start, and a combining mark may follow a quote) copy them exactly.
+        let scalars = value.unicodeScalars
+        var plainStart = utf8.startIndex
+        var index = first
+        while index != utf8.endIndex {
+            let byte = utf8[index]
+            if needsEscape(byte) {
+                text += Substring(scalars[plainStart..<index])
+                switch byte {
+                case UInt8(ascii: "\""): text += "\\\""
+                case UInt8(ascii: "\\"): text += "\\\\"
+                case 0x0A: text += "\\n"
+                case 0x0D: text += "\\r"
+                case 0x09: text += "\\t"
+                case 0x08: text += "\\b"
+                case 0x0C: text += "\\f"
+                default:
+                    text += "\\u00"
+                    text.unicodeScalars.append(hexDigit(byte >> 4))
+                    text.unicodeScalars.append(hexDigit(byte & 0x0F))
+                }
+                plainStart = utf8.index(after: index)
+            }
+            index = utf8.index(after: index)
+        }
+        text += Substring(scalars[plainStart..<utf8.endIndex])
         text += "\""
+    }
+
+    private static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+    }
+
+    private static func hexDigit(_ nibble: UInt8) -> Unicode.Scalar {
+        Unicode.Scalar(nibble < 10 ? 0x30 + nibble : 0x57 + nibble)
     }
 
     /// Appends a JSON object whose members `body` writes.

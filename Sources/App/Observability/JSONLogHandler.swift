@@ -47,18 +47,21 @@ public struct JSONLogHandler: LogHandler {
         line += #"","logger":"#
         JSONText.appendString(label, to: &line)
         line += #","msg":"#
-        JSONText.appendString("\(event.message)", to: &line)
+        JSONText.appendString(event.message.description, to: &line)
         let merged: Logger.Metadata
         if let own = event.metadata, !own.isEmpty {
             merged = metadata.isEmpty ? own : metadata.merging(own) { $1 }
         } else {
             merged = metadata
         }
-        for key in merged.keys.sorted() {
+        for (key, value) in merged.sorted(by: { $0.key < $1.key }) {
             line += ","
             JSONText.appendString(key, to: &line)
             line += ":"
-            JSONText.appendString("\(merged[key]!)", to: &line)
+            switch value {
+            case .string(let value): JSONText.appendString(value, to: &line)
+            case let value: JSONText.appendString(value.description, to: &line)
+            }
         }
         if !event.source.isEmpty {
             line += #","source":"#
