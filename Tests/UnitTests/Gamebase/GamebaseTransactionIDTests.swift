@@ -33,4 +33,17 @@ import Testing
             #expect(seenSet[i] & seenClear[i] == ~fixed, "byte \(i)")
         }
     }
+
+    /// The random bytes are read from the kernel in blocks and handed out once each: ids made on many threads at once,
+    /// across many blocks, never repeat.
+    @Test func idsMadeConcurrentlyAcrossManyBlocksNeverRepeat() async {
+        let ids = await withTaskGroup(of: [String].self) { group in
+            for _ in 0..<8 {
+                group.addTask { (0..<3_000).map { _ in GamebaseTransactionID().value } }
+            }
+            return await group.reduce(into: [String]()) { $0 += $1 }
+        }
+        #expect(ids.count == 24_000)
+        #expect(Set(ids).count == ids.count, "\(ids.count - Set(ids).count) repeated")
+    }
 }
