@@ -2,12 +2,16 @@ import Synchronization
 
 #if canImport(Glibc)
     import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
 #endif
 
 /// Random (version 4) UUIDs as lower-case strings, from the kernel's generator (`getrandom`). Foundation's `UUID()`
 /// opens and reads `/dev/urandom` on every call on Linux, and the standard library's system generator makes one
 /// `getrandom` call per 64-bit word, two per UUID: about three calls per message for the transaction ids alone.
-/// ``RandomBytes`` takes them from the kernel 4 KiB at a time.
+/// ``RandomBytes`` takes them from the kernel 256 bytes at a time.
 enum RandomUUID {
     static func string() -> String {
         let (first, second) = RandomBytes.shared.twoWords()
@@ -42,27 +46,26 @@ enum RandomUUID {
     }
 }
 
-/// The kernel's random bytes, read 4 KiB at a time from `/dev/urandom` (kept open) and handed out once each: the
-/// same bytes `getrandom` gives, one system call per 256 UUIDs instead of two per UUID. A process that forks would
-/// hand its child the same unread bytes; the worker never forks.
+/// The kernel's random bytes (`getentropy`, the same source as `getrandom`), read 256 bytes at a time and handed out
+/// once each: one system call per 16 UUIDs instead of two per UUID. A process that forks would hand its child the
+/// same unread bytes; the worker never forks.
 final class RandomBytes: Sendable {
     static let shared = RandomBytes()
 
     private struct Buffer {
         var words: [UInt64]
         var next: Int
-        /// `/dev/urandom`, opened at the first fill; -1 before, or where it cannot be opened.
-        var device: Int32 = -1
     }
 
-    static let words = 512
+    /// `getentropy`'s most per call: 256 bytes.
+    static let words = 32
     private let buffer = Mutex(Buffer(words: [UInt64](repeating: 0, count: RandomBytes.words), next: RandomBytes.words))
 
     /// Two words no caller has been given before.
     func twoWords() -> (UInt64, UInt64) {
         buffer.withLock { buffer in
             if buffer.next + 2 > buffer.words.count {
-                Self.fill(&buffer)
+                Self.fill(&buffer.words)
                 buffer.next = 0
             }
             defer { buffer.next += 2 }
@@ -70,29 +73,12 @@ final class RandomBytes: Sendable {
         }
     }
 
-    /// Fills the buffer from `/dev/urandom`, retrying reads a signal cut short; where the device cannot be opened or
-    /// read, from the standard library's generator (`getrandom`) word by word.
-    private static func fill(_ buffer: inout Buffer) {
-        if buffer.device < 0 { buffer.device = open("/dev/urandom", O_RDONLY | O_CLOEXEC) }
-        let device = buffer.device
-        let complete =
-            device >= 0
-            && buffer.words.withUnsafeMutableBytes { raw -> Bool in
-                var filled = 0
-                while filled < raw.count {
-                    let count = read(device, raw.baseAddress! + filled, raw.count - filled)
-                    if count > 0 {
-                        filled += count
-                    } else if count < 0, errno == EINTR {
-                        continue
-                    } else {
-                        return false
-                    }
-                }
-                return true
-            }
-        guard !complete else { return }
+    /// Fills `words` from `getentropy`; where it fails (a kernel without `getrandom`), from the standard library's
+    /// generator word by word.
+    private static func fill(_ words: inout [UInt64]) {
+        let filled = words.withUnsafeMutableBytes { raw in getentropy(raw.baseAddress!, raw.count) == 0 }
+        guard !filled else { return }
         var generator = SystemRandomNumberGenerator()
-        for index in buffer.words.indices { buffer.words[index] = generator.next() }
+        for index in words.indices { words[index] = generator.next() }
     }
 }

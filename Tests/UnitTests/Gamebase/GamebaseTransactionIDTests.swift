@@ -45,5 +45,14 @@ import Testing
         }
         #expect(ids.count == 24_000)
         #expect(Set(ids).count == ids.count, "\(ids.count - Set(ids).count) repeated")
+        // No random word is handed out twice, also not as the other half of another id: the halves, with the bits
+        // the version (bits 12-15 of the first) and the variant (62-63 of the second) replace cleared in both, are
+        // all distinct.
+        let cleared = ~(UInt64(0xF000) | UInt64(0b11) << 62)
+        let halves = ids.flatMap { id in
+            let hex = id.filter { $0 != "-" }
+            return [UInt64(hex.prefix(16), radix: 16)! & cleared, UInt64(hex.suffix(16), radix: 16)! & cleared]
+        }
+        #expect(Set(halves).count == halves.count, "\(halves.count - Set(halves).count) words repeated")
     }
 }
