@@ -17,8 +17,9 @@ struct JSONTextTests {
     static let strings: [String] =
         (0..<0x80).map { String(UnicodeScalar(UInt8($0))) } + [
             "", "plain", "é", "漢字", "🎮", "e\u{301}", "\"\u{301}", "a\u{0}b", "\u{2028}\u{2029}", "\\\"/\\\\",
-            // Escapes between multi-byte text, first and last, and a long run of both.
-            "é\"漢\u{1f}🎮\\x\u{301}\n", "\tstart", "end\u{7f}\r", String(repeating: "ü\"\u{0}✓", count: 2_048),
+            // Escapes between multi-byte text, first and last, and a long run of both (no NUL in the last: the test
+            // log prints arguments raw, and scripts/test-lanes.py would lose the line that follows a NUL).
+            "é\"漢\u{1f}🎮\\x\u{301}\n", "\tstart", "end\u{7f}\r", String(repeating: "ü\"\u{1f}✓", count: 2_048),
         ]
 
     @Test(arguments: strings)
