@@ -49,7 +49,7 @@ enum RandomUUID {
 /// The kernel's random bytes (`getentropy`, the same source as `getrandom`), read 256 bytes at a time and handed out
 /// once each: one system call per 16 UUIDs instead of two per UUID. A process that forks would hand its child the
 /// same unread bytes; the worker never forks.
-final class RandomBytes: Sendable {
+private final class RandomBytes: Sendable {
     static let shared = RandomBytes()
 
     private struct Buffer {

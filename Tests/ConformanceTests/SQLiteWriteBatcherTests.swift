@@ -99,8 +99,8 @@ struct SQLiteWriteBatcherTests {
         statements.filter { $0.uppercased().hasPrefix(keyword) }.count
     }
 
-    /// A write that inserts its own row, then one that breaks the primary key (row "a", which the batch's first
-    /// write inserts; an earlier run's "z" for a write placed first).
+    /// A write that inserts its own row `id`, then one that breaks the primary key: `existing`, a row written before
+    /// it (by an earlier write of the batch, or before the batch).
     static func failing(_ id: String, duplicating existing: String) -> @Sendable (Database) throws -> Int {
         { db in
             try db.execute(sql: "INSERT INTO t (id, n) VALUES (?, 0)", arguments: [id])
@@ -133,7 +133,10 @@ struct SQLiteWriteBatcherTests {
             #expect((error as? DatabaseError)?.resultCode == .SQLITE_CONSTRAINT, "write \(index): \(error)")
         }
         #expect(try rig.rows() == ["z": 26, "a": 1, "c": 3, "d": 4], "each failing write's own row went with it")
-        #expect(Self.count("ROLLBACK", in: statements) >= 1, "the first run rolled back: \(statements.prefix(12))")
+        #expect(Self.count("BEGIN", in: statements) == 2, "a first run, then a second: \(statements.prefix(12))")
+        #expect(
+            statements.filter { $0.uppercased() == "ROLLBACK TRANSACTION" }.count == 1,
+            "the first run rolled back whole: \(statements.prefix(12))")
         #expect(Self.count("SAVEPOINT", in: statements) == 7, "then a savepoint per write: \(statements.prefix(12))")
         #expect(Self.count("COMMIT", in: statements) == 1)
     }

@@ -60,7 +60,7 @@ public struct JSONLogHandler: LogHandler {
             line += ":"
             switch value {
             case .string(let value): JSONText.appendString(value, to: &line)
-            case let value: JSONText.appendString(value.description, to: &line)
+            default: JSONText.appendString(value.description, to: &line)
             }
         }
         if !event.source.isEmpty {

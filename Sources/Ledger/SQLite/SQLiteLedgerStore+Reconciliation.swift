@@ -44,9 +44,9 @@ extension SQLiteLedgerStore {
     public func refreshReconciliationUsers(activeSince: Date) async throws -> Bool {
         let since = activeSince.epochMilliseconds
         return try await ReconcileScan.catchUp { source, from in
-            try await write { db in
-                try Self.scanChunk(source, since: since, from: from, now: Date().epochMilliseconds, db)
-            }
+            // Read before the write: its body may run twice (``SQLiteWriteBatcher/write(_:)``).
+            let now = Date().epochMilliseconds
+            return try await write { db in try Self.scanChunk(source, since: since, from: from, now: now, db) }
         }
     }
 

@@ -5,8 +5,8 @@ import Synchronization
 /// Group commit for the SQLite ledger: writes that arrive while a transaction is being written wait and go
 /// together into the next one.
 ///
-/// Each caller still gets its own result, and only after the transaction holding its write has committed;
-/// a write that throws is undone alone, its neighbours committed (see ``commit(_:_:)``). With hundreds of purchases in flight this turns
+/// Each caller still gets its own result, and only after the transaction holding its write has committed; a write
+/// that throws is undone alone, its neighbours committed (see ``commit(_:_:)``). With hundreds of purchases in flight this turns
 /// hundreds of transactions (and hops to the writer queue) per second into a few dozen.
 final class SQLiteWriteBatcher: Sendable {
     private struct Pending: Sendable {
@@ -33,8 +33,9 @@ final class SQLiteWriteBatcher: Sendable {
 
     /// Runs `body` in the next transaction and returns its result once that transaction has committed.
     ///
-    /// `body` may run twice (when another write of its batch throws, see ``commit(_:_:)``): it must do nothing
-    /// outside the database that a second run would repeat, and read the time or make ids before, not inside.
+    /// - Important: `body` may run twice (when a write of its batch throws, see ``commit(_:_:)``): it must do
+    ///   nothing outside the database that a second run would repeat, and read the time or make ids before, not
+    ///   inside.
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         let value = try await withCheckedThrowingContinuation {
             (continuation: CheckedContinuation<any Sendable, any Error>) in
