@@ -20,6 +20,16 @@ PORT_ASKED="${IAP_TEST_POSTGRES_PORT:-}"
 PORT="${PORT_ASKED:-55432}"
 DIR="${IAP_TEST_POSTGRES_DIR:-/tmp/iap-worker-test-pg}"
 TLS_DIR="$DIR-tls"
+# The folder is the machine's (every checkout's tests share the one server): two test runs starting at once would both
+# make it anew and neither server would start. Starts and stops take turns on a lock beside it, held by flock(1)
+# alone (-o): a server the script leaves running must not inherit the lock, or the next stop would wait for ever.
+case "${1:-}" in
+  start | stop | crash | resume)
+    if [ -z "${IAP_TEST_POSTGRES_LOCKED:-}" ]; then
+      IAP_TEST_POSTGRES_LOCKED=1 exec flock -o "$DIR.lock" bash "$0" "$@"
+    fi
+    ;;
+esac
 BIN="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
 [ -n "$BIN" ] || { echo "test-postgres: PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 1; }
 

@@ -1,6 +1,7 @@
 import Foundation
 import IAPTestSupport
 import KafkaTesting
+import Synchronization
 import Testing
 
 /// The test suite's PostgreSQL is always one `scripts/test-postgres.sh` started: a port held by anything else is
@@ -116,5 +117,37 @@ struct TestPostgresScriptTests {
         let url = result.out.trimmingCharacters(in: .whitespacesAndNewlines)
         let port = try #require(URLComponents(string: url)?.port)
         #expect(port != shared, "\(url) is the shared server's, which this folder's script did not start")
+    }
+
+    /// Two test runs that start the machine's server at the same moment (two checkouts, two `make check`s) share one
+    /// server: the second waits for the first and is given its URL, rather than making the folder anew under it.
+    @Test func twoStartsAtOnceShareOneServer() throws {
+        let (folder, remove) = Self.scratchFolder()
+        defer {
+            remove()
+            try? FileManager.default.removeItem(atPath: folder + ".lock")
+        }
+        let results = Mutex<[(status: Int32, out: String, err: String)]>([])
+        DispatchQueue.concurrentPerform(iterations: 2) { _ in
+            let result =
+                (try? Self.run(["start"], environment: ["IAP_TEST_POSTGRES_DIR": folder, "IAP_TEST_POSTGRES_PORT": ""]))
+                ?? (-1, "", "could not run the script")
+            results.withLock { $0.append(result) }
+        }
+        let both = results.withLock { $0 }
+        for result in both { #expect(result.status == 0, "\(result.err)") }
+        let urls = Set(both.map { $0.out.trimmingCharacters(in: .whitespacesAndNewlines) })
+        #expect(urls.count == 1, "\(urls)")
+        let port = try #require(urls.first.flatMap { URLComponents(string: $0)?.port })
+        // The server both were given listens on 127.0.0.1.
+        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(probe) }
+        var address = loopbackAddress(port: port)
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(probe, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        #expect(connected, "nothing answers on the URL both were given")
     }
 }
