@@ -25,8 +25,12 @@ TLS_DIR="$DIR-tls"
 # alone (-o): a server the script leaves running must not inherit the lock, or the next stop would wait for ever.
 case "${1:-}" in
   start | stop | crash | resume)
+    # Ten minutes at most: a start or stop left hanging elsewhere is named, not waited for without end.
     if [ -z "${IAP_TEST_POSTGRES_LOCKED:-}" ]; then
-      IAP_TEST_POSTGRES_LOCKED=1 exec flock -o "$DIR.lock" bash "$0" "$@"
+      status=0
+      IAP_TEST_POSTGRES_LOCKED=1 flock -w 600 -E 75 -o "$DIR.lock" bash "$0" "$@" || status=$?
+      [ "$status" -ne 75 ] || echo "test-postgres: $DIR.lock was held for 10 minutes by another start or stop" >&2
+      exit "$status"
     fi
     ;;
 esac

@@ -58,8 +58,9 @@ private final class RandomBytes: Sendable {
     }
 
     /// `getentropy`'s most per call: 256 bytes.
-    static let words = 32
-    private let buffer = Mutex(Buffer(words: [UInt64](repeating: 0, count: RandomBytes.words), next: RandomBytes.words))
+    static let wordCount = 32
+    private let buffer = Mutex(
+        Buffer(words: [UInt64](repeating: 0, count: RandomBytes.wordCount), next: RandomBytes.wordCount))
 
     /// Two words no caller has been given before.
     func twoWords() -> (UInt64, UInt64) {

@@ -167,4 +167,29 @@ struct SQLiteWriteBatcherTests {
         let next = await rig.batch([Self.insert("d", 4)])
         #expect((try? next[0].get()) == 4)
     }
+
+    /// The second run can meet the storage's failure too: a write that breaks the primary key sends the batch to its
+    /// savepoint run, where a later write ends the transaction. Nothing of the batch is durable, and every write is
+    /// told so with that failure.
+    @Test func aTransactionEndedDuringTheSavepointRunFailsTheWholeBatch() async throws {
+        struct Gone: Error {}
+        let rig = try Rig()
+        _ = try await rig.batcher.write(Self.insert("z", 26))
+        let results = await rig.batch([
+            Self.insert("a", 1),
+            Self.failing("f", duplicating: "z"),
+            { db in
+                try db.execute(sql: "ROLLBACK")
+                throw Gone()
+            },
+        ])
+        for (index, result) in results.enumerated() {
+            guard case .failure(let error) = result else {
+                Issue.record("write \(index) succeeded in a transaction that was rolled back")
+                continue
+            }
+            #expect(error is Gone, "write \(index): \(error)")
+        }
+        #expect(try rig.rows() == ["z": 26])
+    }
 }

@@ -6,8 +6,8 @@ import Synchronization
 /// together into the next one.
 ///
 /// Each caller still gets its own result, and only after the transaction holding its write has committed; a write
-/// that throws is undone alone, its neighbours committed (see ``commit(_:_:)``). With hundreds of purchases in flight this turns
-/// hundreds of transactions (and hops to the writer queue) per second into a few dozen.
+/// that throws is undone alone, its neighbours committed (see ``commit(_:_:)``). With hundreds of purchases in
+/// flight this turns hundreds of transactions (and hops to the writer queue) per second into a few dozen.
 final class SQLiteWriteBatcher: Sendable {
     private struct Pending: Sendable {
         let body: @Sendable (Database) throws -> any Sendable
@@ -89,60 +89,48 @@ final class SQLiteWriteBatcher: Sendable {
     /// A write that throws is the exception: the batch runs in one transaction with no savepoint per write, which
     /// would have SQLite copy every page a write changes into a statement journal (a temporary file once it passes
     /// 64 KiB) only to throw it away at release. Only when a write throws with the transaction still open is the
-    /// batch rolled back and run again with one savepoint per write (``commitEachInSavepoint(_:_:)``), so that
-    /// the failing write alone is undone; the writes are the ledger's statements on the one connection, so the
-    /// second run decides what the first would have.
+    /// batch rolled back and run again with one savepoint per write, so that the failing write alone is undone; the
+    /// writes are the ledger's statements on the one connection, so the second run decides what the first would have.
     private func commit(_ batch: [Pending], _ db: Database) -> [Result<any Sendable, any Error>] {
-        var values: [any Sendable] = []
-        values.reserveCapacity(batch.count)
-        do {
-            try db.inTransaction(.immediate) {
-                for pending in batch {
-                    do {
-                        values.append(try pending.body(db))
-                    } catch {
-                        // SQLite rolls the whole transaction back by itself after some errors (a full disk, an I/O
-                        // error): the batch ends with this error, as it would with savepoints.
-                        guard db.isInsideTransaction else { throw error }
-                        throw OneWriteFailed()
-                    }
-                }
-                return .commit
-            }
-            return values.map { .success($0) }
-        } catch is OneWriteFailed {
-            return commitEachInSavepoint(batch, db)
-        } catch {
-            // The transaction did not commit: no write of the batch is durable.
-            return Array(repeating: .failure(error), count: batch.count)
-        }
+        run(batch, db, eachInSavepoint: false) ?? run(batch, db, eachInSavepoint: true)!
     }
 
-    /// The batch again, each write in a savepoint of its own: a write that throws rolls back its own changes only.
-    private func commitEachInSavepoint(_ batch: [Pending], _ db: Database) -> [Result<any Sendable, any Error>] {
+    /// The batch in one transaction, each write in a savepoint of its own or not; `nil` when a write threw in a run
+    /// without them (the transaction rolled back). A write that throws after SQLite rolled the whole transaction back
+    /// by itself (a full disk, an I/O error) ends the batch with its error, which then says what happened to every
+    /// write of it.
+    private func run(_ batch: [Pending], _ db: Database, eachInSavepoint: Bool) -> [Result<any Sendable, any Error>]? {
         var results: [Result<any Sendable, any Error>] = []
         results.reserveCapacity(batch.count)
         do {
             try db.inTransaction(.immediate) {
                 for pending in batch {
                     do {
-                        var value: (any Sendable)?
-                        try db.inSavepoint {
-                            value = try pending.body(db)
-                            return .commit
-                        }
-                        results.append(.success(value!))
+                        results.append(.success(try eachInSavepoint ? Self.inSavepoint(pending, db) : pending.body(db)))
                     } catch {
                         guard db.isInsideTransaction else { throw error }
+                        guard eachInSavepoint else { throw OneWriteFailed() }
                         results.append(.failure(error))
                     }
                 }
                 return .commit
             }
             return results
+        } catch is OneWriteFailed {
+            return nil
         } catch {
+            // The transaction did not commit: no write of the batch is durable.
             return Array(repeating: .failure(error), count: batch.count)
         }
+    }
+
+    private static func inSavepoint(_ pending: Pending, _ db: Database) throws -> any Sendable {
+        var value: (any Sendable)?
+        try db.inSavepoint {
+            value = try pending.body(db)
+            return .commit
+        }
+        return value!
     }
 
     /// The first run's signal that a write threw inside a transaction still open: roll back, run with savepoints.
